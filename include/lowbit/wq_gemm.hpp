@@ -1,0 +1,123 @@
+// wq_gemm: y[M,N] = x[M,K] · dequant(Wq)[N,K]ᵀ (+ bias), weights quantized to a few bits.
+//
+// Weights are first converted with lowbit::pack_* (lowbit/pack.hpp) into lowbit's layout; the
+// kernels read only that layout. N and K are baked into the kernel; M is bucketed (1, 2, 3-4, 5-8,
+// ...) and passed at run time.
+//
+// Two ways to call it:
+//   - functional: lowbit::wq_gemm(rt, problem, args, stream). The first call for a problem (per M
+//     bucket) compiles or loads the kernel; later calls only look it up.
+//   - plan: WqGemmPlan plan(rt, problem, {1, 16}); plan.run(args, m, stream). The plan compiles
+//     every kernel and allocates its workspace up front; run() never compiles or allocates and can
+//     be captured in a CUDA graph.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowbit/runtime.hpp"
+#include "lowbit/types.hpp"
+
+namespace lowbit {
+
+// How a quantized integer q becomes a weight.
+enum class DequantMode : uint8_t {
+  SubZeroThenScale,  // (q − z)·s with one integer zero per group (GPTQ / AWQ asymmetric)
+  Symmetric,         // (q − 2^(bits−1))·s (GPTQ sym)
+};
+std::string_view to_string(DequantMode);
+
+struct WqGemmProblem {
+  int64_t m = 1;         // rows of x; any value ≥ 1 (the kernel is specialized on its bucket)
+  int64_t n = 0;         // output features
+  int64_t k = 0;         // input features; multiple of 8 and of group_size
+  int bits = 4;          // weight bits (4 in this version)
+  int group_size = 128;  // 32, 64, 128, 256, or 0 for one scale per output channel
+  DequantMode mode = DequantMode::SubZeroThenScale;
+  DType act = DType::F16;  // activations, scales and bias
+  DType out = DType::F16;  // output: F16, BF16 (same as act) or F32
+  std::string str() const;  // WqGemmProblem(m=1, n=4096, ...)
+};
+
+// One point of the configuration space. A block is warps_n × warps_k warps; each warp owns
+// n_tiles 8-column MMA tiles and m_tiles 16-row tiles; the warps_k warps of a block split its K
+// range and reduce through shared memory; split_k blocks split K across the grid and reduce
+// through an fp32 workspace (atomics; the last block to finish writes the output).
+struct WqGemmConfig {
+  int m_tiles = 1;  // 1..8
+  int n_tiles = 4;  // 1, 2, 4, 8
+  int warps_n = 1;  // 1, 2, 4
+  int warps_k = 4;  // 1, 2, 4, 8
+  int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace)
+  std::string str() const;  // WqGemmConfig(m_tiles=1, n_tiles=4, ...)
+  bool operator==(const WqGemmConfig&) const = default;
+};
+
+// Device pointers to weights in lowbit's layout (see pack.hpp).
+struct WqWeights {
+  const void* qweight = nullptr;  // packed integers, 16-byte aligned
+  const void* scales = nullptr;   // [groups_padded, n_padded] in act dtype
+  const void* zeros = nullptr;    // [groups_padded, n_padded] uint8; null for Symmetric
+};
+
+struct WqGemmArgs {
+  const void* x = nullptr;     // [M, K] row-major, act dtype, 16-byte aligned
+  WqWeights w;
+  const void* bias = nullptr;  // [N] act dtype, or null
+  void* y = nullptr;           // [M, N] row-major, out dtype
+  // Split-K workspace of workspace_bytes(problem) bytes: zero-filled once before its first use;
+  // every call leaves it zeroed again. One workspace may not serve two calls running at once.
+  void* workspace = nullptr;
+};
+
+// Checks the problem for this library version. False (with the reason) if it cannot be run.
+bool can_implement(const WqGemmProblem& problem, std::string* why = nullptr);
+// Same, for a problem + config on an arch.
+bool can_implement(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch,
+                   std::string* why = nullptr);
+// Bytes of split-K workspace any config may need for this problem (its M included).
+std::size_t workspace_bytes(const WqGemmProblem& problem);
+
+// Functional call. Validates everything before launching; throws lowbit::Error.
+void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, Stream stream);
+
+struct WqGemmPlanOptions {
+  std::optional<WqGemmConfig> config;  // force one config for every bucket (tests, tuning)
+  bool allocate_workspace = true;      // the plan owns a workspace; otherwise args.workspace is used
+};
+
+class WqGemmPlan {
+ public:
+  // Builds (compiles or loads) the kernel of every M bucket needed for the listed M values
+  // (e.g. {1, 16, 64}); run() accepts any M up to the largest bucket.
+  WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vector<int64_t>& m_values,
+             const WqGemmPlanOptions& options = {});
+  ~WqGemmPlan();
+  WqGemmPlan(WqGemmPlan&&) noexcept;
+  WqGemmPlan& operator=(WqGemmPlan&&) noexcept;
+
+  // Validates the arguments, then launches. Never compiles, never allocates.
+  void run(const WqGemmArgs& args, int64_t m, Stream stream) const;
+
+  int64_t max_m() const;
+  const WqGemmConfig& config_for(int64_t m) const;
+  const std::vector<KernelRecord>& records() const;  // one per bucket, as built
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Compile (no device needed) every kernel the plan above would build; for `lowbit compile`.
+std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& problem,
+                                          const std::vector<int64_t>& m_values,
+                                          const std::optional<WqGemmConfig>& config = std::nullopt);
+
+// The config the library picks for a problem (heuristic; tuning database in a later version).
+WqGemmConfig choose_config(const WqGemmProblem& problem, int sm_count);
+
+}  // namespace lowbit

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, GPU + unit tests, compile timings, benchmark. Everything lands
+# in $OUT (summary.txt last). Usage: scripts/device_run.sh [bench args...]
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:-/tmp/lowbit-out}
+mkdir -p "$OUT"
+B=$ROOT/build-dev
+S=$OUT/summary.txt
+: >"$S"
+step() { echo "== $*" | tee -a "$S"; }
+step "gpu"; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$S"
+step "build"
+if ! (cmake -S "$ROOT" -B "$B" -G Ninja -DLOWBIT_WERROR=ON >"$OUT/build.log" 2>&1 && ninja -C "$B" >>"$OUT/build.log" 2>&1); then
+  grep -E "error|Error" -A5 "$OUT/build.log" | head -60 | tee -a "$S"; exit 1
+fi
+export LOWBIT_CACHE_DIR=$B/cache-run
+rm -rf "$LOWBIT_CACHE_DIR"
+step "info"; "$B/lowbit" info | tee -a "$S"
+step "cold compile (empty cache), then warm (disk hits)"
+"$B/lowbit" compile wq_gemm --model llama-3-8b --m-buckets 1,16,64 | tee -a "$S"
+"$B/lowbit" compile wq_gemm --model llama-3-8b --m-buckets 1,16,64 | tail -3 | tee -a "$S"
+step "resources"
+for m in 1 16 64 128; do "$B/lowbit" inspect wq_gemm --n 8192 --k 8192 --m $m --resources | tee -a "$S"; done
+step "tests"
+(cd "$B" && timeout 420 ctest --output-on-failure 2>&1) >"$OUT/tests.log"; echo "ctest rc=$?" | tee -a "$S"
+grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion|err :=|seed" "$OUT/tests.log" | head -60 | tee -a "$S"
+step "bench"
+[ $# -eq 0 ] && set -- --cases standard --m 1,16,64
+"$B/lowbit" bench wq_gemm "$@" --save "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt" | tee -a "$S"

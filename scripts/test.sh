@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Builds everything and runs the tests. Without a GPU the gpu suite reports itself "Skipped".
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+lowbit_build
+cd "$BUILD_DIR"
+ctest --output-on-failure "$@"

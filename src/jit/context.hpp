@@ -1,0 +1,70 @@
+// The runtime's internals (lowbit::Runtime is a handle to one of these): arch, device, primary
+// context, module cache, and the loaded modules of this device.
+#pragma once
+#include <cuda.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "jit/module_cache.hpp"
+#include "lowbit/runtime.hpp"
+
+namespace lowbit::jit {
+
+struct LoadedKernel {
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  int num_regs = 0;
+  int local_bytes = 0;   // spills + stack per thread
+  int static_smem = 0;
+  int max_threads = 0;
+  std::shared_ptr<const CompiledKernel> compiled;
+};
+
+DeviceInfo query_device(int ordinal);
+
+class Context {
+ public:
+  explicit Context(const RuntimeOptions& options);
+  ~Context();
+
+  bool offline() const { return !device_; }
+  const Arch& arch() const { return cache_->arch(); }
+  const DeviceInfo& device() const;
+  ModuleCache& cache() { return *cache_; }
+
+  // Compiles (or finds) the kernel; no device needed.
+  std::shared_ptr<const CompiledKernel> compile(const KernelSpec& spec, KernelRecord* record = nullptr) {
+    return cache_->get(spec, record);
+  }
+  // Compiles and loads the kernel into this device's context; the result lives as long as the Context.
+  const LoadedKernel& load(const KernelSpec& spec, KernelRecord* record = nullptr);
+
+  // A per-runtime memo for the families' functional APIs: built once per key, shared after.
+  template <class T, class Make>
+  std::shared_ptr<T> memo(const std::string& key, Make&& make) {
+    std::lock_guard lock(memo_mu_);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return std::static_pointer_cast<T>(it->second);
+    std::shared_ptr<T> value = make();
+    memo_.emplace(key, value);
+    return value;
+  }
+
+  // Makes this device's primary context current on the calling thread (cheap).
+  void make_current() const;
+
+ private:
+  std::optional<DeviceInfo> device_;
+  CUcontext cu_context_ = nullptr;
+  std::unique_ptr<ModuleCache> cache_;
+  std::mutex load_mu_;
+  std::unordered_map<std::string, std::unique_ptr<LoadedKernel>> loaded_;  // by digest
+  std::mutex memo_mu_;
+  std::unordered_map<std::string, std::shared_ptr<void>> memo_;
+};
+
+}  // namespace lowbit::jit

@@ -1,0 +1,108 @@
+#include "jit/driver.hpp"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace lowbit::jit {
+namespace {
+
+struct Loaded {
+  Driver drv;
+  std::string failure;  // empty on success
+};
+
+Loaded load() {
+  Loaded out;
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = dlerror();
+    out.failure = fmt::format("no CUDA driver: libcuda.so.1 not found ({}); GPU calls need an NVIDIA driver",
+                              e ? e : "dlopen failed");
+    return out;
+  }
+  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+  if (!get_proc) {
+    out.failure = "no usable CUDA driver: libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)";
+    return out;
+  }
+  std::string missing;
+#define LOWBIT_RESOLVE_DRIVER_FN(name)                                                             \
+  {                                                                                                \
+    void* fn = nullptr;                                                                            \
+    CUdriverProcAddressQueryResult status{};                                                       \
+    if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || \
+        !fn)                                                                                       \
+      missing += std::string(missing.empty() ? "" : ", ") + #name;                                 \
+    out.drv.name = reinterpret_cast<decltype(out.drv.name)>(fn);                                   \
+  }
+  LOWBIT_DRIVER_FUNCTIONS(LOWBIT_RESOLVE_DRIVER_FN)
+#undef LOWBIT_RESOLVE_DRIVER_FN
+  if (!missing.empty()) {
+    out.failure = "CUDA driver too old: libcuda.so.1 lacks " + missing;
+    return out;
+  }
+  CUresult r = out.drv.cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    out.drv.cuGetErrorName(r, &name);
+    out.failure = fmt::format("CUDA driver present but cuInit failed: {} (no usable GPU?)", name ? name : "?");
+  }
+  return out;
+}
+
+}  // namespace
+
+const Driver& driver() {
+  static const Loaded loaded = load();
+  if (!loaded.failure.empty()) throw Error(loaded.failure);
+  return loaded.drv;
+}
+
+std::string driver_error(const char* call, CUresult result) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  try {
+    driver().cuGetErrorName(result, &name);
+    driver().cuGetErrorString(result, &text);
+  } catch (const Error&) {
+  }
+  return fmt::format("{} failed: {} ({})", call, name ? name : std::to_string(static_cast<int>(result)),
+                     text ? text : "no description");
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes) LOWBIT_CU_CHECK(driver().cuMemAlloc(&ptr_, bytes));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) driver().cuMemFree(ptr_);  // no throw from a destructor; a failure here leaks at worst
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) driver().cuMemFree(ptr_);
+    ptr_ = o.ptr_, bytes_ = o.bytes_;
+    o.ptr_ = 0, o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
+  LOWBIT_CHECK(offset + bytes <= bytes_, "upload of {} bytes at offset {} overruns a {}-byte buffer", bytes,
+               offset, bytes_);
+  LOWBIT_CU_CHECK(driver().cuMemcpyHtoD(ptr_ + offset, host, bytes));
+}
+
+void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) const {
+  LOWBIT_CHECK(offset + bytes <= bytes_, "download of {} bytes at offset {} overruns a {}-byte buffer", bytes,
+               offset, bytes_);
+  LOWBIT_CU_CHECK(driver().cuMemcpyDtoH(host, ptr_ + offset, bytes));
+}
+
+void DeviceBuffer::fill_bytes(unsigned char value) const {
+  if (bytes_) LOWBIT_CU_CHECK(driver().cuMemsetD8(ptr_, value, bytes_));
+}
+
+}  // namespace lowbit::jit

@@ -1,0 +1,108 @@
+#include <filesystem>
+
+#include "common/env.hpp"
+#include "jit/context.hpp"
+#include "jit/driver.hpp"
+#include "jit/nvrtc.hpp"
+
+namespace lowbit {
+namespace jit {
+
+Context::Context(const RuntimeOptions& options) {
+  std::optional<Arch> arch;
+  if (!options.arch.empty()) arch = Arch::parse(options.arch);
+  if (options.device >= 0) {
+    device_ = query_device(options.device);
+    if (arch) {
+      LOWBIT_CHECK(arch->major == device_->arch.major && arch->minor == device_->arch.minor,
+                   "arch = '{}' does not match device {} ({}, {}): a cubin for one arch does not load on another",
+                   options.arch, device_->ordinal, device_->name, device_->arch.str());
+    } else {
+      arch = device_->arch;
+    }
+    CUdevice dev;
+    LOWBIT_CU_CHECK(driver().cuDeviceGet(&dev, device_->ordinal));
+    LOWBIT_CU_CHECK(driver().cuDevicePrimaryCtxRetain(&cu_context_, dev));
+    make_current();
+  } else {
+    LOWBIT_CHECK(arch.has_value(), "device = -1 (offline) needs an explicit arch, e.g. sm_90a");
+  }
+  const bool no_disk = options.no_disk_cache || env_flag("LOWBIT_NO_DISK_CACHE");
+  const bool no_compile = options.no_compile || env_flag("LOWBIT_NO_COMPILE");
+  cache_ = std::make_unique<ModuleCache>(*arch, no_disk ? std::string() : default_cache_root(options.cache_dir),
+                                         no_compile);
+}
+
+Context::~Context() {
+  if (!cu_context_) return;
+  try {
+    make_current();
+    for (auto& entry : loaded_) driver().cuModuleUnload(entry.second->module);
+    CUdevice dev;
+    if (driver().cuDeviceGet(&dev, device_->ordinal) == CUDA_SUCCESS) driver().cuDevicePrimaryCtxRelease(dev);
+  } catch (...) {
+  }
+}
+
+const DeviceInfo& Context::device() const {
+  LOWBIT_CHECK(device_.has_value(), "this Runtime is offline (device = -1): it can compile for {} but not run",
+               arch().str());
+  return *device_;
+}
+
+void Context::make_current() const {
+  if (cu_context_) LOWBIT_CU_CHECK(driver().cuCtxSetCurrent(cu_context_));
+}
+
+const LoadedKernel& Context::load(const KernelSpec& spec, KernelRecord* record) {
+  LOWBIT_CHECK(device_.has_value(), "kernel {} cannot be loaded: this Runtime is offline (device = -1)", spec.name);
+  auto compiled = cache_->get(spec, record);
+  std::lock_guard lock(load_mu_);
+  auto it = loaded_.find(compiled->digest);
+  if (it != loaded_.end()) return *it->second;
+  make_current();
+  const Driver& d = driver();
+  auto k = std::make_unique<LoadedKernel>();
+  LOWBIT_CU_CHECK(d.cuModuleLoadData(&k->module, compiled->cubin.data()));
+  LOWBIT_CU_CHECK(d.cuModuleGetFunction(&k->function, k->module, compiled->lowered_name.c_str()));
+  LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->num_regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->function));
+  LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k->function));
+  LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function));
+  LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function));
+  k->compiled = std::move(compiled);
+  // Modules stay loaded for the Context's life.
+  auto [pos, inserted] = loaded_.emplace(k->compiled->digest, std::move(k));
+  (void)inserted;
+  return *pos->second;
+}
+
+}  // namespace jit
+
+Runtime::Runtime(RuntimeOptions options) : ctx_(std::make_unique<jit::Context>(options)) {}
+Runtime::~Runtime() = default;
+bool Runtime::offline() const { return ctx_->offline(); }
+const Arch& Runtime::arch() const { return ctx_->arch(); }
+const DeviceInfo& Runtime::device() const { return ctx_->device(); }
+std::string Runtime::cache_dir() const {
+  const auto& disk = ctx_->cache().disk();
+  return disk.enabled() ? disk.root() : std::string();
+}
+std::string Runtime::nvrtc_version() const { return jit::nvrtc_version(); }
+jit::Context& Runtime::context() { return *ctx_; }
+
+bool cuda_device_available(std::string* why) {
+  try {
+    int count = 0;
+    LOWBIT_CU_CHECK(jit::driver().cuDeviceGetCount(&count));
+    if (count == 0) {
+      if (why) *why = "the CUDA driver reports no device";
+      return false;
+    }
+    return true;
+  } catch (const Error& e) {
+    if (why) *why = e.message();
+    return false;
+  }
+}
+
+}  // namespace lowbit

@@ -1,0 +1,352 @@
+// wq_gemm host side: problem checks, config space, heuristic, render, launch.
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/check.hpp"
+#include "common/env.hpp"
+#include "common/log.hpp"
+#include "jit/context.hpp"
+#include "jit/driver.hpp"
+#include "kernels/wq_gemm_internal.hpp"
+
+namespace lowbit {
+
+std::string_view to_string(DequantMode m) {
+  switch (m) {
+    case DequantMode::SubZeroThenScale: return "sub_zero_then_scale";
+    case DequantMode::Symmetric: return "symmetric";
+  }
+  return "?";
+}
+
+std::string WqGemmProblem::str() const {
+  return fmt::format("WqGemmProblem(m={}, n={}, k={}, bits={}, group_size={}, mode={}, act={}, out={})", m, n, k,
+                     bits, group_size, to_string(mode), to_string(act), to_string(out));
+}
+
+std::string WqGemmConfig::str() const {
+  return fmt::format("WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={})", m_tiles, n_tiles,
+                     warps_n, warps_k, split_k);
+}
+
+namespace {
+bool fail(std::string* why, std::string msg) {
+  if (why) *why = std::move(msg);
+  return false;
+}
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+bool can_implement(const WqGemmProblem& p, std::string* why) {
+  if (p.m < 1) return fail(why, fmt::format("m = {}: M must be ≥ 1", p.m));
+  if (p.n < 1) return fail(why, fmt::format("n = {}: N must be ≥ 1", p.n));
+  if (p.k < 1) return fail(why, fmt::format("k = {}: K must be ≥ 1", p.k));
+  if (p.n > (int64_t{1} << 30) || p.k > (int64_t{1} << 30) || p.m > (int64_t{1} << 30))
+    return fail(why, fmt::format("m, n, k = {}, {}, {}: each must be < 2^30", p.m, p.n, p.k));
+  if (p.bits != 4)
+    return fail(why, fmt::format("bits = {}: this version of wq_gemm supports 4-bit weights only", p.bits));
+  if (p.group_size != 0 && p.group_size != 32 && p.group_size != 64 && p.group_size != 128 && p.group_size != 256)
+    return fail(why, fmt::format("group_size = {}: must be 32, 64, 128, 256, or 0 for per-channel scales",
+                                 p.group_size));
+  if (p.k % 8 != 0) return fail(why, fmt::format("k = {}: K must be a multiple of 8", p.k));
+  if (p.group_size != 0 && p.k % p.group_size != 0)
+    return fail(why, fmt::format("k = {}: K must be a multiple of group_size = {}", p.k, p.group_size));
+  if (p.act != DType::F16 && p.act != DType::BF16)
+    return fail(why, fmt::format("act = {}: activations must be f16 or bf16", to_string(p.act)));
+  if (p.out != p.act && p.out != DType::F32)
+    return fail(why, fmt::format("out = {}: the output must be the activation dtype ({}) or f32",
+                                 to_string(p.out), to_string(p.act)));
+  return true;
+}
+
+namespace wq {
+
+std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
+  return c.warps_k > 1 ? static_cast<std::size_t>(c.warps_k - 1) * c.warps_n * c.m_tiles * c.n_tiles * 4 * 32 * 4
+                       : 0;
+}
+
+Layout layout(const WqGemmProblem& p) {
+  Layout l;
+  l.n_pad = ceil_div(p.n, 8) * 8;
+  l.k_pad = ceil_div(p.k, 128) * 128;
+  l.groups_pad = p.group_size == 0 ? 1 : l.k_pad / p.group_size;
+  l.chunks = l.k_pad / 128;
+  l.qweight_bytes = static_cast<std::size_t>(l.n_pad) * l.k_pad / 2;
+  l.scales_bytes = static_cast<std::size_t>(l.groups_pad) * l.n_pad * 2;
+  l.zeros_bytes = p.mode == DequantMode::SubZeroThenScale ? static_cast<std::size_t>(l.groups_pad) * l.n_pad : 0;
+  return l;
+}
+
+std::size_t traffic_bytes(const WqGemmProblem& p) {
+  const Layout l = layout(p);
+  return l.qweight_bytes + l.scales_bytes + l.zeros_bytes + static_cast<std::size_t>(p.m) * p.k * dtype_bytes(p.act) +
+         static_cast<std::size_t>(p.m) * p.n * dtype_bytes(p.out);
+}
+
+Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
+  const Layout l = layout(p);
+  Geometry g;
+  g.grid_x = static_cast<unsigned>(ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n));
+  g.grid_y = static_cast<unsigned>(c.split_k);
+  g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
+  g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k);
+  return g;
+}
+
+nlohmann::json to_json(const WqGemmProblem& p) {
+  return {{"n", p.n},         {"k", p.k}, {"bits", p.bits}, {"group_size", p.group_size}, {"mode", to_string(p.mode)},
+          {"act", to_string(p.act)}, {"out", to_string(p.out)}};
+}
+
+nlohmann::json to_json(const WqGemmConfig& c) {
+  return {{"m_tiles", c.m_tiles}, {"n_tiles", c.n_tiles}, {"warps_n", c.warps_n}, {"warps_k", c.warps_k},
+          {"split_k", c.split_k}};
+}
+
+jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
+  const bool bf16 = p.act == DType::BF16;
+  const bool zeros = p.mode == DequantMode::SubZeroThenScale;
+  jit::KernelSpec s;
+  s.family = "wq_gemm";
+  s.name = fmt::format("wq_gemm_w{}{}{}_{}{}_n{}k{}_mt{}nt{}wn{}wk{}sk{}", p.bits,
+                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), zeros ? "zp" : "sym",
+                       to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n,
+                       c.warps_k, c.split_k);
+  s.name_expression = fmt::format(
+      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, p.group_size, p.n, p.k,
+      c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, bf16 ? "true" : "false",
+      p.out == DType::F32 ? "true" : "false", zeros ? "true" : "false");
+  s.source = fmt::format(
+      "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
+      p.str(), c.str(), s.name_expression);
+  s.specialization = to_json(p);
+  s.config = to_json(c);
+  return s;
+}
+
+}  // namespace wq
+
+bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, std::string* why) {
+  if (!can_implement(p, why)) return false;
+  if (arch.sm() < 80)
+    return fail(why, fmt::format("arch = {}: wq_gemm needs sm_80 or newer (m16n8k16 MMA)", arch.str()));
+  if (c.m_tiles < 1 || c.m_tiles > 8) return fail(why, fmt::format("m_tiles = {}: must be 1..8", c.m_tiles));
+  if (c.n_tiles != 1 && c.n_tiles != 2 && c.n_tiles != 4 && c.n_tiles != 8)
+    return fail(why, fmt::format("n_tiles = {}: must be 1, 2, 4 or 8", c.n_tiles));
+  if (c.warps_n != 1 && c.warps_n != 2 && c.warps_n != 4)
+    return fail(why, fmt::format("warps_n = {}: must be 1, 2 or 4", c.warps_n));
+  if (c.warps_k != 1 && c.warps_k != 2 && c.warps_k != 4 && c.warps_k != 8)
+    return fail(why, fmt::format("warps_k = {}: must be 1, 2, 4 or 8", c.warps_k));
+  const int64_t chunks = wq::layout(p).chunks;
+  if (c.split_k < 1 || c.split_k > 64 || c.split_k > chunks)
+    return fail(why, fmt::format("split_k = {}: must be 1..min(64, K_pad/128 = {})", c.split_k, chunks));
+  if (wq::reduction_smem_bytes(c) > 48 * 1024)
+    return fail(why, fmt::format("{}: the warps_k reduction needs {} bytes of shared memory, over 48 KiB", c.str(),
+                                 wq::reduction_smem_bytes(c)));
+  if (c.m_tiles * c.n_tiles > 32)
+    return fail(why, fmt::format("{}: m_tiles·n_tiles = {} accumulator tiles per warp, over 32 (register spills)",
+                                 c.str(), c.m_tiles * c.n_tiles));
+  return true;
+}
+
+std::size_t workspace_bytes(const WqGemmProblem& p) {
+  std::string why;
+  LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
+  // Counters for the largest grid any config makes (8-column blocks, 16-row blocks), then fp32 sums.
+  const std::size_t counters = static_cast<std::size_t>(ceil_div(p.n, 8)) * ceil_div(p.m, 16);
+  const std::size_t counter_bytes = (counters * 4 + 255) / 256 * 256;
+  return counter_bytes + static_cast<std::size_t>(p.m) * p.n * 4;
+}
+
+WqGemmConfig choose_config(const WqGemmProblem& p, int sm_count) {
+  const int64_t bucket = m_bucket(p.m);
+  WqGemmConfig c;
+  c.m_tiles = static_cast<int>(std::min<int64_t>(8, ceil_div(bucket, 16)));
+  c.n_tiles = c.m_tiles >= 4 ? 2 : 4;
+  c.warps_n = 1;
+  c.warps_k = c.m_tiles >= 4 ? 2 : 4;
+  const int64_t chunks = wq::layout(p).chunks;
+  const int64_t col_blocks = ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n);
+  const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
+  // Enough blocks to fill every SM several times over, but each warp keeps ≥ 2 chunks to pipeline.
+  const int64_t target = 4LL * std::max(sm_count, 1);
+  int64_t split = std::max<int64_t>(1, target / std::max<int64_t>(1, col_blocks * row_blocks));
+  split = std::min<int64_t>(split, std::max<int64_t>(1, chunks / (2 * c.warps_k)));
+  c.split_k = static_cast<int>(std::clamp<int64_t>(split, 1, 64));
+  return c;
+}
+
+// ---- plans --------------------------------------------------------------------------------------
+
+struct WqGemmPlan::Impl {
+  struct Bucket {
+    int64_t max_m;
+    WqGemmConfig config;
+    const jit::LoadedKernel* kernel;
+  };
+  jit::Context* ctx = nullptr;
+  WqGemmProblem problem;
+  std::vector<Bucket> buckets;  // ascending max_m
+  std::vector<KernelRecord> records;
+  jit::DeviceBuffer workspace;
+  bool needs_workspace = false;
+};
+
+namespace {
+
+std::vector<int64_t> buckets_for(const std::vector<int64_t>& m_values) {
+  LOWBIT_CHECK(!m_values.empty(), "m_values is empty: a plan needs at least one M");
+  std::vector<int64_t> b;
+  for (int64_t m : m_values) b.push_back(m_bucket(m));
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  // Cover every bucket up to the largest, so run() accepts any M ≤ max.
+  std::vector<int64_t> all;
+  for (int64_t x = 1; x <= b.back(); x *= 2) all.push_back(x);
+  return all;
+}
+
+WqGemmConfig config_for_bucket(const WqGemmProblem& problem, int64_t bucket, const Arch& arch, int sm_count,
+                               const std::optional<WqGemmConfig>& forced) {
+  WqGemmProblem pb = problem;
+  pb.m = bucket;
+  WqGemmConfig c = forced ? *forced : choose_config(pb, sm_count);
+  std::string why;
+  LOWBIT_CHECK(can_implement(pb, c, arch, &why), "wq_gemm cannot run {} with {}: {}", pb.str(), c.str(), why);
+  if (env_flag("LOWBIT_PRINT_CONFIGS"))
+    info(fmt::format("wq_gemm {} m-bucket {} -> {} ({})", problem.str(), bucket, c.str(),
+                     forced ? "forced" : "heuristic"));
+  return c;
+}
+
+int sm_count_of(jit::Context& ctx) { return ctx.offline() ? 132 : ctx.device().sm_count; }
+
+bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
+
+}  // namespace
+
+std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& problem,
+                                          const std::vector<int64_t>& m_values,
+                                          const std::optional<WqGemmConfig>& config) {
+  jit::Context& ctx = rt.context();
+  std::vector<KernelRecord> out;
+  for (int64_t bucket : buckets_for(m_values)) {
+    WqGemmConfig c = config_for_bucket(problem, bucket, ctx.arch(), sm_count_of(ctx), config);
+    KernelRecord rec;
+    ctx.compile(wq::kernel_spec(problem, c), &rec);
+    rec.config = c.str();
+    out.push_back(rec);
+  }
+  return out;
+}
+
+WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vector<int64_t>& m_values,
+                       const WqGemmPlanOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  std::string why;
+  LOWBIT_CHECK(can_implement(problem, &why), "wq_gemm: {}", why);
+  jit::Context& ctx = rt.context();
+  impl_->ctx = &ctx;
+  impl_->problem = problem;
+  for (int64_t bucket : buckets_for(m_values)) {
+    WqGemmConfig c = config_for_bucket(problem, bucket, ctx.arch(), sm_count_of(ctx), options.config);
+    KernelRecord rec;
+    const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c), &rec);
+    rec.config = c.str();
+    impl_->records.push_back(rec);
+    impl_->buckets.push_back({bucket, c, &k});
+    impl_->needs_workspace |= c.split_k > 1;
+  }
+  if (impl_->needs_workspace && options.allocate_workspace) {
+    WqGemmProblem pmax = problem;
+    pmax.m = impl_->buckets.back().max_m;
+    impl_->workspace = jit::DeviceBuffer(workspace_bytes(pmax));
+    impl_->workspace.fill_bytes(0);  // the kernels keep it zero from here on
+  }
+}
+
+WqGemmPlan::~WqGemmPlan() = default;
+WqGemmPlan::WqGemmPlan(WqGemmPlan&&) noexcept = default;
+WqGemmPlan& WqGemmPlan::operator=(WqGemmPlan&&) noexcept = default;
+
+int64_t WqGemmPlan::max_m() const { return impl_->buckets.back().max_m; }
+const std::vector<KernelRecord>& WqGemmPlan::records() const { return impl_->records; }
+
+const WqGemmConfig& WqGemmPlan::config_for(int64_t m) const {
+  for (const auto& b : impl_->buckets)
+    if (m <= b.max_m) return b.config;
+  LOWBIT_FAIL("m = {} is over this plan's largest M bucket ({})", m, max_m());
+}
+
+void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
+  const Impl& im = *impl_;
+  const WqGemmProblem& p = im.problem;
+  LOWBIT_CHECK(m >= 1 && m <= max_m(), "m = {}: must be 1..{} (the plan's largest M bucket)", m, max_m());
+  const Impl::Bucket* b = nullptr;
+  for (const auto& bk : im.buckets)
+    if (m <= bk.max_m) {
+      b = &bk;
+      break;
+    }
+  LOWBIT_CHECK(a.x != nullptr, "args.x is null");
+  LOWBIT_CHECK(aligned(a.x, 16), "args.x = {}: must be 16-byte aligned", a.x);
+  LOWBIT_CHECK(a.w.qweight != nullptr, "args.w.qweight is null");
+  LOWBIT_CHECK(aligned(a.w.qweight, 16), "args.w.qweight = {}: must be 16-byte aligned", a.w.qweight);
+  LOWBIT_CHECK(a.w.scales != nullptr, "args.w.scales is null");
+  LOWBIT_CHECK(aligned(a.w.scales, 2), "args.w.scales = {}: must be 2-byte aligned", a.w.scales);
+  LOWBIT_CHECK(p.mode != DequantMode::SubZeroThenScale || a.w.zeros != nullptr,
+               "args.w.zeros is null but mode = sub_zero_then_scale needs zero points");
+  LOWBIT_CHECK(aligned(a.bias, 2), "args.bias = {}: must be 2-byte aligned", a.bias);
+  LOWBIT_CHECK(a.y != nullptr, "args.y is null");
+  LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y, dtype_bytes(p.out));
+  WqGemmProblem pm = p;
+  pm.m = m;
+  void* ws = a.workspace;
+  if (b->config.split_k > 1) {
+    if (ws == nullptr) ws = im.workspace.get();
+    LOWBIT_CHECK(ws != nullptr,
+                 "args.workspace is null, but {} splits K and needs workspace_bytes(problem) = {} bytes (zero-filled "
+                 "once)",
+                 b->config.str(), workspace_bytes(pm));
+    LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
+  }
+  const wq::Geometry geo = wq::geometry(p, b->config, m);
+  // Workspace = counters, then fp32 sums, laid out for this M (workspace_bytes(pm)). Where they
+  // fall does not matter between calls: every call leaves all of it zero.
+  const std::size_t sums_offset = workspace_bytes(pm) - static_cast<std::size_t>(m) * p.n * 4;
+  float* sums = ws ? reinterpret_cast<float*>(static_cast<char*>(ws) + sums_offset) : nullptr;
+  unsigned* counters = static_cast<unsigned*>(ws);
+  int mi = static_cast<int>(m);
+  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &a.x, &a.bias, &a.y, &sums, &counters, &mi};
+  im.ctx->make_current();
+  LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z, geo.block,
+                                               1, 1, 0, stream, const_cast<void**>(args), nullptr));
+}
+
+// ---- functional API -----------------------------------------------------------------------------
+
+void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, Stream stream) {
+  std::string why;
+  LOWBIT_CHECK(can_implement(problem, &why), "wq_gemm: {}", why);
+  // One plan per (problem, bucket), kept by the runtime; built on first use.
+  WqGemmProblem key_problem = problem;
+  key_problem.m = m_bucket(problem.m);
+  const std::string key = "wq_gemm|" + key_problem.str();
+  auto plan = rt.context().memo<WqGemmPlan>(key, [&] {
+    WqGemmPlanOptions o;
+    o.allocate_workspace = false;
+    return std::make_shared<WqGemmPlan>(rt, key_problem, std::vector<int64_t>{key_problem.m}, o);
+  });
+  if (plan->config_for(problem.m).split_k > 1) {
+    LOWBIT_CHECK(args.workspace != nullptr,
+                 "args.workspace is null, but the chosen config ({}) splits K: pass workspace_bytes(problem) = {} "
+                 "zero-filled bytes",
+                 plan->config_for(problem.m).str(), workspace_bytes(problem));
+  }
+  plan->run(args, problem.m, stream);
+}
+
+}  // namespace lowbit

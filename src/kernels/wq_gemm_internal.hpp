@@ -1,0 +1,37 @@
+// wq_gemm host internals shared by the family's files, the CLI (inspect/bench) and the tests.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "jit/kernel_spec.hpp"
+#include "lowbit/wq_gemm.hpp"
+
+namespace lowbit::wq {
+
+// Launch geometry of one config for one M.
+struct Geometry {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block = 32;
+};
+Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m);
+
+// Everything the runtime needs to build the kernel for (problem, config) on an arch.
+jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config);
+
+// Derived sizes of lowbit's packed layout for a problem.
+struct Layout {
+  int64_t n_pad, k_pad, groups_pad, chunks;
+  std::size_t qweight_bytes, scales_bytes, zeros_bytes;
+};
+Layout layout(const WqGemmProblem& problem);
+
+// Shared-memory bytes of the intra-block reduction (static in the kernel).
+std::size_t reduction_smem_bytes(const WqGemmConfig& config);
+
+// Bytes read and written by one call, for the floor: packed weights + scales + zeros + x + y (+ bias).
+std::size_t traffic_bytes(const WqGemmProblem& problem);
+
+nlohmann::json to_json(const WqGemmProblem& problem);
+nlohmann::json to_json(const WqGemmConfig& config);
+
+}  // namespace lowbit::wq

@@ -1,0 +1,29 @@
+// The two ceilings of shared/BENCHMARKS.md, measured in the same run as the cases: device read
+// bandwidth (≥ 1 GiB read-only stream) and the tensor-core rate (register-only m16n8k16 MMAs),
+// plus the stream ceiling of one case (a trivial kernel moving exactly the case's bytes).
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "jit/driver.hpp"
+
+namespace lowbit::jit {
+class Context;
+}
+
+namespace lowbit::tune {
+
+struct Ceilings {
+  double read_gbs = 0;       // GB/s (1e9 bytes/s)
+  double mma_tflops = 0;     // dense fp16 m16n8k16, fp32 accumulate
+  double empty_us = 0;       // one empty-ish launch inside a graph
+};
+
+Ceilings measure_ceilings(jit::Context& ctx);
+
+// Median µs of one stream-kernel call reading `in_bytes` from copy i of `copies` (rotating, as the
+// case does) and writing `out_bytes` into `out`.
+double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceBuffer*>& copies,
+                         std::size_t in_bytes, jit::DeviceBuffer& out, std::size_t out_bytes, int rounds);
+
+}  // namespace lowbit::tune

@@ -1,0 +1,46 @@
+// `lowbit bench wq_gemm`: correctness first, then time per call by the protocol of
+// shared/BENCHMARKS.md next to the case's stream ceiling and floor.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowbit/wq_gemm.hpp"
+#include "tune/ceilings.hpp"
+
+namespace lowbit::tune {
+
+struct WqBenchOptions {
+  std::vector<int64_t> ms{1, 16, 64};
+  std::optional<WqGemmConfig> config;  // default: the library's choice
+  int replays = 30;
+  int rounds = 4;  // graph = rounds × copies calls
+};
+
+struct WqBenchRow {
+  WqGemmProblem problem;
+  std::string config;
+  bool ok = false;
+  std::string error;      // FAIL reason
+  double rel_err = 0;     // ‖y − ref‖ / ‖ref‖ over the checked columns
+  std::size_t bytes = 0;  // traffic of one call
+  double flops = 0;
+  double us = 0;          // median per call, graph replay, rotating weights
+  double stream_us = 0;   // stream ceiling of the same bytes
+  double floor_us = 0;    // max(bytes / read_bw, flops / mma rate)
+  double tc_us = 0;       // flops / mma rate
+  double host_us = 0;     // host cost of one plan.run() (enqueue only)
+  int copies = 0;
+  double pct_stream() const { return us > 0 ? 100.0 * std::max(stream_us, tc_us) / us : 0; }
+  double pct_floor() const { return us > 0 ? 100.0 * floor_us / us : 0; }
+  double gbs() const { return us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0; }
+};
+
+// Benchmarks one (N, K) layer at every M of the options. `base` gives bits/group/mode/dtypes.
+std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceilings, const WqGemmProblem& base,
+                                      const WqBenchOptions& options);
+
+// The standard W4A16 cases of shared/BENCHMARKS.md: (N, K) pairs.
+std::vector<std::pair<int64_t, int64_t>> standard_wq_shapes();
+
+}  // namespace lowbit::tune

@@ -1,0 +1,51 @@
+// Thin PTX wrappers. Each says why it exists.
+#pragma once
+#include "common/types.cuh"
+
+namespace lowbit::kern {
+
+// Weights are streamed once per call: read-only path, and no L1 allocation so they do not evict
+// the activations every warp re-reads.
+__device__ __forceinline__ uint4 ld_stream_v4(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+}
+
+// Activations, scales and zeros are shared by many warps: ordinary read-only cached loads.
+__device__ __forceinline__ uint4 ld_cached_v4(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
+__device__ __forceinline__ u16 ld_cached_u16(const u16* p) { return __ldg(p); }
+__device__ __forceinline__ u8 ld_cached_u8(const u8* p) { return __ldg(p); }
+
+// fp32 <-> 16-bit float bit patterns without cuda_fp16.h (NVRTC has no host headers here).
+__device__ __forceinline__ u16 f32_to_f16(float f) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float f16_to_f32(u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ u16 f32_to_bf16(float f) {
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));  // sm_80+
+  return h;
+}
+__device__ __forceinline__ float bf16_to_f32(u16 h) { return __uint_as_float(static_cast<u32>(h) << 16); }
+
+template <bool kBf16>
+__device__ __forceinline__ float to_f32(u16 h) {
+  if constexpr (kBf16) return bf16_to_f32(h);
+  else return f16_to_f32(h);
+}
+template <bool kBf16>
+__device__ __forceinline__ u16 from_f32(float f) {
+  if constexpr (kBf16) return f32_to_bf16(f);
+  else return f32_to_f16(f);
+}
+
+}  // namespace lowbit::kern

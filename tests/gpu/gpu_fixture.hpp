@@ -1,0 +1,38 @@
+// Shared state and checks for the GPU tests: one Runtime per process, layers uploaded to the device,
+// and the comparison of a kernel's output against the CPU reference.
+#pragma once
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "jit/driver.hpp"
+#include "lowbit/lowbit.hpp"
+#include "support/test_support.hpp"
+
+namespace lowbit::test {
+
+Runtime& gpu_runtime();
+std::mt19937_64& gpu_rng();  // seeded fresh per run; the seed is printed once
+
+// A random layer, packed and uploaded, with its activations and a CPU reference for max_m rows.
+struct DeviceLayer {
+  WqGemmProblem problem;  // m = max_m
+  PackedWeights packed;
+  std::vector<uint16_t> x, bias;
+  jit::DeviceBuffer qweight, scales, zeros, x_dev, bias_dev, y_dev;
+  std::vector<double> ref;  // [max_m, N]
+  WqGemmArgs args(bool with_bias) const;
+};
+std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& problem, bool with_bias);
+
+// Poisons y, runs, and checks rows [0, m): every element finite and ‖y − ref‖/‖ref‖ within the
+// tolerance for the output dtype. Returns the relative error.
+double run_and_check(const DeviceLayer& layer, const WqGemmPlan& plan, int64_t m, bool with_bias);
+// Downloads rows [0, m) of y as doubles.
+std::vector<double> download_y(const DeviceLayer& layer, int64_t m);
+double relative_error(const DeviceLayer& layer, const std::vector<double>& y, int64_t m);
+double tolerance(const WqGemmProblem& p);
+
+}  // namespace lowbit::test

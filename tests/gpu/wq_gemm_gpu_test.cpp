@@ -1,0 +1,174 @@
+// wq_gemm on the GPU against the CPU reference: fresh random data, odd shapes, both
+// decompositions, outputs poisoned before every launch.
+#include <cmath>
+
+#include "gpu/gpu_fixture.hpp"
+#include "jit/driver.hpp"
+#include "support/catch.hpp"
+#include "tune/timer.hpp"
+
+using namespace lowbit;
+using namespace lowbit::test;
+
+namespace {
+
+const std::vector<int64_t> kMs = {1, 2, 3, 7, 16, 33, 64, 130};
+
+WqGemmProblem problem(int64_t n, int64_t k, int group = 128, int64_t max_m = 130) {
+  WqGemmProblem p;
+  p.m = max_m, p.n = n, p.k = k, p.group_size = group;
+  return p;
+}
+
+WqGemmConfig config(int mt, int nt, int wn, int wk, int sk) {
+  WqGemmConfig c;
+  c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.split_k = sk;
+  return c;
+}
+
+// Every M of kMs through three plans: the library's choice, data-parallel, and split-K.
+void sweep(int64_t n, int64_t k, int group = 128) {
+  auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
+  Runtime& rt = gpu_runtime();
+  WqGemmPlan chosen(rt, L->problem, kMs);
+  WqGemmPlanOptions dp, sk;
+  dp.config = config(2, 4, 1, 4, 1);
+  sk.config = config(1, 2, 2, 2, 3);
+  WqGemmPlan data_parallel(rt, L->problem, kMs, dp);
+  WqGemmPlan split_k(rt, L->problem, kMs, sk);
+  for (int64_t m : kMs) {
+    run_and_check(*L, chosen, m, false);
+    run_and_check(*L, data_parallel, m, false);
+    run_and_check(*L, split_k, m, false);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("wq_gemm 4096x4096 all M, both decompositions", "[gpu]") { sweep(4096, 4096); }
+TEST_CASE("wq_gemm 8192x8192 all M, both decompositions", "[gpu]") { sweep(8192, 8192); }
+TEST_CASE("wq_gemm odd 4000x4160 (K not a multiple of 128), group 32", "[gpu]") { sweep(4000, 4160, 32); }
+TEST_CASE("wq_gemm 11008x4096", "[gpu]") { sweep(11008, 4096); }
+TEST_CASE("wq_gemm tiny odd N 20x256 and N 8x128", "[gpu]") {
+  sweep(20, 256);
+  sweep(8, 128);
+}
+
+TEST_CASE("wq_gemm groups, modes, dtypes, bias", "[gpu]") {
+  Runtime& rt = gpu_runtime();
+  for (int group : {32, 64, 128, 256, 0})
+    for (DType act : {DType::F16, DType::BF16})
+      for (bool f32_out : {false, true})
+        for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric}) {
+          WqGemmProblem p = problem(264, 1024, group, 17);
+          p.act = act;
+          p.out = f32_out ? DType::F32 : act;
+          p.mode = mode;
+          const bool bias = group != 64;
+          auto L = make_layer(p, bias);
+          WqGemmPlanOptions sk;
+          sk.config = config(1, 1, 2, 2, 2);
+          WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk);
+          for (int64_t m : {1, 5, 17}) {
+            run_and_check(*L, chosen, m, bias);
+            run_and_check(*L, split, m, bias);
+          }
+        }
+}
+
+TEST_CASE("wq_gemm split-K leaves its workspace clean: repeated calls and graph replay", "[gpu]") {
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(1032, 2048, 128, 40), false);
+  WqGemmPlanOptions sk;
+  sk.config = config(1, 4, 1, 2, 5);
+  WqGemmPlan plan(rt, L->problem, {40}, sk);
+  for (int i = 0; i < 5; ++i) run_and_check(*L, plan, 40, false);
+
+  // Capture once, then replay with new activations written into the same buffer each time.
+  const jit::Driver& d = jit::driver();
+  tune::ScopedStream stream;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  LOWBIT_CU_CHECK(d.cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  plan.run(L->args(false), 40, stream.get());
+  LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &graph));
+  LOWBIT_CU_CHECK(d.cuGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    auto fresh = make_layer(problem(1032, 2048, 128, 40), false);  // new weights and x with their reference
+    L->x_dev.upload(fresh->x.data(), fresh->x.size() * 2);
+    L->qweight.upload(fresh->packed.qweight.data(), fresh->packed.qweight.size() * 4);
+    L->scales.upload(fresh->packed.scales.data(), fresh->packed.scales.size() * 2);
+    L->zeros.upload(fresh->packed.zeros.data(), fresh->packed.zeros.size());
+    L->ref = fresh->ref;
+    L->y_dev.fill_bytes(0xff);
+    LOWBIT_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
+    stream.synchronize();
+    const double err = relative_error(*L, download_y(*L, 40), 40);
+    CAPTURE(replay, err);
+    REQUIRE(err <= tolerance(L->problem));
+  }
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+}
+
+TEST_CASE("wq_gemm functional API", "[gpu]") {
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(4096, 4096, 128, 3), true);
+  jit::DeviceBuffer ws(workspace_bytes(L->problem));
+  ws.fill_bytes(0);
+  WqGemmArgs a = L->args(true);
+  a.workspace = ws.get();
+  for (int rep = 0; rep < 2; ++rep) {
+    L->y_dev.fill_bytes(0xff);
+    wq_gemm(rt, L->problem, a, nullptr);
+    LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+    const double err = relative_error(*L, download_y(*L, 3), 3);
+    REQUIRE(err <= tolerance(L->problem));
+  }
+}
+
+TEST_CASE("wq_gemm bad arguments fail before launch and write nothing", "[gpu]") {
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(512, 1024, 128, 4), false);
+  WqGemmPlanOptions sk;
+  sk.config = config(1, 4, 1, 2, 2);
+  sk.allocate_workspace = false;
+  WqGemmPlan plan(rt, L->problem, {4}, sk);
+  auto expect_error = [&](WqGemmArgs a, int64_t m, const std::string& needle) {
+    L->y_dev.fill_bytes(0xff);
+    bool threw = false;
+    try {
+      plan.run(a, m, nullptr);
+    } catch (const Error& e) {
+      threw = true;
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(needle) != std::string::npos);
+    }
+    REQUIRE(threw);
+    LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+    for (double v : download_y(*L, 4)) REQUIRE(std::isnan(v));  // nothing written
+  };
+  jit::DeviceBuffer ws(workspace_bytes(L->problem));
+  ws.fill_bytes(0);
+  WqGemmArgs good = L->args(false);
+  good.workspace = ws.get();
+  WqGemmArgs a = good;
+  a.x = nullptr;
+  expect_error(a, 4, "args.x is null");
+  a = good;
+  a.x = static_cast<const char*>(good.x) + 2;
+  expect_error(a, 4, "16-byte aligned");
+  a = good;
+  a.w.zeros = nullptr;
+  expect_error(a, 4, "zeros");
+  a = good;
+  a.workspace = nullptr;
+  expect_error(a, 4, "workspace");
+  expect_error(good, 0, "m = 0");
+  expect_error(good, 5, "m = 5");
+  // And the good call still works.
+  L->y_dev.fill_bytes(0xff);
+  plan.run(good, 4, nullptr);
+  LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+  REQUIRE(relative_error(*L, download_y(*L, 4), 4) <= tolerance(L->problem));
+}

@@ -1,0 +1,125 @@
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "common/check.hpp"
+#include "cli.hpp"
+#include "tune/wq_bench.hpp"
+
+namespace lowbit::cli {
+
+void add_common(CLI::App* app, CommonFlags& f, bool with_device) {
+  app->add_option("--arch", f.arch, "target arch (sm_80, sm_86, sm_89, sm_90a, ...); default: the device's");
+  app->add_option("--cache-dir", f.cache_dir, "kernel cache dir (default $LOWBIT_CACHE_DIR or ~/.cache/lowbit)");
+  if (with_device) app->add_option("--device", f.device, "CUDA device ordinal");
+  app->add_flag("--json", f.json, "machine-readable output");
+}
+
+void add_wq(CLI::App* app, WqFlags& f) {
+  app->add_option("--n", f.n, "output features N");
+  app->add_option("--k", f.k, "input features K");
+  app->add_option("--bits", f.bits, "weight bits")->default_val(4);
+  app->add_option("--group", f.group, "group size (0 = per-channel)")->default_val(128);
+  app->add_option("--act", f.act, "activation dtype: f16 or bf16")->default_val("f16");
+  app->add_option("--out", f.out, "output dtype (default: the activation dtype; or f32)");
+  app->add_flag("--symmetric", f.symmetric, "symmetric weights (no zero points)");
+  app->add_option("--config", f.config, "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k");
+  app->add_option("--model", f.model, "model preset: llama-3-8b, standard");
+  app->add_option("--cases", f.cases, "'standard': the cases of shared/BENCHMARKS.md");
+}
+
+std::vector<int64_t> parse_int_list(const std::string& s, const char* flag) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    try {
+      std::size_t pos = 0;
+      out.push_back(std::stoll(item, &pos));
+      LOWBIT_CHECK(pos == item.size(), "");
+    } catch (...) {
+      LOWBIT_FAIL("{} = '{}': '{}' is not an integer (expected a comma-separated list like 1,16,64)", flag, s, item);
+    }
+  }
+  return out;
+}
+
+std::optional<WqGemmConfig> parse_config(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  auto v = parse_int_list(s, "--config");
+  LOWBIT_CHECK(v.size() == 5, "--config = '{}': expected 5 integers m_tiles,n_tiles,warps_n,warps_k,split_k", s);
+  WqGemmConfig c;
+  c.m_tiles = static_cast<int>(v[0]), c.n_tiles = static_cast<int>(v[1]), c.warps_n = static_cast<int>(v[2]);
+  c.warps_k = static_cast<int>(v[3]), c.split_k = static_cast<int>(v[4]);
+  return c;
+}
+
+namespace {
+const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& presets() {
+  static const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> p = {
+      // Llama-3-8B linear layers (N, K): fused qkv, o_proj, fused gate+up, down_proj.
+      {"llama-3-8b", {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}},
+      {"standard", tune::standard_wq_shapes()},
+  };
+  return p;
+}
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, shapes] : presets()) names.push_back(name);
+  return names;
+}
+
+std::vector<std::pair<int64_t, int64_t>> wq_shapes(const WqFlags& f) {
+  std::string preset = !f.cases.empty() ? f.cases : f.model;
+  if (!preset.empty()) {
+    auto it = presets().find(preset);
+    LOWBIT_CHECK(it != presets().end(), "--model/--cases = '{}': not a preset (known: {})", preset,
+                 fmt::join(model_names(), ", "));
+    return it->second;
+  }
+  LOWBIT_CHECK(f.n > 0 && f.k > 0, "--n = {}, --k = {}: give both (positive), or --model / --cases", f.n, f.k);
+  return {{f.n, f.k}};
+}
+
+WqGemmProblem wq_problem(const WqFlags& f, int64_t n, int64_t k) {
+  WqGemmProblem p;
+  p.n = n, p.k = k, p.bits = f.bits, p.group_size = f.group;
+  p.act = parse_dtype(f.act);
+  p.out = f.out.empty() ? p.act : parse_dtype(f.out);
+  p.mode = f.symmetric ? DequantMode::Symmetric : DequantMode::SubZeroThenScale;
+  std::string why;
+  LOWBIT_CHECK(can_implement(p, &why), "{}", why);
+  return p;
+}
+
+Runtime make_runtime(const CommonFlags& f, bool need_device) {
+  RuntimeOptions o;
+  o.cache_dir = f.cache_dir;
+  o.arch = f.arch;
+  std::string why;
+  const bool have_device = cuda_device_available(&why);
+  if (need_device) {
+    LOWBIT_CHECK(have_device, "this command needs a CUDA device: {}", why);
+    o.device = f.device;
+    return Runtime(o);
+  }
+  if (have_device && f.arch.empty()) {
+    o.device = f.device;
+    return Runtime(o);
+  }
+  if (have_device) {
+    // --arch given with a device present: run offline unless it is the device's own arch.
+    o.device = -1;
+    return Runtime(o);
+  }
+  LOWBIT_CHECK(!f.arch.empty(), "no CUDA device ({}): pass --arch (e.g. --arch sm_90a) to compile offline", why);
+  o.device = -1;
+  return Runtime(o);
+}
+
+void print_json(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()); }
+
+}  // namespace lowbit::cli

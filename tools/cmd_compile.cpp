@@ -1,0 +1,34 @@
+#include <cstdio>
+
+#include "cli.hpp"
+
+namespace lowbit::cli {
+
+int run_compile(const CommonFlags& f, const WqFlags& w) {
+  Runtime rt = make_runtime(f, false);
+  const auto ms = parse_int_list(w.ms, "--m-buckets");
+  const auto config = parse_config(w.config);
+  nlohmann::json rows = nlohmann::json::array();
+  if (!f.json)
+    std::printf("%-62s %-7s %-13s %9s  %s\n", "kernel", "arch", "result", "ms", "config");
+  double total_ms = 0;
+  for (auto [n, k] : wq_shapes(w)) {
+    for (const KernelRecord& r : compile_wq_gemm(rt, wq_problem(w, n, k), ms, config)) {
+      total_ms += r.total_ms;
+      rows.push_back({{"name", r.name}, {"arch", r.arch}, {"result", to_string(r.source)}, {"ms", r.total_ms},
+                      {"compile_ms", r.compile_ms}, {"digest", r.digest}, {"config", r.config}});
+      if (!f.json)
+        std::printf("%-62s %-7s %-13s %9.1f  %s\n", r.name.c_str(), r.arch.c_str(),
+                    std::string(to_string(r.source)).c_str(), r.total_ms, r.config.c_str());
+    }
+  }
+  if (f.json) {
+    print_json({{"arch", rt.arch().str()}, {"cache_dir", rt.cache_dir()}, {"kernels", rows}});
+  } else {
+    std::printf("%zu kernel(s) for %s in %.1f ms; cache: %s\n", rows.size(), rt.arch().str().c_str(), total_ms,
+                rt.cache_dir().empty() ? "(memory only)" : rt.cache_dir().c_str());
+  }
+  return 0;
+}
+
+}  // namespace lowbit::cli

@@ -1,0 +1,75 @@
+#include <cstdio>
+#include <regex>
+#include <sstream>
+
+#include "common/check.hpp"
+#include "jit/context.hpp"
+#include "jit/embedded_templates.hpp"
+#include "jit/nvrtc.hpp"
+#include "kernels/wq_gemm_internal.hpp"
+#include "cli.hpp"
+
+namespace lowbit::cli {
+
+int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, bool resources) {
+  Runtime rt = make_runtime(f, false);
+  const auto ms = parse_int_list(w.ms, "--m");
+  LOWBIT_CHECK(ms.size() == 1, "--m = '{}': inspect takes one M", w.ms);
+  const auto shapes = wq_shapes(w);
+  LOWBIT_CHECK(shapes.size() == 1, "inspect takes one layer: give --n and --k");
+  WqGemmProblem p = wq_problem(w, shapes[0].first, shapes[0].second);
+  p.m = ms[0];
+  const int sms = rt.offline() ? 132 : rt.device().sm_count;
+  const WqGemmConfig config = parse_config(w.config).value_or(choose_config(p, sms));
+  std::string why;
+  LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
+  const jit::KernelSpec spec = wq::kernel_spec(p, config);
+  if (!source && !ptx && !resources) resources = true;
+  nlohmann::json j = {{"name", spec.name}, {"arch", rt.arch().str()}, {"config", config.str()},
+                      {"problem", p.str()}};
+  if (source) {
+    std::string templ;
+    for (const auto& t : jit::embedded_templates())
+      if (std::string(t.name) == "wq_gemm.cuh") templ = std::string(t.bytes);
+    j["source"] = spec.source;
+    j["template"] = templ;
+    if (!f.json) std::printf("// ---- instantiation source ----\n%s\n// ---- wq_gemm.cuh ----\n%s\n", spec.source.c_str(),
+                             templ.c_str());
+  }
+  if (ptx) {
+    auto r = jit::nvrtc_compile({spec.source, spec.name_expression, rt.arch(), jit::CompileOutput::Ptx});
+    j["ptx"] = r.binary;
+    if (!f.json) std::printf("%s\n", r.binary.c_str());
+  }
+  if (resources) {
+    // A fresh compile: its ptxas -v log holds registers, shared memory, stack and spills.
+    auto r = jit::nvrtc_compile({spec.source, spec.name_expression, rt.arch(), jit::CompileOutput::Cubin});
+    std::smatch m;
+    auto grab = [&](const char* pattern) -> long {
+      return std::regex_search(r.log, m, std::regex(pattern)) ? std::stol(m[1]) : -1;
+    };
+    nlohmann::json res = {{"registers", grab(R"(Used (\d+) registers)")},
+                          {"shared_bytes", grab(R"((\d+) bytes smem)")},
+                          {"stack_bytes", grab(R"((\d+) bytes stack frame)")},
+                          {"spill_store_bytes", grab(R"((\d+) bytes spill stores)")},
+                          {"spill_load_bytes", grab(R"((\d+) bytes spill loads)")},
+                          {"compile_ms", r.compile_ms},
+                          {"ptxas_log", r.log}};
+    if (!rt.offline()) {
+      const auto& k = rt.context().load(spec);
+      res["driver_registers"] = k.num_regs;
+      res["driver_local_bytes"] = k.local_bytes;
+      res["driver_static_smem"] = k.static_smem;
+    }
+    j["resources"] = res;
+    if (!f.json)
+      std::printf("%s (%s)\n  %s\n  registers %ld, shared %ld B, stack %ld B, spill stores %ld B, spill loads %ld B\n",
+                  spec.name.c_str(), rt.arch().str().c_str(), config.str().c_str(), res["registers"].get<long>(),
+                  res["shared_bytes"].get<long>(), res["stack_bytes"].get<long>(),
+                  res["spill_store_bytes"].get<long>(), res["spill_load_bytes"].get<long>());
+  }
+  if (f.json) print_json(j);
+  return 0;
+}
+
+}  // namespace lowbit::cli

@@ -1,0 +1,65 @@
+// lowbit: the offline CLI (info, compile, inspect, bench, cache). Every reporting command takes --json.
+#include <cstdio>
+
+#include "cli.hpp"
+
+int main(int argc, char** argv) {
+  using namespace lowbit::cli;
+  CLI::App app{"lowbit: JIT runtime for low-bit GPU inference kernels"};
+  app.require_subcommand(1);
+  CommonFlags common;
+  WqFlags wq;
+  std::string family;  // every family-taking command validates it; wq_gemm is the only one so far
+
+  auto* info = app.add_subcommand("info", "driver, device, NVRTC, cache and tuning files in use");
+  add_common(info, common, true);
+
+  auto* compile = app.add_subcommand("compile", "build kernels into the cache (no GPU needed with --arch)");
+  compile->add_option("family", family, "kernel family: wq_gemm")->required()->check(
+      CLI::IsMember({"wq_gemm"}));
+  add_common(compile, common, true);
+  add_wq(compile, wq);
+  compile->add_option("--m-buckets,--m", wq.ms, "M values whose buckets to build, e.g. 1,16")->default_val("1,16");
+
+  auto* inspect = app.add_subcommand("inspect", "show a kernel's source, PTX or resource usage");
+  inspect->add_option("family", family, "kernel family: wq_gemm")->required()->check(CLI::IsMember({"wq_gemm"}));
+  add_common(inspect, common, true);
+  add_wq(inspect, wq);
+  inspect->add_option("--m", wq.ms, "M (picks the bucket)")->default_val("1");
+  bool want_source = false, want_ptx = false, want_resources = false;
+  inspect->add_flag("--source", want_source, "the generated instantiation source and the kernel template");
+  inspect->add_flag("--ptx", want_ptx, "the PTX");
+  inspect->add_flag("--resources", want_resources, "registers, shared memory, spills (ptxas)");
+
+  auto* bench = app.add_subcommand("bench", "time kernels by the protocol of shared/BENCHMARKS.md");
+  bench->add_option("family", family, "kernel family: wq_gemm")->required()->check(CLI::IsMember({"wq_gemm"}));
+  add_common(bench, common, true);
+  add_wq(bench, wq);
+  bench->add_option("--m", wq.ms, "M values, e.g. 1,16,64")->default_val("1,16,64");
+  int replays = 30;
+  bench->add_option("--replays", replays, "graph replays per case (median)")->default_val(30);
+  std::string save;
+  bench->add_option("--save", save, "also write the --json report to this file");
+
+  auto* cache = app.add_subcommand("cache", "list, verify or prune the kernel cache");
+  std::string action;
+  cache->add_option("action", action, "ls | verify | prune")->required()->check(CLI::IsMember({"ls", "verify", "prune"}));
+  bool prune_all = false;
+  double older_than = -1;
+  cache->add_flag("--all", prune_all, "prune: remove every entry, not only invalid ones");
+  cache->add_option("--older-than-days", older_than, "prune: also remove entries older than this");
+  add_common(cache, common, false);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*info) return run_info(common);
+    if (*compile) return run_compile(common, wq);
+    if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources);
+    if (*bench) return run_bench(common, wq, replays, save);
+    if (*cache) return run_cache(common, action, prune_all, older_than);
+  } catch (const lowbit::Error& e) {
+    std::fprintf(stderr, "lowbit: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
