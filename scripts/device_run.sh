@@ -11,7 +11,7 @@ S=$OUT/summary.txt
 step() { echo "== $*" | tee -a "$S"; }
 step "gpu"; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$S"
 step "build"
-if ! (cmake -S "$ROOT" -B "$B" -G Ninja -DLOWBIT_WERROR=ON >"$OUT/build.log" 2>&1 && ninja -C "$B" >>"$OUT/build.log" 2>&1); then
+if ! (cmake -S "$ROOT" -B "$B" -G Ninja -DLOWBIT_WERROR=ON >"$OUT/build.log" 2>&1 && ninja -C "$B" lowbit_cli lowbit_gpu_tests >>"$OUT/build.log" 2>&1); then
   grep -E "error|Error" -A5 "$OUT/build.log" | head -60 | tee -a "$S"; exit 1
 fi
 export LOWBIT_CACHE_DIR=$B/cache-run
@@ -23,6 +23,7 @@ step "cold compile (empty cache), then warm (disk hits)"
 step "resources"
 for m in 1 16 64 128; do "$B/lowbit" inspect wq_gemm --n 8192 --k 8192 --m $m --resources | tee -a "$S"; done
 step "tests"
+ninja -C "$B" lowbit_unit_tests >>"$OUT/build.log" 2>&1 || echo "unit tests did not build (see build.log)" | tee -a "$S"
 (cd "$B" && timeout 420 ctest --output-on-failure 2>&1) >"$OUT/tests.log"; echo "ctest rc=$?" | tee -a "$S"
 grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion|err :=|seed" "$OUT/tests.log" | head -60 | tee -a "$S"
 step "bench"
