@@ -21,21 +21,18 @@ Loaded load() {
                               e ? e : "dlopen failed");
     return out;
   }
-  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-  if (!get_proc) {
-    out.failure = "no usable CUDA driver: libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)";
-    return out;
-  }
+  // Each entry point is looked up by the exact symbol cuda.h maps its name to (cuMemAlloc →
+  // cuMemAlloc_v2, cuEventElapsedTime → cuEventElapsedTime_v2, ...), so the pointer's type is the
+  // declaration's type by construction. (cuGetProcAddress by base name may hand back a newer ABI,
+  // e.g. cuCtxSynchronize_v2(CUcontext), than the one declared.)
   std::string missing;
-#define LOWBIT_RESOLVE_DRIVER_FN(name)                                                             \
-  {                                                                                                \
-    void* fn = nullptr;                                                                            \
-    CUdriverProcAddressQueryResult status{};                                                       \
-    if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || \
-        !fn)                                                                                       \
-      missing += std::string(missing.empty() ? "" : ", ") + #name;                                 \
-    out.drv.name = reinterpret_cast<decltype(out.drv.name)>(fn);                                   \
+#define LOWBIT_STRINGIFY_EXPANDED(x) LOWBIT_STRINGIFY(x)
+#define LOWBIT_STRINGIFY(x) #x
+#define LOWBIT_RESOLVE_DRIVER_FN(name)                                                  \
+  {                                                                                     \
+    void* fn = dlsym(lib, LOWBIT_STRINGIFY_EXPANDED(name));                             \
+    if (!fn) missing += std::string(missing.empty() ? "" : ", ") + LOWBIT_STRINGIFY_EXPANDED(name); \
+    out.drv.name = reinterpret_cast<decltype(out.drv.name)>(fn);                        \
   }
   LOWBIT_DRIVER_FUNCTIONS(LOWBIT_RESOLVE_DRIVER_FN)
 #undef LOWBIT_RESOLVE_DRIVER_FN

@@ -50,7 +50,7 @@ GraphTiming time_in_graph(jit::Context& ctx, const std::function<void(Stream, in
     throw;
   }
   LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &g.graph));
-  LOWBIT_CU_CHECK(d.cuGraphInstantiate(&g.exec, g.graph, 0));
+  LOWBIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0));
   for (int w = 0; w < 2; ++w) LOWBIT_CU_CHECK(d.cuGraphLaunch(g.exec, stream.get()));  // warm up
   stream.synchronize();
   Event start, stop;

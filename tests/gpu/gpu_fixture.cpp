@@ -24,6 +24,7 @@ std::mt19937_64& gpu_rng() {
 }
 
 std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& p, bool with_bias) {
+  gpu_runtime();  // the runtime makes the device's context current before anything is allocated
   auto L = std::make_unique<DeviceLayer>();
   L->problem = p;
   RandomLayer r = random_layer(p.n, p.k, p.bits, p.group_size, p.act, gpu_rng());

@@ -92,7 +92,7 @@ TEST_CASE("wq_gemm split-K leaves its workspace clean: repeated calls and graph 
   LOWBIT_CU_CHECK(d.cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   plan.run(L->args(false), 40, stream.get());
   LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &graph));
-  LOWBIT_CU_CHECK(d.cuGraphInstantiate(&exec, graph, 0));
+  LOWBIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
   for (int replay = 0; replay < 3; ++replay) {
     auto fresh = make_layer(problem(1032, 2048, 128, 40), false);  // new weights and x with their reference
     L->x_dev.upload(fresh->x.data(), fresh->x.size() * 2);
