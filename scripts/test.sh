@@ -4,3 +4,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lowbit_build
 cd "$BUILD_DIR"
 ctest --output-on-failure "$@"
+# Say why a suite was skipped (ctest alone only says "Skipped").
+grep -h "^SKIPPED:" "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null || true

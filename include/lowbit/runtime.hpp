@@ -41,7 +41,7 @@ struct RuntimeOptions {
 
 // What happened when one kernel was asked for; returned by compile-ahead calls and the CLI.
 struct KernelRecord {
-  std::string name;        // procedural kernel name, e.g. wq_gemm_w4g128zp_n4096k4096_m1_...
+  std::string name;        // procedural kernel name, e.g. wq_gemm_w4g128zp_f16_n4096k4096_mt1nt4wn1wk4sk4
   std::string digest;      // 32 hex digits of the cache key
   std::string arch;        // sm_90a
   enum class Source { Compiled, DiskCache, MemoryCache } source = Source::Compiled;

@@ -41,7 +41,7 @@ Arch Arch::parse(std::string_view s) {
     a.arch_specific = true;
     rest.remove_suffix(1);
   }
-  if (rest.size() < 2 || rest.size() > 3 ||
+  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0' ||
       !std::all_of(rest.begin(), rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
     return fail();
   int v = std::stoi(std::string(rest));
@@ -55,7 +55,7 @@ Arch Arch::parse(std::string_view s) {
 std::string Arch::str() const { return "sm_" + std::to_string(sm()) + (arch_specific ? "a" : ""); }
 
 int64_t m_bucket(int64_t m) {
-  LOWBIT_CHECK(m >= 1, "m = {} is not a valid row count: M must be ≥ 1", m);
+  LOWBIT_CHECK(m >= 1 && m <= (int64_t{1} << 30), "m = {} is not a valid row count: M must be 1..2^30", m);
   int64_t b = 1;
   while (b < m) b *= 2;
   return b;

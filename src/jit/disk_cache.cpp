@@ -179,8 +179,14 @@ std::string DiskCache::store(const std::string& arch, const std::string& family,
     return {};
   }
   if (::rename(tmp.c_str(), final_dir.c_str()) != 0) {
-    // EEXIST / ENOTEMPTY: another process published the same key first; theirs is equivalent.
+    const int rename_errno = errno;
     fs::remove_all(tmp, ec);
+    // EEXIST / ENOTEMPTY: another process published the same key first; theirs is equivalent.
+    if (rename_errno != EEXIST && rename_errno != ENOTEMPTY) {
+      warn_once("cache-publish:" + root_, fmt::format("could not publish cache entry '{}' ({}): continuing without "
+                                                      "it", final_dir.string(), std::strerror(rename_errno)));
+      return {};
+    }
   }
   return final_dir.string();
 }

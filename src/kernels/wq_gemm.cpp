@@ -119,9 +119,10 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
       "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, p.group_size, p.n, p.k,
       c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, bf16 ? "true" : "false",
       p.out == DType::F32 ? "true" : "false", zeros ? "true" : "false");
+  // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
-      p.str(), c.str(), s.name_expression);
+      to_json(p).dump(), c.str(), s.name_expression);
   s.specialization = to_json(p);
   s.config = to_json(c);
   return s;

@@ -1,5 +1,6 @@
 // wq_gemm on the GPU against the CPU reference: fresh random data, odd shapes, both
 // decompositions, outputs poisoned before every launch.
+#include <algorithm>
 #include <cmath>
 
 #include "gpu/gpu_fixture.hpp"
@@ -33,7 +34,7 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   WqGemmPlan chosen(rt, L->problem, kMs);
   WqGemmPlanOptions dp, sk;
   dp.config = config(2, 4, 1, 4, 1);
-  sk.config = config(1, 2, 2, 2, 3);
+  sk.config = config(1, 2, 2, 2, static_cast<int>(std::min<int64_t>(3, (k + 127) / 128)));
   WqGemmPlan data_parallel(rt, L->problem, kMs, dp);
   WqGemmPlan split_k(rt, L->problem, kMs, sk);
   for (int64_t m : kMs) {

@@ -1,0 +1,175 @@
+// Real NVRTC compiles of wq_gemm for several archs, offline (no GPU, no driver), and the memory and
+// disk caches serving them afterwards. Each compile costs seconds: this file does three.
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jit/disk_cache.hpp"
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "support/test_support.hpp"
+#include "unit/unit_helpers.hpp"
+
+namespace {
+
+using lowbit::KernelRecord;
+using Source = lowbit::KernelRecord::Source;
+
+lowbit::RuntimeOptions offline(const std::string& arch, const std::string& dir) {
+  lowbit::RuntimeOptions o;
+  o.device = -1;
+  o.arch = arch;
+  o.cache_dir = dir;
+  return o;
+}
+
+lowbit::WqGemmProblem problem_4096() {
+  lowbit::WqGemmProblem p;
+  p.m = 1, p.n = 4096, p.k = 4096;
+  return p;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string source_name(Source s) { return std::string(lowbit::to_string(s)); }
+
+}  // namespace
+
+TEST_CASE("offline Runtime: options are checked", "[nvrtc]") {
+  lowbit::test::TempDir dir;
+  SECTION("device -1 needs an arch") {
+    const std::string msg = lowbit::test::error_of([&] { lowbit::Runtime rt(offline("", dir.path)); });
+    INFO(msg);
+    CHECK(msg.rfind("<", 0) != 0);
+    CHECK(lowbit::test::contains(msg, "arch"));
+  }
+  SECTION("an unknown arch is named") {
+    const std::string msg = lowbit::test::error_of([&] { lowbit::Runtime rt(offline("sm_42", dir.path)); });
+    INFO(msg);
+    CHECK(lowbit::test::contains(msg, "sm_42"));
+  }
+  SECTION("an offline runtime reports itself and cannot reach a device") {
+    lowbit::Runtime rt(offline("sm_90a", dir.path));
+    CHECK(rt.offline());
+    CHECK(rt.arch().str() == "sm_90a");
+    CHECK(rt.cache_dir() == dir.path);
+    CHECK(!rt.nvrtc_version().empty());
+    const std::string msg = lowbit::test::error_of([&] { (void)rt.device(); });
+    INFO(msg);
+    CHECK(lowbit::test::contains(msg, "offline"));
+  }
+  SECTION("a problem the kernel cannot run is rejected before compiling") {
+    lowbit::Runtime rt(offline("sm_90a", dir.path));
+    lowbit::WqGemmProblem p = problem_4096();
+    p.k = 4100;
+    const std::string msg = lowbit::test::error_of([&] { (void)lowbit::compile_wq_gemm(rt, p, {1}); });
+    INFO(msg);
+    CHECK(lowbit::test::contains(msg, "k = 4100"));
+    CHECK(lowbit::jit::DiskCache(dir.path).list().empty());
+  }
+  SECTION("sm_75 is refused for wq_gemm") {
+    lowbit::Runtime rt(offline("sm_75", dir.path));
+    const std::string msg = lowbit::test::error_of([&] { (void)lowbit::compile_wq_gemm(rt, problem_4096(), {1}); });
+    INFO(msg);
+    CHECK(lowbit::test::contains(msg, "sm_80"));
+  }
+}
+
+TEST_CASE("NVRTC compiles wq_gemm for sm_80, sm_89 and sm_90a; the caches serve it after", "[nvrtc]") {
+  lowbit::test::TempDir dir;
+  const lowbit::WqGemmProblem p = problem_4096();
+  std::set<std::string> digests;
+
+  for (const char* arch : {"sm_80", "sm_89", "sm_90a"}) {
+    INFO("arch " << arch);
+    lowbit::Runtime rt(offline(arch, dir.path));
+    const std::vector<KernelRecord> recs = lowbit::compile_wq_gemm(rt, p, {1, 16});
+    // M values {1, 16} cover the buckets 1, 2, 4, 8, 16: one record per bucket.
+    REQUIRE(recs.size() == 5);
+    CHECK(source_name(recs[0].source) == "compiled");
+    CHECK(recs[0].compile_ms > 0);
+    for (const KernelRecord& r : recs) {
+      INFO(r.name << " " << r.digest << " " << source_name(r.source));
+      CHECK(r.name.rfind("wq_gemm_", 0) == 0);
+      CHECK(lowbit::test::is_hex32(r.digest));
+      CHECK(r.arch == arch);
+      CHECK(r.config.rfind("WqGemmConfig(", 0) == 0);
+      CHECK(r.total_ms >= 0);
+      // A kernel is compiled once per runtime: later buckets that share its config are memory hits.
+      if (&r != &recs[0] && r.digest == recs[0].digest) {
+        CHECK(source_name(r.source) == "memory-cache");
+        CHECK(r.compile_ms == 0);
+      }
+      digests.insert(r.digest);
+    }
+  }
+  CHECK(digests.size() >= 3);  // one kernel per arch at least, never shared across archs
+
+  // One published entry per compiled kernel, each valid, a real ELF cubin, under its own arch.
+  const auto entries = lowbit::jit::DiskCache(dir.path).list();
+  CHECK(entries.size() == digests.size());
+  std::set<std::string> archs;
+  for (const auto& e : entries) {
+    INFO(e.path << ": " << e.problem);
+    CHECK(e.valid);
+    CHECK(e.family == "wq_gemm");
+    archs.insert(e.arch);
+    const std::string cubin = slurp(std::filesystem::path(e.path) / "kernel.cubin");
+    REQUIRE(cubin.size() > 4);
+    CHECK(cubin.substr(0, 4) == std::string("\x7f" "ELF"));
+    CHECK(std::filesystem::exists(std::filesystem::path(e.path) / "kernel.cu"));
+    CHECK(!e.meta.value("lowered_name", std::string()).empty());
+  }
+  CHECK(archs == std::set<std::string>{"sm_80", "sm_89", "sm_90a"});
+
+  // A second runtime on the same directory loads from disk; asking it again hits memory.
+  lowbit::Runtime rt2(offline("sm_90a", dir.path));
+  const auto disk = lowbit::compile_wq_gemm(rt2, p, {1, 16});
+  REQUIRE(disk.size() == 5);
+  CHECK(source_name(disk[0].source) == "disk-cache");
+  CHECK(disk[0].compile_ms == 0);
+  const auto again = lowbit::compile_wq_gemm(rt2, p, {1, 16});
+  REQUIRE(again.size() == 5);
+  for (std::size_t i = 0; i < again.size(); ++i) {
+    CAPTURE(i);
+    CHECK(source_name(again[i].source) == "memory-cache");
+    CHECK(again[i].digest == disk[i].digest);
+    CHECK(again[i].name == disk[i].name);
+    CHECK(again[i].compile_ms == 0);
+  }
+  CHECK(lowbit::jit::DiskCache(dir.path).list().size() == entries.size());  // nothing new written
+  CHECK(lowbit::test::find_named(dir.path, ".tmp-") == "");
+}
+
+TEST_CASE("a kernel compiled ahead for one M serves another M of the same bucket config", "[nvrtc]") {
+  // `lowbit compile` (or a plan built for M = 1) and a later request for M = 16 pick the same config
+  // for every bucket up to 16; the kernel takes M at run time, so the second request must find the
+  // first one's cubin, even when compiling is forbidden (LOWBIT_NO_COMPILE deployments).
+  lowbit::test::TempDir dir;
+  lowbit::WqGemmProblem p1 = problem_4096();
+  {
+    lowbit::Runtime rt(offline("sm_90a", dir.path));
+    const auto recs = lowbit::compile_wq_gemm(rt, p1, {1, 16});
+    REQUIRE(!recs.empty());
+    CHECK(source_name(recs[0].source) == "compiled");
+  }
+  lowbit::RuntimeOptions o = offline("sm_90a", dir.path);
+  o.no_compile = true;
+  lowbit::Runtime rt(o);
+  lowbit::WqGemmProblem p16 = p1;
+  p16.m = 16;
+  std::vector<KernelRecord> recs;
+  const std::string msg = lowbit::test::error_of([&] { recs = lowbit::compile_wq_gemm(rt, p16, {16}); });
+  INFO(msg);
+  CHECK(msg == "<no exception>");
+  REQUIRE(recs.size() == 5);
+  CHECK(source_name(recs[0].source) == "disk-cache");
+}

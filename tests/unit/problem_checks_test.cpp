@@ -1,0 +1,168 @@
+// Problem and config validation, Arch parsing, M buckets, and the config heuristic.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/unit_helpers.hpp"
+
+namespace {
+
+using lowbit::Arch;
+using lowbit::DType;
+using lowbit::WqGemmConfig;
+using lowbit::WqGemmProblem;
+
+WqGemmProblem normal_problem() {
+  WqGemmProblem p;
+  p.m = 1, p.n = 4096, p.k = 4096, p.bits = 4, p.group_size = 128;
+  return p;
+}
+
+// can_implement(problem) must reject and its reason must contain `needle`.
+void check_rejected(const WqGemmProblem& p, const std::string& needle) {
+  std::string why;
+  INFO(p.str() << " expected reason containing: " << needle);
+  CHECK_FALSE(lowbit::can_implement(p));
+  CHECK_FALSE(lowbit::can_implement(p, &why));
+  INFO("why: " << why);
+  CHECK(lowbit::test::contains(why, needle));
+}
+
+void check_rejected(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, const std::string& needle) {
+  std::string why;
+  INFO(p.str() << " " << c.str() << " " << arch.str() << " expected reason containing: " << needle);
+  CHECK_FALSE(lowbit::can_implement(p, c, arch, &why));
+  INFO("why: " << why);
+  CHECK(lowbit::test::contains(why, needle));
+}
+
+}  // namespace
+
+TEST_CASE("can_implement(problem) accepts a normal problem", "[checks]") {
+  std::string why = "untouched";
+  CHECK(lowbit::can_implement(normal_problem(), &why));
+  WqGemmProblem p = normal_problem();
+  p.act = DType::BF16, p.out = DType::F32, p.group_size = 0, p.mode = lowbit::DequantMode::Symmetric;
+  p.m = 300, p.n = 20, p.k = 200;  // odd N and K are padded, not rejected
+  CHECK(lowbit::can_implement(p, &why));
+}
+
+TEST_CASE("can_implement(problem) rejects and names the field", "[checks]") {
+  WqGemmProblem p;
+  p = normal_problem(), p.m = 0;
+  check_rejected(p, "m = 0");
+  p = normal_problem(), p.n = -1;
+  check_rejected(p, "n = -1");
+  p = normal_problem(), p.k = 100;
+  check_rejected(p, "k = 100");
+  check_rejected(p, "multiple of 8");
+  p = normal_problem(), p.k = 0;
+  check_rejected(p, "k = 0");
+  p = normal_problem(), p.bits = 3;
+  check_rejected(p, "bits = 3");
+  p = normal_problem(), p.group_size = 48;
+  check_rejected(p, "group_size = 48");
+  p = normal_problem(), p.k = 4160, p.group_size = 128;
+  check_rejected(p, "multiple of group_size");
+  check_rejected(p, "k = 4160");
+  p = normal_problem(), p.act = DType::F32, p.out = DType::F32;
+  check_rejected(p, "act = f32");
+  p = normal_problem(), p.act = DType::F16, p.out = DType::BF16;
+  check_rejected(p, "out = bf16");
+  p = normal_problem(), p.n = int64_t{1} << 31;
+  check_rejected(p, "2^30");
+}
+
+TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", "[checks]") {
+  const WqGemmProblem p = normal_problem();  // K_pad / 128 = 32 chunks
+  const Arch sm90a = Arch::parse("sm_90a");
+  const WqGemmConfig good{1, 4, 1, 4, 1};
+  std::string why;
+  CHECK(lowbit::can_implement(p, good, sm90a, &why));
+  CHECK(lowbit::can_implement(p, good, Arch::parse("sm_80"), &why));
+
+  WqGemmConfig c = good;
+  c.n_tiles = 3;
+  check_rejected(p, c, sm90a, "n_tiles = 3");
+  c = good, c.split_k = 0;
+  check_rejected(p, c, sm90a, "split_k = 0");
+  c = good, c.split_k = 33;
+  check_rejected(p, c, sm90a, "split_k = 33");
+  c = good, c.split_k = 32;  // exactly K_pad / 128 is fine
+  CHECK(lowbit::can_implement(p, c, sm90a, &why));
+  c = good, c.m_tiles = 9;
+  check_rejected(p, c, sm90a, "m_tiles = 9");
+  c = good, c.warps_n = 3;
+  check_rejected(p, c, sm90a, "warps_n = 3");
+  c = good, c.warps_k = 3;
+  check_rejected(p, c, sm90a, "warps_k = 3");
+  c = WqGemmConfig{8, 8, 1, 1, 1};  // 64 accumulator tiles per warp
+  check_rejected(p, c, sm90a, "32");
+  c = WqGemmConfig{8, 4, 4, 8, 1};  // warps_k reduction far over 48 KiB
+  check_rejected(p, c, sm90a, "48 KiB");
+  check_rejected(p, good, Arch::parse("sm_75"), "sm_80");
+  // A bad problem is reported even with a good config.
+  WqGemmProblem bad = p;
+  bad.bits = 3;
+  check_rejected(bad, good, sm90a, "bits = 3");
+}
+
+TEST_CASE("Arch::parse", "[checks]") {
+  CHECK(Arch::parse("sm_90a").str() == "sm_90a");
+  CHECK(Arch::parse("sm_90a").arch_specific);
+  CHECK(Arch::parse("sm_90").str() == "sm_90");
+  CHECK_FALSE(Arch::parse("sm_90").arch_specific);
+  CHECK(Arch::parse("sm_80").major == 8);
+  CHECK(Arch::parse("sm_80").minor == 0);
+  CHECK(Arch::parse("sm_89").sm() == 89);
+  CHECK(Arch::parse("sm_100a").str() == "sm_100a");
+  CHECK(Arch::parse("sm_100a").sm() == 100);
+  CHECK(Arch::parse("sm_120").str() == "sm_120");
+  CHECK(Arch::parse("sm_90") != Arch::parse("sm_90a"));
+
+  for (const char* bad : {"sm_91", "compute_90", "sm_80a", "sm_42", "", "sm_", "sm_9", "sm_9x", "90", "SM_90"}) {
+    const std::string msg = lowbit::test::error_of([&] { (void)Arch::parse(bad); });
+    INFO("input: '" << bad << "' message: " << msg);
+    CHECK(msg.rfind("<", 0) != 0);  // a lowbit::Error was thrown
+    CHECK(lowbit::test::contains(msg, std::string("'") + bad + "'"));
+  }
+}
+
+TEST_CASE("m_bucket", "[checks]") {
+  CHECK(lowbit::m_bucket(1) == 1);
+  CHECK(lowbit::m_bucket(2) == 2);
+  CHECK(lowbit::m_bucket(3) == 4);
+  CHECK(lowbit::m_bucket(4) == 4);
+  CHECK(lowbit::m_bucket(5) == 8);
+  CHECK(lowbit::m_bucket(8) == 8);
+  CHECK(lowbit::m_bucket(9) == 16);
+  CHECK(lowbit::m_bucket(130) == 256);
+  CHECK(lowbit::m_bucket(256) == 256);
+  const std::string msg = lowbit::test::error_of([] { (void)lowbit::m_bucket(0); });
+  INFO(msg);
+  CHECK(lowbit::test::contains(msg, "m = 0"));
+  CHECK_THROWS_AS(lowbit::m_bucket(-5), lowbit::Error);
+}
+
+TEST_CASE("choose_config picks a runnable config for the standard shapes", "[checks]") {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 4096},  {8192, 8192},  {16384, 16384},
+                                                           {28672, 4096}, {4096, 14336}, {6144, 4096}};
+  int checked = 0;
+  for (const auto& [n, k] : shapes)
+    for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 256})
+      for (int sm_count : {132, 114})
+        for (const char* arch : {"sm_80", "sm_90a"}) {
+          WqGemmProblem p = normal_problem();
+          p.n = n, p.k = k, p.m = m;
+          const WqGemmConfig c = lowbit::choose_config(p, sm_count);
+          std::string why;
+          INFO(p.str() << " sm_count=" << sm_count << " " << arch << " -> " << c.str());
+          const bool ok = lowbit::can_implement(p, c, Arch::parse(arch), &why);
+          INFO("why: " << why);
+          CHECK(ok);
+          ++checked;
+        }
+  CHECK(checked == 6 * 9 * 2 * 2);
+}

@@ -1,0 +1,52 @@
+// Small helpers shared by the unit tests (header only; tests/unit/*.cpp are globbed, this is not).
+#pragma once
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+#include "lowbit/error.hpp"
+
+namespace lowbit::test {
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// Runs f and returns the what() of the lowbit::Error it throws. A call that does not throw, or
+// throws anything else, yields a marker string that no CHECK on a message text will accept.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const lowbit::Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("<not a lowbit::Error: ") + e.what() + ">";
+  } catch (...) {
+    return "<not a lowbit::Error: unknown exception>";
+  }
+  return "<no exception>";
+}
+
+inline bool is_hex32(const std::string& s) {
+  if (s.size() != 32) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+// Names (relative to root) of every file or directory below root whose own name starts with prefix.
+inline std::string find_named(const std::string& root, const std::string& prefix) {
+  std::string found;
+  std::error_code ec;
+  if (!std::filesystem::exists(root, ec)) return found;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->path().filename().string().rfind(prefix, 0) == 0) found += it->path().string() + "\n";
+  }
+  return found;
+}
+
+}  // namespace lowbit::test
