@@ -18,10 +18,19 @@
 // along K add their partial tiles into ws with fp32 atomics; the last block to arrive (counted per
 // output tile) reads the sums back, clearing them, and writes y. No state survives a call.
 //
+// Streaming: each warp keeps kStages − 1 chunks of its weights in flight with cp.async into its own
+// slice of shared memory (each lane copies and later reads only its own 16 bytes, so no barrier is
+// needed), and loads the activations of the next chunk into registers while it computes this one.
+//
+// Scales: with groups of ≥ 128 (one group per chunk) or per-channel scales, the MMA runs on q − z
+// and the scale multiplies the fp32 partial sum of the chunk (per channel: once, at the end); with
+// smaller groups every weight pair is scaled before the MMA.
+//
 // K order: inside a 128-wide chunk, lane t's A and B fragments both cover k = 32t + 8p + e; the MMA
 // sums over k, so this permutation of k (the same on both sides) changes nothing but lets every
 // lane load its activations with 16-byte loads.
 #pragma once
+#include "common/cp_async.cuh"
 #include "common/dequant.cuh"
 #include "common/mma.cuh"
 #include "common/ptx.cuh"
@@ -30,7 +39,7 @@
 namespace lowbit::kern {
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kSplitK,
-          bool kBf16, bool kOutF32, bool kHasZeros>
+          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, bool kHasZeros>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const uint4* __restrict__ qweight, const u16* __restrict__ scales, const u8* __restrict__ zeros,
                    const u16* __restrict__ x, const u16* __restrict__ bias, void* __restrict__ y,
@@ -38,13 +47,18 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   static_assert(kBits == 4, "this version packs 4-bit weights only");
   static_assert(kGroup == 0 || (kGroup % 32 == 0 && (kGroup <= 128 ? 128 % kGroup == 0 : kGroup % 128 == 0)),
                 "group size must be 32, 64, 128, a multiple of 128, or 0 (per channel)");
+  static_assert(kStages >= 2, "at least one chunk in flight");
+  static_assert(kUpperRows || kMTiles == 1, "rows 8..15 may be skipped only with one 16-row tile");
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
   constexpr int kKPad = (kK + 127) / 128 * 128;
   constexpr int kChunks = kKPad / 128;
   constexpr int kChunksPerSplit = (kChunks + kSplitK - 1) / kSplitK;
-  constexpr int kBlockTiles = kNTiles * kWarpsN;
+  constexpr int kHalves = kUpperRows ? 2 : 1;     // 8-row halves of each 16-row tile that can hold rows
+  constexpr bool kScaleAfter = kGroup == 0 || kGroup >= 128;  // one scale per lane per chunk
+  constexpr bool kScaleAtEnd = kGroup == 0;                   // one scale per column for all of K
 
+  extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int wn = warp % kWarpsN;
@@ -53,8 +67,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int t = lane & 3;   // MMA thread-in-group: selects the k slice
   const int tile0 = (blockIdx.x * kWarpsN + wn) * kNTiles;
   const int m0 = blockIdx.z * (kMTiles * 16);
-  const int c_begin = blockIdx.y * kChunksPerSplit;
-  const int c_end = min(kChunks, c_begin + kChunksPerSplit);
+  const int c_begin = blockIdx.y * kChunksPerSplit + wk;
+  const int c_end = min(kChunks, (static_cast<int>(blockIdx.y) + 1) * kChunksPerSplit);
+  const int n_chunks = c_begin < c_end ? (c_end - c_begin + kWarpsK - 1) / kWarpsK : 0;  // this warp's
 
   float acc[kMTiles][kNTiles][4];
 #pragma unroll
@@ -65,83 +80,167 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       for (int r = 0; r < 4; ++r) acc[mt][nt][r] = 0.f;
 
   // Rows this lane feeds into the A fragments: m0 + 16·mt + g (+8).
-  const u16* xrow[kMTiles][2];
-  bool row_ok[kMTiles][2];
+  const u16* xrow[kMTiles][kHalves];
+  bool row_ok[kMTiles][kHalves];
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kHalves; ++h) {
       const int row = m0 + mt * 16 + g + 8 * h;
       row_ok[mt][h] = row < M;
       xrow[mt][h] = x + static_cast<i64>(row_ok[mt][h] ? row : 0) * kK;
     }
-
-  auto load_weights = [&](int c, uint4 (&dst)[kNTiles]) {
+  // Activations of chunk c, step pair p (k = 128c + 32t + 8p .. +7) for every row this lane feeds.
+  auto load_x = [&](int c, int p, uint4 (&dst)[kMTiles][kHalves]) {
+    const int kk = c * 128 + 32 * t + 8 * p;
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-      const int tile = tile0 + nt;
-      dst[nt] = tile < kTilesTotal ? ld_stream_v4(qweight + (static_cast<i64>(tile) * kChunks + c) * 32 + lane)
-                                   : make_uint4(0, 0, 0, 0);
-    }
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h)
+        dst[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
   };
+  // With few rows the whole chunk's activations are prefetched a chunk ahead (16 registers when rows
+  // 8..15 are skipped); with more, each step pair loads its own just before use.
+  constexpr bool kPrefetchX = kMTiles == 1;
+  constexpr int kXChunk = kPrefetchX ? 4 : 1;
 
-  uint4 next[kNTiles];
-  int c = c_begin + wk;
-  if (c < c_end) load_weights(c, next);
-  for (; c < c_end; c += kWarpsK) {
-    uint4 cur[kNTiles];
+  // This warp's ring: kStages slots × kNTiles fragments × 32 lanes.
+  uint4* ring = smem + warp * (kStages * kNTiles * 32);
+  auto issue = [&](int j) {  // chunk j of this warp → slot j % kStages
+    const int c = c_begin + j * kWarpsK;
+    uint4* slot = ring + (j % kStages) * (kNTiles * 32);
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) cur[nt] = next[nt];
-    if (c + kWarpsK < c_end) load_weights(c + kWarpsK, next);  // keep the next chunk in flight
+    for (int nt = 0; nt < kNTiles; ++nt)
+      if (tile0 + nt < kTilesTotal)
+        cp_async_16(slot + nt * 32 + lane, qweight + (static_cast<i64>(tile0 + nt) * kChunks + c) * 32 + lane);
+  };
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) {
+    if (j < n_chunks) issue(j);
+    cp_async_commit();  // empty groups keep the count uniform
+  }
+  uint4 xa[kXChunk][kMTiles][kHalves];
+  if constexpr (kPrefetchX)
+    if (n_chunks > 0)
+#pragma unroll
+      for (int p = 0; p < 4; ++p) load_x(c_begin, p, xa[p]);
 
-    // One scale (and zero) per lane per tile: lane t's 32 k values never straddle a group.
+  for (int j = 0; j < n_chunks; ++j) {
+    const int c = c_begin + j * kWarpsK;
+    if (j + kStages - 1 < n_chunks) issue(j + kStages - 1);
+    cp_async_commit();
+    uint4 xn[kXChunk][kMTiles][kHalves];
+    if constexpr (kPrefetchX)
+      if (j + 1 < n_chunks)
+#pragma unroll
+        for (int p = 0; p < 4; ++p) load_x(c + kWarpsK, p, xn[p]);  // next chunk's, while this one computes
+
+    // Per lane and tile: the zero point of column g and the scale (column g before the MMA, or
+    // columns 2t, 2t+1 after it). Lane t's 32 k values never straddle a group.
     const int group = kGroup == 0 ? 0 : (c * 128 + 32 * t) / kGroup;
-    u32 s2[kNTiles], zb2[kNTiles];
+    u32 zq[kNTiles], s_pre[kNTiles];
+    float s_post[kNTiles][2];
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
-      const int n = min(tile0 + nt, kTilesTotal - 1) * 8 + g;
-      const i64 idx = static_cast<i64>(group) * kNPad + n;
-      s2[nt] = splat2(ld_cached_u16(scales + idx));
-      zb2[nt] = biased_zero2<kBf16>(kHasZeros ? ld_cached_u8(zeros + idx) : (1u << (kBits - 1)));
+      const int tile = min(tile0 + nt, kTilesTotal - 1);
+      const i64 row_base = static_cast<i64>(group) * kNPad + tile * 8;
+      zq[nt] = kHasZeros ? ld_cached_u8(zeros + row_base + g) : (1u << (kBits - 1));
+      if constexpr (!kScaleAfter) s_pre[nt] = splat2(ld_cached_u16(scales + row_base + g));
+      if constexpr (kScaleAfter && !kScaleAtEnd) {
+        const u32 s01 = __ldg(reinterpret_cast<const u32*>(scales + row_base + 2 * t));
+        s_post[nt][0] = to_f32<kBf16>(static_cast<u16>(s01 & 0xffff));
+        s_post[nt][1] = to_f32<kBf16>(static_cast<u16>(s01 >> 16));
+      }
     }
+
+    cp_async_wait<kStages - 1>();  // this chunk's weights have landed in our slot
+    const uint4* slot = ring + (j % kStages) * (kNTiles * 32);
+    uint4 wv[kNTiles];
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) wv[nt] = tile0 + nt < kTilesTotal ? slot[nt * 32 + lane] : make_uint4(0, 0, 0, 0);
+
+    float part[kMTiles][kNTiles][4];  // this chunk's sums when the scale comes after the MMA
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) part[mt][nt][r] = 0.f;
 
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      const int kk = c * 128 + 32 * t + 8 * p;
-      uint4 xa[kMTiles][2];
+      uint4 xp[kMTiles][kHalves];
+      if constexpr (kPrefetchX) {
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h) xp[0][h] = xa[p][0][h];
+      } else {
+        load_x(c, p, xp);
+      }
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        u32 b[4];  // pairs: step 2p (b[0], b[1]) and step 2p+1 (b[2], b[3])
+        int4_word_minus_zero<kBf16>(word(wv[nt], p), zq[nt], b);
+        if constexpr (!kScaleAfter) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) b[i] = mul2<kBf16>(b[i], s_pre[nt]);
+        }
+#pragma unroll
+        for (int hs = 0; hs < 2; ++hs)
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            const u32 a0 = word(xp[mt][0], 2 * hs), a2 = word(xp[mt][0], 2 * hs + 1);
+            const u32 a1 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs) : 0u;
+            const u32 a3 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs + 1) : 0u;
+            if constexpr (kScaleAfter && !kScaleAtEnd)
+              mma_16816<kBf16>(part[mt][nt], a0, a1, a2, a3, b[2 * hs], b[2 * hs + 1]);
+            else
+              mma_16816<kBf16>(acc[mt][nt], a0, a1, a2, a3, b[2 * hs], b[2 * hs + 1]);
+          }
+      }
+    }
+    if constexpr (kScaleAfter && !kScaleAtEnd) {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-          xa[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
+        for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
-      for (int hs = 0; hs < 2; ++hs) {  // MMA steps 2p and 2p+1
+          for (int r = 0; r < 4; ++r) acc[mt][nt][r] = fmaf(part[mt][nt][r], s_post[nt][r & 1], acc[mt][nt][r]);
+    }
+    if constexpr (kPrefetchX)
 #pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt) {
-          const u32 w = word(cur[nt], p);
-          const u32 b0 = sub_mul2<kBf16>(int4_pair<kBf16>(w, 2 * hs), zb2[nt], s2[nt]);
-          const u32 b1 = sub_mul2<kBf16>(int4_pair<kBf16>(w, 2 * hs + 1), zb2[nt], s2[nt]);
+      for (int p = 0; p < 4; ++p)
 #pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt) {
-            mma_16816<kBf16>(acc[mt][nt], word(xa[mt][0], 2 * hs), word(xa[mt][1], 2 * hs),
-                             word(xa[mt][0], 2 * hs + 1), word(xa[mt][1], 2 * hs + 1), b0, b1);
-          }
-        }
-      }
+        for (int h = 0; h < kHalves; ++h) xa[p][0][h] = xn[p][0][h];
+  }
+  cp_async_wait<0>();
+
+  // Per-channel scales: one multiply per output, here.
+  if constexpr (kScaleAtEnd) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      const int tile = min(tile0 + nt, kTilesTotal - 1);
+      const u32 s01 = __ldg(reinterpret_cast<const u32*>(scales + tile * 8 + 2 * t));
+      const float s0 = to_f32<kBf16>(static_cast<u16>(s01 & 0xffff)), s1 = to_f32<kBf16>(static_cast<u16>(s01 >> 16));
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[mt][nt][r] *= (r & 1) ? s1 : s0;
     }
   }
 
-  // Sum the kWarpsK partial tiles of each column group through shared memory.
+  // Sum the kWarpsK partial tiles of each column group through shared memory (the ring is free now).
   if constexpr (kWarpsK > 1) {
     constexpr int kRegs = kMTiles * kNTiles * 4;
-    __shared__ float red[kWarpsK - 1][kWarpsN][kRegs][32];
+    float* red = reinterpret_cast<float*>(smem);  // [kWarpsK - 1][kWarpsN][kRegs][32]
+    __syncthreads();  // every warp is done reading its ring
     if (wk > 0) {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
-          for (int r = 0; r < 4; ++r) red[wk - 1][wn][(mt * kNTiles + nt) * 4 + r][lane] = acc[mt][nt][r];
+          for (int r = 0; r < 4; ++r)
+            red[(((wk - 1) * kWarpsN + wn) * kRegs + (mt * kNTiles + nt) * 4 + r) * 32 + lane] = acc[mt][nt][r];
     }
     __syncthreads();
     if (wk == 0) {
@@ -152,7 +251,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
           for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
-            for (int r = 0; r < 4; ++r) acc[mt][nt][r] += red[j][wn][(mt * kNTiles + nt) * 4 + r][lane];
+            for (int r = 0; r < 4; ++r)
+              acc[mt][nt][r] += red[((j * kWarpsN + wn) * kRegs + (mt * kNTiles + nt) * 4 + r) * 32 + lane];
     }
   }
 

@@ -23,7 +23,7 @@ void add_wq(CLI::App* app, WqFlags& f) {
   app->add_option("--act", f.act, "activation dtype: f16 or bf16")->default_val("f16");
   app->add_option("--out", f.out, "output dtype (default: the activation dtype; or f32)");
   app->add_flag("--symmetric", f.symmetric, "symmetric weights (no zero points)");
-  app->add_option("--config", f.config, "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k");
+  app->add_option("--config", f.config, "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k[,stages]");
   app->add_option("--model", f.model, "model preset: llama-3-8b, standard");
   app->add_option("--cases", f.cases, "'standard': the cases of shared/BENCHMARKS.md");
 }
@@ -48,10 +48,12 @@ std::vector<int64_t> parse_int_list(const std::string& s, const char* flag) {
 std::optional<WqGemmConfig> parse_config(const std::string& s) {
   if (s.empty()) return std::nullopt;
   auto v = parse_int_list(s, "--config");
-  LOWBIT_CHECK(v.size() == 5, "--config = '{}': expected 5 integers m_tiles,n_tiles,warps_n,warps_k,split_k", s);
+  LOWBIT_CHECK(v.size() == 5 || v.size() == 6,
+               "--config = '{}': expected m_tiles,n_tiles,warps_n,warps_k,split_k[,stages]", s);
   WqGemmConfig c;
   c.m_tiles = static_cast<int>(v[0]), c.n_tiles = static_cast<int>(v[1]), c.warps_n = static_cast<int>(v[2]);
   c.warps_k = static_cast<int>(v[3]), c.split_k = static_cast<int>(v[4]);
+  if (v.size() == 6) c.stages = static_cast<int>(v[5]);
   return c;
 }
 

@@ -23,7 +23,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   const WqGemmConfig config = parse_config(w.config).value_or(choose_config(p, sms));
   std::string why;
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
-  const jit::KernelSpec spec = wq::kernel_spec(p, config);
+  const jit::KernelSpec spec = wq::kernel_spec(p, config, m_bucket(p.m));
   if (!source && !ptx && !resources) resources = true;
   nlohmann::json j = {{"name", spec.name}, {"arch", rt.arch().str()}, {"config", config.str()},
                       {"problem", p.str()}};

@@ -27,8 +27,8 @@ std::string WqGemmProblem::str() const {
 }
 
 std::string WqGemmConfig::str() const {
-  return fmt::format("WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={})", m_tiles, n_tiles,
-                     warps_n, warps_k, split_k);
+  return fmt::format("WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={})", m_tiles,
+                     n_tiles, warps_n, warps_k, split_k, stages);
 }
 
 namespace {
@@ -68,6 +68,17 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
                        : 0;
 }
 
+std::size_t smem_bytes(const WqGemmConfig& c) {
+  const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * c.n_tiles * 32 * 16;
+  return std::max(rings, reduction_smem_bytes(c));
+}
+
+std::size_t smem_limit(const Arch& a) {
+  if (a.sm() == 90 || a.sm() >= 100) return 227 * 1024;
+  if (a.sm() == 80 || a.sm() == 87) return 163 * 1024;
+  return 99 * 1024;  // sm_86, sm_89, sm_120
+}
+
 Layout layout(const WqGemmProblem& p) {
   Layout l;
   l.n_pad = ceil_div(p.n, 8) * 8;
@@ -93,6 +104,7 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
   g.grid_y = static_cast<unsigned>(c.split_k);
   g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
   g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k);
+  g.smem = smem_bytes(c);
   return g;
 }
 
@@ -103,22 +115,23 @@ nlohmann::json to_json(const WqGemmProblem& p) {
 
 nlohmann::json to_json(const WqGemmConfig& c) {
   return {{"m_tiles", c.m_tiles}, {"n_tiles", c.n_tiles}, {"warps_n", c.warps_n}, {"warps_k", c.warps_k},
-          {"split_k", c.split_k}};
+          {"split_k", c.split_k}, {"stages", c.stages}};
 }
 
-jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
+jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket) {
   const bool bf16 = p.act == DType::BF16;
+  const bool upper_rows = !(bucket <= 8 && c.m_tiles == 1);
   const bool zeros = p.mode == DequantMode::SubZeroThenScale;
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}_{}{}_n{}k{}_mt{}nt{}wn{}wk{}sk{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), zeros ? "zp" : "sym",
-                       to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n,
-                       c.warps_k, c.split_k);
+                       to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles,
+                       upper_rows ? "" : "h", c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages);
   s.name_expression = fmt::format(
-      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, p.group_size, p.n, p.k,
-      c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, bf16 ? "true" : "false",
-      p.out == DType::F32 ? "true" : "false", zeros ? "true" : "false");
+      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, p.group_size,
+      p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, upper_rows ? "true" : "false",
+      bf16 ? "true" : "false", p.out == DType::F32 ? "true" : "false", zeros ? "true" : "false");
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
@@ -144,9 +157,12 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   const int64_t chunks = wq::layout(p).chunks;
   if (c.split_k < 1 || c.split_k > 64 || c.split_k > chunks)
     return fail(why, fmt::format("split_k = {}: must be 1..min(64, K_pad/128 = {})", c.split_k, chunks));
-  if (wq::reduction_smem_bytes(c) > 48 * 1024)
-    return fail(why, fmt::format("{}: the warps_k reduction needs {} bytes of shared memory, over 48 KiB", c.str(),
-                                 wq::reduction_smem_bytes(c)));
+  if (c.stages < 2 || c.stages > 8) return fail(why, fmt::format("stages = {}: must be 2..8", c.stages));
+  if (wq::smem_bytes(c) > wq::smem_limit(arch))
+    return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}", c.str(),
+                                 wq::smem_bytes(c), wq::smem_limit(arch), arch.str()));
+  if (c.warps_n * c.warps_k > 16)
+    return fail(why, fmt::format("{}: {} warps per block, over 16", c.str(), c.warps_n * c.warps_k));
   if (c.m_tiles * c.n_tiles > 32)
     return fail(why, fmt::format("{}: m_tiles·n_tiles = {} accumulator tiles per warp, over 32 (register spills)",
                                  c.str(), c.m_tiles * c.n_tiles));
@@ -165,10 +181,13 @@ std::size_t workspace_bytes(const WqGemmProblem& p) {
 WqGemmConfig choose_config(const WqGemmProblem& p, int sm_count) {
   const int64_t bucket = m_bucket(p.m);
   WqGemmConfig c;
-  c.m_tiles = static_cast<int>(std::min<int64_t>(8, ceil_div(bucket, 16)));
-  c.n_tiles = c.m_tiles >= 4 ? 2 : 4;
+  // More than two 16-row tiles per warp costs more registers than it saves (see docs/perf-notes.md);
+  // larger M gets more row blocks in the grid instead.
+  c.m_tiles = static_cast<int>(std::min<int64_t>(2, ceil_div(bucket, 16)));
+  c.n_tiles = c.m_tiles == 1 ? 4 : 2;
   c.warps_n = 1;
-  c.warps_k = c.m_tiles >= 4 ? 2 : 4;
+  c.warps_k = c.m_tiles == 1 ? 4 : 2;
+  c.stages = 4;
   const int64_t chunks = wq::layout(p).chunks;
   const int64_t col_blocks = ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n);
   const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
@@ -237,7 +256,7 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
   for (int64_t bucket : buckets_for(m_values)) {
     WqGemmConfig c = config_for_bucket(problem, bucket, ctx.arch(), sm_count_of(ctx), config);
     KernelRecord rec;
-    ctx.compile(wq::kernel_spec(problem, c), &rec);
+    ctx.compile(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
     out.push_back(rec);
   }
@@ -255,8 +274,12 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   for (int64_t bucket : buckets_for(m_values)) {
     WqGemmConfig c = config_for_bucket(problem, bucket, ctx.arch(), sm_count_of(ctx), options.config);
     KernelRecord rec;
-    const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c), &rec);
+    const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
+    const std::size_t smem = wq::smem_bytes(c);
+    if (smem > 48 * 1024)  // a block gets more than 48 KiB only after opting in
+      LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                       static_cast<int>(smem)));
     impl_->records.push_back(rec);
     impl_->buckets.push_back({bucket, c, &k});
     impl_->needs_workspace |= c.split_k > 1;
@@ -324,7 +347,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &a.x, &a.bias, &a.y, &sums, &counters, &mi};
   im.ctx->make_current();
   LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z, geo.block,
-                                               1, 1, 0, stream, const_cast<void**>(args), nullptr));
+                                               1, 1, static_cast<unsigned>(geo.smem), stream,
+                                               const_cast<void**>(args), nullptr));
 }
 
 // ---- functional API -----------------------------------------------------------------------------

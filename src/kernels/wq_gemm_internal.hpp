@@ -12,11 +12,13 @@ namespace lowbit::wq {
 struct Geometry {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   unsigned block = 32;
+  std::size_t smem = 0;  // dynamic shared memory bytes
 };
 Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m);
 
-// Everything the runtime needs to build the kernel for (problem, config) on an arch.
-jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config);
+// Everything the runtime needs to build the kernel for (problem, config) serving M bucket `bucket`
+// (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15).
+jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket);
 
 // Derived sizes of lowbit's packed layout for a problem.
 struct Layout {
@@ -25,8 +27,12 @@ struct Layout {
 };
 Layout layout(const WqGemmProblem& problem);
 
-// Shared-memory bytes of the intra-block reduction (static in the kernel).
+// Shared-memory bytes of the intra-block reduction.
 std::size_t reduction_smem_bytes(const WqGemmConfig& config);
+// Dynamic shared memory of a launch: the cp.async rings, reused for the reduction.
+std::size_t smem_bytes(const WqGemmConfig& config);
+// Shared memory a block may opt in to on an arch.
+std::size_t smem_limit(const Arch& arch);
 
 // Bytes read and written by one call, for the floor: packed weights + scales + zeros + x + y (+ bias).
 std::size_t traffic_bytes(const WqGemmProblem& problem);

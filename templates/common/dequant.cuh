@@ -50,4 +50,49 @@ __device__ __forceinline__ u32 int4_pair(u32 w, int j) {
   return ((w >> (4 * j)) & 0x000f000fu) | Magic<kBf16>::kBase2;
 }
 
+// fp16 only: the four pairs of a word as q − z with no scale, in 1 shift + 4 mask-ors + 4 f16x2 ops.
+// Pairs 0 and 2 sit in the low nibble of each 16-bit half: 1024 + q, minus (1024 + z). Pairs 1 and
+// 3 sit one nibble up: 1024 + 16q, and fma(·, 1/16, −(64 + z)) gives q − z. Every step is exact.
+struct Int4Zero {
+  u32 zb;   // half2 of 1024 + z
+  u32 zhi;  // half2 of −(64 + z)
+};
+__device__ __forceinline__ Int4Zero int4_zero_f16(u32 z) {
+  const u32 lo = 0x6400u + z;          // 1024 + z: ulp 1 in [1024, 2048)
+  const u32 hi = 0xd400u + (z << 4);   // −(64 + z): ulp 1/16 in [64, 128)
+  return {lo | (lo << 16), hi | (hi << 16)};
+}
+__device__ __forceinline__ void int4_word_minus_zero_f16(u32 w, const Int4Zero& z, u32 (&out)[4]) {
+  const u32 one_16th = 0x2c002c00u;  // half2(1/16)
+  const u32 w8 = w >> 8;
+  const u32 p0 = (w & 0x000f000fu) | 0x64006400u, p1 = (w & 0x00f000f0u) | 0x64006400u;
+  const u32 p2 = (w8 & 0x000f000fu) | 0x64006400u, p3 = (w8 & 0x00f000f0u) | 0x64006400u;
+  asm("sub.f16x2 %0, %1, %2;" : "=r"(out[0]) : "r"(p0), "r"(z.zb));
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out[1]) : "r"(p1), "r"(one_16th), "r"(z.zhi));
+  asm("sub.f16x2 %0, %1, %2;" : "=r"(out[2]) : "r"(p2), "r"(z.zb));
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out[3]) : "r"(p3), "r"(one_16th), "r"(z.zhi));
+}
+
+// Both dtypes: the four pairs of a word as q − z (bf16: shift per pair; sub via fma, which sm_80 has).
+template <bool kBf16>
+__device__ __forceinline__ void int4_word_minus_zero(u32 w, u32 z, u32 (&out)[4]) {
+  if constexpr (!kBf16) {
+    int4_word_minus_zero_f16(w, int4_zero_f16(z), out);
+  } else {
+    const u32 zb = biased_zero2<true>(z);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(int4_pair<true>(w, j)), "r"(0x3f803f80u), "r"(zb ^ 0x80008000u));
+  }
+}
+
+// Multiplies a pair by the scale pair (one rounding).
+template <bool kBf16>
+__device__ __forceinline__ u32 mul2(u32 a, u32 s2) {
+  u32 r;
+  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(s2), "r"(0x80008000u));
+  else asm("mul.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(s2));
+  return r;
+}
+
 }  // namespace lowbit::kern

@@ -35,7 +35,7 @@ struct Key {
 };
 
 Key key_of(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
-  const lowbit::jit::KernelSpec spec = lowbit::wq::kernel_spec(p, c);
+  const lowbit::jit::KernelSpec spec = lowbit::wq::kernel_spec(p, c, lowbit::m_bucket(p.m));
   Key k;
   k.name = spec.name;
   k.json = lowbit::jit::cache_key_json(spec, arch);
@@ -103,6 +103,7 @@ TEST_CASE("cache key: every baked-in field changes the digest", "[cache_key]") {
   with_config("warps_n", [](WqGemmConfig& c) { c.warps_n = 2; });
   with_config("warps_k", [](WqGemmConfig& c) { c.warps_k = 8; });
   with_config("split_k", [](WqGemmConfig& c) { c.split_k = 4; });
+  with_config("stages", [](WqGemmConfig& c) { c.stages = 3; });
   variants.emplace("arch sm_80", key_of(base_problem(), base_config(), Arch::parse("sm_80")));
   variants.emplace("arch sm_89", key_of(base_problem(), base_config(), Arch::parse("sm_89")));
   variants.emplace("arch sm_90", key_of(base_problem(), base_config(), Arch::parse("sm_90")));
@@ -134,8 +135,14 @@ TEST_CASE("cache key: M is not baked in (a kernel serves its whole bucket)", "[c
   const Arch arch = Arch::parse("sm_90a");
   WqGemmProblem p = base_problem();
   const Key k1 = key_of(p, base_config(), arch);
+  p.m = 5;  // buckets 1..8 with one 16-row tile share the kernel that skips rows 8..15
+  const Key k5 = key_of(p, base_config(), arch);
+  CHECK(k1.digest == k5.digest);
+  CHECK(k1.name == k5.name);
+  p.m = 9;
+  const Key k9 = key_of(p, base_config(), arch);
   p.m = 13;
   const Key k13 = key_of(p, base_config(), arch);
-  CHECK(k1.digest == k13.digest);
-  CHECK(k1.name == k13.name);
+  CHECK(k9.digest == k13.digest);
+  CHECK(k1.digest != k9.digest);
 }

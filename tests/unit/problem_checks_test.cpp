@@ -101,7 +101,7 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
   c = WqGemmConfig{8, 8, 1, 1, 1};  // 64 accumulator tiles per warp
   check_rejected(p, c, sm90a, "32");
   c = WqGemmConfig{8, 4, 4, 8, 1};  // warps_k reduction far over 48 KiB
-  check_rejected(p, c, sm90a, "48 KiB");
+  check_rejected(p, c, sm90a, "shared memory");
   check_rejected(p, good, Arch::parse("sm_75"), "sm_80");
   // A bad problem is reported even with a good config.
   WqGemmProblem bad = p;
