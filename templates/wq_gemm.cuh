@@ -99,62 +99,88 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       for (int h = 0; h < kHalves; ++h)
         dst[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
   };
-  // With few rows the whole chunk's activations are prefetched a chunk ahead (16 registers when rows
-  // 8..15 are skipped); with more, each step pair loads its own just before use.
+  // With one 16-row tile the chunk's activations are prefetched a chunk ahead (16 registers when
+  // rows 8..15 are skipped); with more, all of a chunk's are loaded at the top of its iteration.
   constexpr bool kPrefetchX = kMTiles == 1;
-  constexpr int kXChunk = kPrefetchX ? 4 : 1;
 
-  // This warp's ring: kStages slots × kNTiles fragments × 32 lanes.
-  uint4* ring = smem + warp * (kStages * kNTiles * 32);
+  // This warp's ring: kStages slots, each holding the weight fragments (kNTiles × 32 lanes × 16 B)
+  // and, per tile and group of the chunk, the 8 scales (16 B) and 8 zeros (8 of 16 B) of its columns,
+  // so scales and zeros arrive with the weights instead of costing a dependent load per chunk.
+  constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
+  constexpr int kMetaRows = kNTiles * kGroupsPerChunk;
+  constexpr int kSlot = kNTiles * 32 + 2 * kMetaRows;  // uint4 per slot
+  uint4* ring = smem + warp * (kStages * kSlot);
   auto issue = [&](int j) {  // chunk j of this warp → slot j % kStages
     const int c = c_begin + j * kWarpsK;
-    uint4* slot = ring + (j % kStages) * (kNTiles * 32);
+    uint4* slot = ring + (j % kStages) * kSlot;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt)
       if (tile0 + nt < kTilesTotal)
         cp_async_16(slot + nt * 32 + lane, qweight + (static_cast<i64>(tile0 + nt) * kChunks + c) * 32 + lane);
+    if constexpr (kMetaRows > 0) {
+      for (int i = lane; i < kMetaRows; i += 32) {
+        const int tile = min(tile0 + i / kGroupsPerChunk, kTilesTotal - 1);
+        const int group = c * 128 / kGroup + i % kGroupsPerChunk;
+        const i64 at = static_cast<i64>(group) * kNPad + tile * 8;
+        cp_async_16(slot + kNTiles * 32 + i, scales + at);
+        if constexpr (kHasZeros) cp_async_8(slot + kNTiles * 32 + kMetaRows + i, zeros + at);
+      }
+    }
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
     if (j < n_chunks) issue(j);
     cp_async_commit();  // empty groups keep the count uniform
   }
-  uint4 xa[kXChunk][kMTiles][kHalves];
+  uint4 xa[4][kMTiles][kHalves];
   if constexpr (kPrefetchX)
     if (n_chunks > 0)
 #pragma unroll
       for (int p = 0; p < 4; ++p) load_x(c_begin, p, xa[p]);
+  // Per-channel zero points do not change along K: read once.
+  u32 zq_channel[kNTiles];
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt)
+    zq_channel[nt] = (kGroup == 0 && kHasZeros) ? ld_cached_u8(zeros + min(tile0 + nt, kTilesTotal - 1) * 8 + g)
+                                                : (1u << (kBits - 1));
 
   for (int j = 0; j < n_chunks; ++j) {
     const int c = c_begin + j * kWarpsK;
     if (j + kStages - 1 < n_chunks) issue(j + kStages - 1);
     cp_async_commit();
-    uint4 xn[kXChunk][kMTiles][kHalves];
-    if constexpr (kPrefetchX)
+    uint4 xn[4][kMTiles][kHalves];
+    if constexpr (kPrefetchX) {
       if (j + 1 < n_chunks)
 #pragma unroll
         for (int p = 0; p < 4; ++p) load_x(c + kWarpsK, p, xn[p]);  // next chunk's, while this one computes
+    } else {
+#pragma unroll
+      for (int p = 0; p < 4; ++p) load_x(c, p, xa[p]);
+    }
+
+    cp_async_wait<kStages - 1>();  // this chunk's weights, scales and zeros have landed in our slot
+    const uint4* slot = ring + (j % kStages) * kSlot;
 
     // Per lane and tile: the zero point of column g and the scale (column g before the MMA, or
     // columns 2t, 2t+1 after it). Lane t's 32 k values never straddle a group.
-    const int group = kGroup == 0 ? 0 : (c * 128 + 32 * t) / kGroup;
+    const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;  // group within the chunk
     u32 zq[kNTiles], s_pre[kNTiles];
     float s_post[kNTiles][2];
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
-      const int tile = min(tile0 + nt, kTilesTotal - 1);
-      const i64 row_base = static_cast<i64>(group) * kNPad + tile * 8;
-      zq[nt] = kHasZeros ? ld_cached_u8(zeros + row_base + g) : (1u << (kBits - 1));
-      if constexpr (!kScaleAfter) s_pre[nt] = splat2(ld_cached_u16(scales + row_base + g));
-      if constexpr (kScaleAfter && !kScaleAtEnd) {
-        const u32 s01 = __ldg(reinterpret_cast<const u32*>(scales + row_base + 2 * t));
-        s_post[nt][0] = to_f32<kBf16>(static_cast<u16>(s01 & 0xffff));
-        s_post[nt][1] = to_f32<kBf16>(static_cast<u16>(s01 >> 16));
+      if constexpr (kGroup == 0) {
+        zq[nt] = zq_channel[nt];
+      } else {
+        const int row = nt * kGroupsPerChunk + gi;
+        const u16* srow = reinterpret_cast<const u16*>(slot + kNTiles * 32 + row);
+        zq[nt] = kHasZeros ? reinterpret_cast<const u8*>(slot + kNTiles * 32 + kMetaRows + row)[g] : (1u << (kBits - 1));
+        if constexpr (!kScaleAfter) s_pre[nt] = splat2(srow[g]);
+        if constexpr (kScaleAfter) {
+          s_post[nt][0] = to_f32<kBf16>(srow[2 * t]);
+          s_post[nt][1] = to_f32<kBf16>(srow[2 * t + 1]);
+        }
       }
     }
-
-    cp_async_wait<kStages - 1>();  // this chunk's weights have landed in our slot
-    const uint4* slot = ring + (j % kStages) * (kNTiles * 32);
     uint4 wv[kNTiles];
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) wv[nt] = tile0 + nt < kTilesTotal ? slot[nt * 32 + lane] : make_uint4(0, 0, 0, 0);
@@ -169,13 +195,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      uint4 xp[kMTiles][kHalves];
-      if constexpr (kPrefetchX) {
-#pragma unroll
-        for (int h = 0; h < kHalves; ++h) xp[0][h] = xa[p][0][h];
-      } else {
-        load_x(c, p, xp);
-      }
+      const uint4(&xp)[kMTiles][kHalves] = xa[p];
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
         u32 b[4];  // pairs: step 2p (b[0], b[1]) and step 2p+1 (b[2], b[3])

@@ -60,8 +60,8 @@ struct WqGemmConfig {
 // Device pointers to weights in lowbit's layout (see pack.hpp).
 struct WqWeights {
   const void* qweight = nullptr;  // packed integers, 16-byte aligned
-  const void* scales = nullptr;   // [groups_padded, n_padded] in act dtype
-  const void* zeros = nullptr;    // [groups_padded, n_padded] uint8; null for Symmetric
+  const void* scales = nullptr;   // [groups_padded, n_padded] in act dtype, 16-byte aligned
+  const void* zeros = nullptr;    // [groups_padded, n_padded] uint8, 8-byte aligned; null for Symmetric
 };
 
 struct WqGemmArgs {

@@ -68,8 +68,12 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
                        : 0;
 }
 
-std::size_t smem_bytes(const WqGemmConfig& c) {
-  const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * c.n_tiles * 32 * 16;
+std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
+  // Per warp and stage: weight fragments (n_tiles × 32 × 16 B) + per tile and group of a chunk one
+  // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
+  const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
+  const std::size_t slot = (static_cast<std::size_t>(c.n_tiles) * 32 + 2 * c.n_tiles * groups_per_chunk) * 16;
+  const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
   return std::max(rings, reduction_smem_bytes(c));
 }
 
@@ -104,7 +108,7 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
   g.grid_y = static_cast<unsigned>(c.split_k);
   g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
   g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k);
-  g.smem = smem_bytes(c);
+  g.smem = smem_bytes(p, c);
   return g;
 }
 
@@ -158,9 +162,9 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   if (c.split_k < 1 || c.split_k > 64 || c.split_k > chunks)
     return fail(why, fmt::format("split_k = {}: must be 1..min(64, K_pad/128 = {})", c.split_k, chunks));
   if (c.stages < 2 || c.stages > 8) return fail(why, fmt::format("stages = {}: must be 2..8", c.stages));
-  if (wq::smem_bytes(c) > wq::smem_limit(arch))
+  if (wq::smem_bytes(p, c) > wq::smem_limit(arch))
     return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}", c.str(),
-                                 wq::smem_bytes(c), wq::smem_limit(arch), arch.str()));
+                                 wq::smem_bytes(p, c), wq::smem_limit(arch), arch.str()));
   if (c.warps_n * c.warps_k > 16)
     return fail(why, fmt::format("{}: {} warps per block, over 16", c.str(), c.warps_n * c.warps_k));
   if (c.m_tiles * c.n_tiles > 32)
@@ -276,10 +280,9 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     KernelRecord rec;
     const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
-    const std::size_t smem = wq::smem_bytes(c);
-    if (smem > 48 * 1024)  // a block gets more than 48 KiB only after opting in
-      LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                       static_cast<int>(smem)));
+    // Dynamic shared memory beyond the default 48 KiB (static included) needs an opt-in.
+    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                     static_cast<int>(wq::smem_bytes(problem, c))));
     impl_->records.push_back(rec);
     impl_->buckets.push_back({bucket, c, &k});
     impl_->needs_workspace |= c.split_k > 1;
@@ -320,7 +323,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(a.w.qweight != nullptr, "args.w.qweight is null");
   LOWBIT_CHECK(aligned(a.w.qweight, 16), "args.w.qweight = {}: must be 16-byte aligned", a.w.qweight);
   LOWBIT_CHECK(a.w.scales != nullptr, "args.w.scales is null");
-  LOWBIT_CHECK(aligned(a.w.scales, 2), "args.w.scales = {}: must be 2-byte aligned", a.w.scales);
+  LOWBIT_CHECK(aligned(a.w.scales, 16), "args.w.scales = {}: must be 16-byte aligned", a.w.scales);
+  LOWBIT_CHECK(aligned(a.w.zeros, 8), "args.w.zeros = {}: must be 8-byte aligned", a.w.zeros);
   LOWBIT_CHECK(p.mode != DequantMode::SubZeroThenScale || a.w.zeros != nullptr,
                "args.w.zeros is null but mode = sub_zero_then_scale needs zero points");
   LOWBIT_CHECK(aligned(a.bias, 2), "args.bias = {}: must be 2-byte aligned", a.bias);

@@ -30,7 +30,7 @@ Layout layout(const WqGemmProblem& problem);
 // Shared-memory bytes of the intra-block reduction.
 std::size_t reduction_smem_bytes(const WqGemmConfig& config);
 // Dynamic shared memory of a launch: the cp.async rings, reused for the reduction.
-std::size_t smem_bytes(const WqGemmConfig& config);
+std::size_t smem_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);
 
