@@ -109,21 +109,26 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kNTiles * kGroupsPerChunk;
   constexpr int kSlot = kNTiles * 32 + 2 * kMetaRows;  // uint4 per slot
+  // When every block's tiles exist (N a multiple of the block's columns) no tile check is needed.
+  constexpr bool kAllTiles = kTilesTotal % (kNTiles * kWarpsN) == 0;
   uint4* ring = smem + warp * (kStages * kSlot);
+  const u32 ring_addr = smem_addr(ring) + lane * 16;  // this lane's fragment in slot 0, tile 0
+  const uint4* wsrc = qweight + (static_cast<i64>(tile0) * kChunks + c_begin) * 32 + lane;
   auto issue = [&](int j) {  // chunk j of this warp → slot j % kStages
-    const int c = c_begin + j * kWarpsK;
-    uint4* slot = ring + (j % kStages) * kSlot;
+    const u32 slot = ring_addr + (j % kStages) * (kSlot * 16);
+    const uint4* src = wsrc + j * (kWarpsK * 32);
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt)
-      if (tile0 + nt < kTilesTotal)
-        cp_async_16(slot + nt * 32 + lane, qweight + (static_cast<i64>(tile0 + nt) * kChunks + c) * 32 + lane);
+      if (kAllTiles || tile0 + nt < kTilesTotal) cp_async_16(slot + nt * 512, src + nt * (kChunks * 32));
     if constexpr (kMetaRows > 0) {
+      const int c = c_begin + j * kWarpsK;
+      const u32 meta = slot - lane * 16 + kNTiles * 512;
       for (int i = lane; i < kMetaRows; i += 32) {
         const int tile = min(tile0 + i / kGroupsPerChunk, kTilesTotal - 1);
         const int group = c * 128 / kGroup + i % kGroupsPerChunk;
         const i64 at = static_cast<i64>(group) * kNPad + tile * 8;
-        cp_async_16(slot + kNTiles * 32 + i, scales + at);
-        if constexpr (kHasZeros) cp_async_8(slot + kNTiles * 32 + kMetaRows + i, zeros + at);
+        cp_async_16(meta + i * 16, scales + at);
+        if constexpr (kHasZeros) cp_async_8(meta + (kMetaRows + i) * 16, zeros + at);
       }
     }
   };
@@ -183,7 +188,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     }
     uint4 wv[kNTiles];
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) wv[nt] = tile0 + nt < kTilesTotal ? slot[nt * 32 + lane] : make_uint4(0, 0, 0, 0);
+    for (int nt = 0; nt < kNTiles; ++nt)
+      wv[nt] = (kAllTiles || tile0 + nt < kTilesTotal) ? slot[nt * 32 + lane] : make_uint4(0, 0, 0, 0);
 
     float part[kMTiles][kNTiles][4];  // this chunk's sums when the scale comes after the MMA
 #pragma unroll

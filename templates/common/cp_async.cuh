@@ -5,15 +5,16 @@
 
 namespace lowbit::kern {
 
+// Shared-memory address of a generic pointer, for the copies below (compute it once, outside loops).
+__device__ __forceinline__ u32 smem_addr(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
+
 // .cg: cache in L2 only — the weights are read once, L1 would only be polluted.
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
-  const u32 s = static_cast<u32>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+__device__ __forceinline__ void cp_async_16(u32 smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(gmem));
 }
 // 8-byte copies exist only with .ca (L1 + L2).
-__device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
-  const u32 s = static_cast<u32>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(s), "l"(gmem));
+__device__ __forceinline__ void cp_async_8(u32 smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem), "l"(gmem));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 // Waits until at most kPending of this thread's committed groups are still in flight.

@@ -62,11 +62,20 @@ __device__ __forceinline__ Int4Zero int4_zero_f16(u32 z) {
   const u32 hi = 0xd400u + (z << 4);   // −(64 + z): ulp 1/16 in [64, 128)
   return {lo | (lo << 16), hi | (hi << 16)};
 }
+// (a & b) | c in one LOP3. Written as PTX because the compiler, given two immediates, emits two
+// instructions (a LOP3 takes one immediate); b and c live in registers here.
+__device__ __forceinline__ u32 and_or(u32 a, u32 b, u32 c) {
+  u32 r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+
 __device__ __forceinline__ void int4_word_minus_zero_f16(u32 w, const Int4Zero& z, u32 (&out)[4]) {
   const u32 one_16th = 0x2c002c00u;  // half2(1/16)
+  const u32 lo = 0x000f000fu, hi = 0x00f000f0u, magic = 0x64006400u;
   const u32 w8 = w >> 8;
-  const u32 p0 = (w & 0x000f000fu) | 0x64006400u, p1 = (w & 0x00f000f0u) | 0x64006400u;
-  const u32 p2 = (w8 & 0x000f000fu) | 0x64006400u, p3 = (w8 & 0x00f000f0u) | 0x64006400u;
+  const u32 p0 = and_or(w, lo, magic), p1 = and_or(w, hi, magic);
+  const u32 p2 = and_or(w8, lo, magic), p3 = and_or(w8, hi, magic);
   asm("sub.f16x2 %0, %1, %2;" : "=r"(out[0]) : "r"(p0), "r"(z.zb));
   asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out[1]) : "r"(p1), "r"(one_16th), "r"(z.zhi));
   asm("sub.f16x2 %0, %1, %2;" : "=r"(out[2]) : "r"(p2), "r"(z.zb));
