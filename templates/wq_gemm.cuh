@@ -71,13 +71,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int c_end = min(kChunks, (static_cast<int>(blockIdx.y) + 1) * kChunksPerSplit);
   const int n_chunks = c_begin < c_end ? (c_end - c_begin + kWarpsK - 1) / kWarpsK : 0;  // this warp's
 
-  float acc[kMTiles][kNTiles][4];
+  float acc[kMTiles][kNTiles][4], acc_odd[kMTiles][kNTiles][4];  // odd MMA steps: a second chain
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) acc[mt][nt][r] = 0.f;
+      for (int r = 0; r < 4; ++r) acc[mt][nt][r] = acc_odd[mt][nt][r] = 0.f;
 
   // Rows this lane feeds into the A fragments: m0 + 16·mt + g (+8).
   const u16* xrow[kMTiles][kHalves];
@@ -191,13 +191,17 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     for (int nt = 0; nt < kNTiles; ++nt)
       wv[nt] = (kAllTiles || tile0 + nt < kTilesTotal) ? slot[nt * 32 + lane] : make_uint4(0, 0, 0, 0);
 
-    float part[kMTiles][kNTiles][4];  // this chunk's sums when the scale comes after the MMA
+    // This chunk's sums when the scale comes after the MMA; even and odd MMA steps accumulate into
+    // separate sets so consecutive MMAs of a tile do not wait on each other.
+    float part[2][kMTiles][kNTiles][4];
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
+    for (int e = 0; e < 2; ++e)
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt)
+      for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) part[mt][nt][r] = 0.f;
+        for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) part[e][mt][nt][r] = 0.f;
 
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
@@ -218,9 +222,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
             const u32 a1 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs) : 0u;
             const u32 a3 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs + 1) : 0u;
             if constexpr (kScaleAfter && !kScaleAtEnd)
-              mma_16816<kBf16>(part[mt][nt], a0, a1, a2, a3, b[2 * hs], b[2 * hs + 1]);
+              mma_16816<kBf16>(part[hs][mt][nt], a0, a1, a2, a3, b[2 * hs], b[2 * hs + 1]);
+            else if (hs == 0)
+              mma_16816<kBf16>(acc[mt][nt], a0, a1, a2, a3, b[0], b[1]);
             else
-              mma_16816<kBf16>(acc[mt][nt], a0, a1, a2, a3, b[2 * hs], b[2 * hs + 1]);
+              mma_16816<kBf16>(acc_odd[mt][nt], a0, a1, a2, a3, b[2], b[3]);
           }
       }
     }
@@ -230,7 +236,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
-          for (int r = 0; r < 4; ++r) acc[mt][nt][r] = fmaf(part[mt][nt][r], s_post[nt][r & 1], acc[mt][nt][r]);
+          for (int r = 0; r < 4; ++r)
+            acc[mt][nt][r] = fmaf(part[0][mt][nt][r] + part[1][mt][nt][r], s_post[nt][r & 1], acc[mt][nt][r]);
     }
     if constexpr (kPrefetchX)
 #pragma unroll
@@ -239,6 +246,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         for (int h = 0; h < kHalves; ++h) xa[p][0][h] = xn[p][0][h];
   }
   cp_async_wait<0>();
+  if constexpr (!(kScaleAfter && !kScaleAtEnd)) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[mt][nt][r] += acc_odd[mt][nt][r];
+  }
 
   // Per-channel scales: one multiply per output, here.
   if constexpr (kScaleAtEnd) {

@@ -188,17 +188,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, int sm_count) {
   // More than two 16-row tiles per warp costs more registers than it saves (see docs/perf-notes.md);
   // larger M gets more row blocks in the grid instead.
   c.m_tiles = static_cast<int>(std::min<int64_t>(2, ceil_div(bucket, 16)));
-  c.n_tiles = c.m_tiles == 1 ? 4 : 2;
+  // Up to 8 rows the activations are tiny and 4 tiles per warp keep registers low; at 9-16 rows
+  // each chunk's 4 KB of activations is read from L2 by every warp, so 8 tiles share it.
+  c.n_tiles = c.m_tiles == 1 ? (bucket <= 8 ? 4 : 8) : 2;
   c.warps_n = 1;
   c.warps_k = c.m_tiles == 1 ? 4 : 2;
   c.stages = 4;
   const int64_t chunks = wq::layout(p).chunks;
   const int64_t col_blocks = ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n);
   const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
-  // Enough blocks to fill every SM several times over, but each warp keeps ≥ 2 chunks to pipeline.
-  const int64_t target = 4LL * std::max(sm_count, 1);
-  int64_t split = std::max<int64_t>(1, target / std::max<int64_t>(1, col_blocks * row_blocks));
-  split = std::min<int64_t>(split, std::max<int64_t>(1, chunks / (2 * c.warps_k)));
+  // Split K only when the grid would leave SMs idle: each split adds a pipeline ramp per warp and a
+  // reduction (measured: 8192² M=1 runs 16.5 µs unsplit, 19.8 µs split in two; docs/perf-notes.md).
+  const int64_t blocks = col_blocks * row_blocks;
+  int64_t split = 1;
+  while (blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 4LL * c.warps_k) split *= 2;
   c.split_k = static_cast<int>(std::clamp<int64_t>(split, 1, 64));
   return c;
 }
