@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         for (int r = 0; r < 4; ++r) {
           const int row = m0 + mt * 16 + g + 8 * (r >> 1);
           const int col = (tile0 + nt) * 8 + 2 * t + (r & 1);
-          if (row < M && col < kN) fn(row, col, acc[mt][nt][r]);
+          if (row < M && col < kN) fn(row, col, acc[mt][nt][r]);  // fn may take the value by reference
         }
   };
 
@@ -329,9 +329,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     __syncthreads();
     if (is_last) {
       __threadfence();
-      // atomicExch reads the complete sum from L2 and leaves the workspace zeroed for the next call.
-      for_each_output([&](int row, int col, float) {
-        store(row, col, atomicExch(ws + static_cast<i64>(row) * kN + col, 0.f));
+      // Read every complete sum from L2 first (.cg skips L1; the loads are independent, so they are
+      // all in flight at once — an atomicExch per element would wait a round trip each), then write
+      // the outputs and leave the workspace zeroed for the next call.
+      for_each_output([&](int row, int col, float& v) { v = __ldcg(ws + static_cast<i64>(row) * kN + col); });
+      for_each_output([&](int row, int col, float& v) {
+        store(row, col, v);
+        __stcg(ws + static_cast<i64>(row) * kN + col, 0.f);
       });
       if (threadIdx.x == 0) counters[tile_id] = 0;
     }
