@@ -192,17 +192,17 @@ WqGemmConfig choose_config(const WqGemmProblem& p, int sm_count) {
   // each chunk's 4 KB of activations is read from L2 by every warp, so 8 tiles share it.
   c.n_tiles = c.m_tiles == 1 ? (bucket <= 8 ? 4 : 8) : 2;
   c.warps_n = 1;
-  c.warps_k = c.m_tiles == 1 ? 4 : 2;
-  c.stages = 4;
+  // 8 warps per block, 2 chunks in flight each: measured best at M ≤ 16 (docs/perf-notes.md).
+  c.warps_k = c.m_tiles == 1 ? 8 : 2;
+  c.stages = c.m_tiles == 1 ? 3 : 4;
   const int64_t chunks = wq::layout(p).chunks;
   const int64_t col_blocks = ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n);
   const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
-  // Split K only when the grid would leave SMs idle: each split adds a pipeline ramp per warp and a
-  // reduction (measured: 8192² M=1 runs 16.5 µs unsplit, 19.8 µs split in two; docs/perf-notes.md).
+  // Split K only when the grid would leave most SMs idle: each split adds a pipeline ramp per warp
+  // and a reduction, and measured slower whenever the unsplit grid had ≥ SMs/2 blocks.
   const int64_t blocks = col_blocks * row_blocks;
   int64_t split = 1;
-  while (blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 4LL * c.warps_k) split *= 2;
-  c.split_k = static_cast<int>(std::clamp<int64_t>(split, 1, 64));
+  while (2 * blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 2LL * c.warps_k) split *= 2;
   return c;
 }
 
