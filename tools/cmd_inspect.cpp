@@ -20,7 +20,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   WqGemmProblem p = wq_problem(w, shapes[0].first, shapes[0].second);
   p.m = ms[0];
   const int sms = rt.offline() ? 132 : rt.device().sm_count;
-  const WqGemmConfig config = parse_config(w.config).value_or(choose_config(p, sms));
+  const WqGemmConfig config = parse_config(w.config).value_or(choose_config(p, rt.arch(), sms));
   std::string why;
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
   const jit::KernelSpec spec = wq::kernel_spec(p, config, m_bucket(p.m));

@@ -118,7 +118,8 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
                                           const std::vector<int64_t>& m_values,
                                           const std::optional<WqGemmConfig>& config = std::nullopt);
 
-// The config the library picks for a problem (heuristic; tuning database in a later version).
-WqGemmConfig choose_config(const WqGemmProblem& problem, int sm_count);
+// The config the library picks for a problem on an arch with sm_count SMs (heuristic; a tuning
+// database comes in a later version).
+WqGemmConfig choose_config(const WqGemmProblem& problem, const Arch& arch, int sm_count);
 
 }  // namespace lowbit

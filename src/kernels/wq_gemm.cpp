@@ -182,7 +182,7 @@ std::size_t workspace_bytes(const WqGemmProblem& p) {
   return counter_bytes + static_cast<std::size_t>(p.m) * p.n * 4;
 }
 
-WqGemmConfig choose_config(const WqGemmProblem& p, int sm_count) {
+WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const int64_t bucket = m_bucket(p.m);
   WqGemmConfig c;
   // More than two 16-row tiles per warp costs more registers than it saves (see docs/perf-notes.md);
@@ -195,6 +195,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, int sm_count) {
   // 8 warps per block, 2 chunks in flight each: measured best at M ≤ 16 (docs/perf-notes.md).
   c.warps_k = c.m_tiles == 1 ? 8 : 2;
   c.stages = c.m_tiles == 1 ? 3 : 4;
+  // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
+  while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
   const int64_t chunks = wq::layout(p).chunks;
   const int64_t col_blocks = ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n);
   const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
@@ -240,7 +242,7 @@ WqGemmConfig config_for_bucket(const WqGemmProblem& problem, int64_t bucket, con
                                const std::optional<WqGemmConfig>& forced) {
   WqGemmProblem pb = problem;
   pb.m = bucket;
-  WqGemmConfig c = forced ? *forced : choose_config(pb, sm_count);
+  WqGemmConfig c = forced ? *forced : choose_config(pb, arch, sm_count);
   std::string why;
   LOWBIT_CHECK(can_implement(pb, c, arch, &why), "wq_gemm cannot run {} with {}: {}", pb.str(), c.str(), why);
   if (env_flag("LOWBIT_PRINT_CONFIGS"))

@@ -153,10 +153,10 @@ TEST_CASE("choose_config picks a runnable config for the standard shapes", "[che
   for (const auto& [n, k] : shapes)
     for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 256})
       for (int sm_count : {132, 114})
-        for (const char* arch : {"sm_80", "sm_90a"}) {
+        for (const char* arch : {"sm_80", "sm_89", "sm_90a"}) {
           WqGemmProblem p = normal_problem();
           p.n = n, p.k = k, p.m = m;
-          const WqGemmConfig c = lowbit::choose_config(p, sm_count);
+          const WqGemmConfig c = lowbit::choose_config(p, Arch::parse(arch), sm_count);
           std::string why;
           INFO(p.str() << " sm_count=" << sm_count << " " << arch << " -> " << c.str());
           const bool ok = lowbit::can_implement(p, c, Arch::parse(arch), &why);
@@ -164,5 +164,5 @@ TEST_CASE("choose_config picks a runnable config for the standard shapes", "[che
           CHECK(ok);
           ++checked;
         }
-  CHECK(checked == 6 * 9 * 2 * 2);
+  CHECK(checked == 6 * 9 * 2 * 3);
 }
