@@ -43,14 +43,18 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
     const WqGemmProblem p = wq_problem(w, n, k);
     const std::string label = fmt::format("w{}g{}{} {} {}x{}", p.bits, p.group_size, w.symmetric ? "sym" : "zp",
                                           to_string(p.act), n, k);
-    for (const auto& r : tune::bench_wq_gemm(rt, ceil, p, opt)) {
+    const auto rows = tune::bench_wq_gemm(rt, ceil, p, opt);
+    if (!f.json && !rows.empty())
+      std::printf("# %s: plan built in %.1f ms (%s)\n", label.c_str(), rows.front().plan_ms,
+                  rows.front().plan_sources.c_str());
+    for (const auto& r : rows) {
       failures += r.ok ? 0 : 1;
       cases.push_back({{"case", label}, {"n", n}, {"k", k}, {"m", r.problem.m}, {"bits", p.bits},
                        {"group", p.group_size}, {"act", to_string(p.act)}, {"config", r.config}, {"ok", r.ok},
                        {"error", r.error}, {"rel_err", r.rel_err}, {"us", r.us}, {"stream_us", r.stream_us},
                        {"floor_us", r.floor_us}, {"tc_us", r.tc_us}, {"pct_stream", r.pct_stream()},
                        {"pct_floor", r.pct_floor()}, {"gbs", r.gbs()}, {"bytes", r.bytes}, {"host_us", r.host_us},
-                       {"copies", r.copies}});
+                       {"copies", r.copies}, {"plan_ms", r.plan_ms}, {"plan_sources", r.plan_sources}});
       if (f.json) continue;
       if (!r.ok) {
         std::printf("%-24s %4lld %-40s FAIL: %s\n", label.c_str(), static_cast<long long>(r.problem.m),

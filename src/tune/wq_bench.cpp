@@ -87,7 +87,10 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
 
   WqGemmPlanOptions po;
   po.config = opt.config;
+  const auto plan_start = std::chrono::steady_clock::now();
   WqGemmPlan plan(rt, base, opt.ms, po);
+  const double plan_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan_start).count();
   ScopedStream stream;
 
   std::vector<WqBenchRow> rows;
@@ -97,6 +100,9 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
     row.problem.m = m;
     row.config = plan.config_for(m).str();
     row.copies = copies;
+    row.plan_ms = plan_ms;
+    for (const auto& rec : plan.records()) row.plan_sources += std::string(row.plan_sources.empty() ? "" : ",") +
+                                                                std::string(to_string(rec.source));
     row.bytes = wq::traffic_bytes(row.problem);
     row.flops = 2.0 * static_cast<double>(m) * base.n * base.k;
     WqGemmArgs a;

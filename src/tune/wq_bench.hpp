@@ -31,6 +31,8 @@ struct WqBenchRow {
   double tc_us = 0;       // flops / mma rate
   double host_us = 0;     // host cost of one plan.run() (enqueue only)
   int copies = 0;
+  double plan_ms = 0;        // building the plan (all its buckets): compile, disk hit or memory hit
+  std::string plan_sources;  // where each bucket's kernel came from
   double pct_stream() const { return us > 0 ? 100.0 * std::max(stream_us, tc_us) / us : 0; }
   double pct_floor() const { return us > 0 ? 100.0 * floor_us / us : 0; }
   double gbs() const { return us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0; }
