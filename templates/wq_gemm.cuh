@@ -57,6 +57,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kHalves = kUpperRows ? 2 : 1;     // 8-row halves of each 16-row tile that can hold rows
   constexpr bool kScaleAfter = kGroup == 0 || kGroup >= 128;  // one scale per lane per chunk
   constexpr bool kScaleAtEnd = kGroup == 0;                   // one scale per column for all of K
+  // Up to 8 rows, A and B swap roles: two 8-column weight tiles form the 16-row A operand and the
+  // activations the 8-column B operand, so each MMA covers 16 columns instead of 8 with no wasted
+  // rows — half the MMAs and half the accumulators. Accumulator (q, r) is then column
+  // 8·(tile0 + 2q + r/2) + g and row 2t + r%2; otherwise (mt, q, r) is row 16·mt + g + 8·(r/2) and
+  // column 8·(tile0 + q) + 2t + r%2.
+  constexpr bool kSwap = !kUpperRows && kNTiles % 2 == 0;
+  constexpr int kAccN = kSwap ? kNTiles / 2 : kNTiles;
 
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31;
@@ -71,11 +78,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int c_end = min(kChunks, (static_cast<int>(blockIdx.y) + 1) * kChunksPerSplit);
   const int n_chunks = c_begin < c_end ? (c_end - c_begin + kWarpsK - 1) / kWarpsK : 0;  // this warp's
 
-  float acc[kMTiles][kNTiles][4], acc_odd[kMTiles][kNTiles][4];  // odd MMA steps: a second chain
+  float acc[kMTiles][kAccN][4], acc_odd[kMTiles][kAccN][4];  // odd MMA steps: a second chain
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt)
+    for (int nt = 0; nt < kAccN; ++nt)
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[mt][nt][r] = acc_odd[mt][nt][r] = 0.f;
 
@@ -170,7 +177,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // columns 2t, 2t+1 after it). Lane t's 32 k values never straddle a group.
     const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;  // group within the chunk
     u32 zq[kNTiles], s_pre[kNTiles];
-    float s_post[kNTiles][2];
+    float s_post[kNTiles][2];  // swapped: both entries hold the scale of column g
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if constexpr (kGroup == 0) {
@@ -181,8 +188,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         zq[nt] = kHasZeros ? reinterpret_cast<const u8*>(slot + kNTiles * 32 + kMetaRows + row)[g] : (1u << (kBits - 1));
         if constexpr (!kScaleAfter) s_pre[nt] = splat2(srow[g]);
         if constexpr (kScaleAfter) {
-          s_post[nt][0] = to_f32<kBf16>(srow[2 * t]);
-          s_post[nt][1] = to_f32<kBf16>(srow[2 * t + 1]);
+          s_post[nt][0] = to_f32<kBf16>(srow[kSwap ? g : 2 * t]);
+          s_post[nt][1] = to_f32<kBf16>(srow[kSwap ? g : 2 * t + 1]);
         }
       }
     }
@@ -193,51 +200,70 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
     // This chunk's sums when the scale comes after the MMA; even and odd MMA steps accumulate into
     // separate sets so consecutive MMAs of a tile do not wait on each other.
-    float part[2][kMTiles][kNTiles][4];
+    float part[2][kMTiles][kAccN][4];
 #pragma unroll
     for (int e = 0; e < 2; ++e)
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt)
+        for (int nt = 0; nt < kAccN; ++nt)
 #pragma unroll
           for (int r = 0; r < 4; ++r) part[e][mt][nt][r] = 0.f;
 
+    // Even steps accumulate into part[0] / acc, odd ones into part[1] / acc_odd.
+    auto mma_step = [&](int hs, int mt, int q, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+      if constexpr (kScaleAfter && !kScaleAtEnd) mma_16816<kBf16>(part[hs][mt][q], a0, a1, a2, a3, b0, b1);
+      else if (hs == 0) mma_16816<kBf16>(acc[mt][q], a0, a1, a2, a3, b0, b1);
+      else mma_16816<kBf16>(acc_odd[mt][q], a0, a1, a2, a3, b0, b1);
+    };
+    auto dequant = [&](int nt, int p, u32 (&b)[4]) {  // pairs: step 2p (b[0], b[1]), step 2p+1 (b[2], b[3])
+      int4_word_minus_zero<kBf16>(word(wv[nt], p), zq[nt], b);
+      if constexpr (!kScaleAfter) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) b[i] = mul2<kBf16>(b[i], s_pre[nt]);
+      }
+    };
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       const uint4(&xp)[kMTiles][kHalves] = xa[p];
+      if constexpr (kSwap) {
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        u32 b[4];  // pairs: step 2p (b[0], b[1]) and step 2p+1 (b[2], b[3])
-        int4_word_minus_zero<kBf16>(word(wv[nt], p), zq[nt], b);
-        if constexpr (!kScaleAfter) {
+        for (int q = 0; q < kAccN; ++q) {
+          u32 lo[4], hi[4];  // tiles 2q (A rows 0-7) and 2q+1 (A rows 8-15)
+          dequant(2 * q, p, lo);
+          dequant(2 * q + 1, p, hi);
 #pragma unroll
-          for (int i = 0; i < 4; ++i) b[i] = mul2<kBf16>(b[i], s_pre[nt]);
+          for (int hs = 0; hs < 2; ++hs)
+            mma_step(hs, 0, q, lo[2 * hs], hi[2 * hs], lo[2 * hs + 1], hi[2 * hs + 1], word(xp[0][0], 2 * hs),
+                     word(xp[0][0], 2 * hs + 1));
         }
+      } else {
 #pragma unroll
-        for (int hs = 0; hs < 2; ++hs)
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          u32 b[4];
+          dequant(nt, p, b);
 #pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt) {
-            const u32 a0 = word(xp[mt][0], 2 * hs), a2 = word(xp[mt][0], 2 * hs + 1);
-            const u32 a1 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs) : 0u;
-            const u32 a3 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs + 1) : 0u;
-            if constexpr (kScaleAfter && !kScaleAtEnd)
-              mma_16816<kBf16>(part[hs][mt][nt], a0, a1, a2, a3, b[2 * hs], b[2 * hs + 1]);
-            else if (hs == 0)
-              mma_16816<kBf16>(acc[mt][nt], a0, a1, a2, a3, b[0], b[1]);
-            else
-              mma_16816<kBf16>(acc_odd[mt][nt], a0, a1, a2, a3, b[2], b[3]);
-          }
+          for (int hs = 0; hs < 2; ++hs)
+#pragma unroll
+            for (int mt = 0; mt < kMTiles; ++mt) {
+              const u32 a0 = word(xp[mt][0], 2 * hs), a2 = word(xp[mt][0], 2 * hs + 1);
+              const u32 a1 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs) : 0u;
+              const u32 a3 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs + 1) : 0u;
+              mma_step(hs, mt, nt, a0, a1, a2, a3, b[2 * hs], b[2 * hs + 1]);
+            }
+        }
       }
     }
     if constexpr (kScaleAfter && !kScaleAtEnd) {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt)
+        for (int q = 0; q < kAccN; ++q)
 #pragma unroll
-          for (int r = 0; r < 4; ++r)
-            acc[mt][nt][r] = fmaf(part[0][mt][nt][r] + part[1][mt][nt][r], s_post[nt][r & 1], acc[mt][nt][r]);
+          for (int r = 0; r < 4; ++r) {
+            const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
+            acc[mt][q][r] = fmaf(part[0][mt][q][r] + part[1][mt][q][r], sc, acc[mt][q][r]);
+          }
     }
     if constexpr (kPrefetchX)
 #pragma unroll
@@ -250,38 +276,37 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt)
+      for (int q = 0; q < kAccN; ++q)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) acc[mt][nt][r] += acc_odd[mt][nt][r];
+        for (int r = 0; r < 4; ++r) acc[mt][q][r] += acc_odd[mt][q][r];
   }
 
   // Per-channel scales: one multiply per output, here.
   if constexpr (kScaleAtEnd) {
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-      const int tile = min(tile0 + nt, kTilesTotal - 1);
-      const u32 s01 = __ldg(reinterpret_cast<const u32*>(scales + tile * 8 + 2 * t));
-      const float s0 = to_f32<kBf16>(static_cast<u16>(s01 & 0xffff)), s1 = to_f32<kBf16>(static_cast<u16>(s01 >> 16));
+    for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
+      for (int q = 0; q < kAccN; ++q)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) acc[mt][nt][r] *= (r & 1) ? s1 : s0;
-    }
+        for (int r = 0; r < 4; ++r) {
+          const int tile = min(tile0 + (kSwap ? 2 * q + (r >> 1) : q), kTilesTotal - 1);
+          acc[mt][q][r] *= to_f32<kBf16>(__ldg(scales + tile * 8 + (kSwap ? g : 2 * t + (r & 1))));
+        }
   }
 
   // Sum the kWarpsK partial tiles of each column group through shared memory (the ring is free now).
   if constexpr (kWarpsK > 1) {
-    constexpr int kRegs = kMTiles * kNTiles * 4;
+    constexpr int kRegs = kMTiles * kAccN * 4;
     float* red = reinterpret_cast<float*>(smem);  // [kWarpsK - 1][kWarpsN][kRegs][32]
     __syncthreads();  // every warp is done reading its ring
     if (wk > 0) {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt)
+        for (int q = 0; q < kAccN; ++q)
 #pragma unroll
           for (int r = 0; r < 4; ++r)
-            red[(((wk - 1) * kWarpsN + wn) * kRegs + (mt * kNTiles + nt) * 4 + r) * 32 + lane] = acc[mt][nt][r];
+            red[(((wk - 1) * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane] = acc[mt][q][r];
     }
     __syncthreads();
     if (wk == 0) {
@@ -290,14 +315,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-          for (int nt = 0; nt < kNTiles; ++nt)
+          for (int q = 0; q < kAccN; ++q)
 #pragma unroll
             for (int r = 0; r < 4; ++r)
-              acc[mt][nt][r] += red[((j * kWarpsN + wn) * kRegs + (mt * kNTiles + nt) * 4 + r) * 32 + lane];
+              acc[mt][q][r] += red[((j * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane];
     }
   }
 
-  // Epilogue: element (mt, nt, r) is row m0 + 16·mt + g + 8·(r/2), column 8·tile + 2t + r%2.
+  // Epilogue: accumulator (mt, q, r) → (row, column) as described at kSwap.
   auto store = [&](int row, int col, float v) {
     if (bias != nullptr) v += to_f32<kBf16>(bias[col]);
     if constexpr (kOutF32) static_cast<float*>(y)[static_cast<i64>(row) * kN + col] = v;
@@ -308,12 +333,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt)
+      for (int q = 0; q < kAccN; ++q)
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-          const int row = m0 + mt * 16 + g + 8 * (r >> 1);
-          const int col = (tile0 + nt) * 8 + 2 * t + (r & 1);
-          if (row < M && col < kN) fn(row, col, acc[mt][nt][r]);  // fn may take the value by reference
+          const int row = kSwap ? m0 + 2 * t + (r & 1) : m0 + mt * 16 + g + 8 * (r >> 1);
+          const int col = kSwap ? (tile0 + 2 * q + (r >> 1)) * 8 + g : (tile0 + q) * 8 + 2 * t + (r & 1);
+          if (row < M && col < kN) fn(row, col, acc[mt][q][r]);  // fn may take the value by reference
         }
   };
 

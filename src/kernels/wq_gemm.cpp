@@ -190,7 +190,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   c.m_tiles = static_cast<int>(std::min<int64_t>(2, ceil_div(bucket, 16)));
   // Up to 8 rows the activations are tiny and 4 tiles per warp keep registers low; at 9-16 rows
   // each chunk's 4 KB of activations is read from L2 by every warp, so 8 tiles share it.
-  c.n_tiles = c.m_tiles == 1 ? (bucket <= 8 ? 4 : 8) : 2;
+  c.n_tiles = c.m_tiles == 1 ? (bucket <= 8 ? 4 : 8) : 4;  // m_tiles 2 × n_tiles 4: 8192² M=64 65 µs (2 × 2: 114)
   c.warps_n = 1;
   // 8 warps per block, 2 chunks in flight each: measured best at M ≤ 16 (docs/perf-notes.md).
   c.warps_k = c.m_tiles == 1 ? 8 : 2;
