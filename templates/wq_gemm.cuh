@@ -198,11 +198,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     for (int nt = 0; nt < kNTiles; ++nt)
       wv[nt] = (kAllTiles || tile0 + nt < kTilesTotal) ? slot[nt * 32 + lane] : make_uint4(0, 0, 0, 0);
 
-    // This chunk's sums when the scale comes after the MMA; even and odd MMA steps accumulate into
-    // separate sets so consecutive MMAs of a tile do not wait on each other.
-    float part[2][kMTiles][kAccN][4];
+    // This chunk's sums when the scale comes after the MMA; with few tiles, even and odd MMA steps
+    // accumulate into separate sets so consecutive MMAs of a tile do not wait on each other (with 8
+    // tiles there is enough independent work and the registers matter more).
+    constexpr int kChains = kMTiles * kAccN >= 8 ? 1 : 2;
+    float part[kChains][kMTiles][kAccN][4];
 #pragma unroll
-    for (int e = 0; e < 2; ++e)
+    for (int e = 0; e < kChains; ++e)
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -212,7 +214,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
     // Even steps accumulate into part[0] / acc, odd ones into part[1] / acc_odd.
     auto mma_step = [&](int hs, int mt, int q, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
-      if constexpr (kScaleAfter && !kScaleAtEnd) mma_16816<kBf16>(part[hs][mt][q], a0, a1, a2, a3, b0, b1);
+      if constexpr (kScaleAfter && !kScaleAtEnd) mma_16816<kBf16>(part[hs % kChains][mt][q], a0, a1, a2, a3, b0, b1);
       else if (hs == 0) mma_16816<kBf16>(acc[mt][q], a0, a1, a2, a3, b0, b1);
       else mma_16816<kBf16>(acc_odd[mt][q], a0, a1, a2, a3, b0, b1);
     };
@@ -262,7 +264,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
-            acc[mt][q][r] = fmaf(part[0][mt][q][r] + part[1][mt][q][r], sc, acc[mt][q][r]);
+            acc[mt][q][r] = fmaf(kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r], sc,
+                                 acc[mt][q][r]);
           }
     }
     if constexpr (kPrefetchX)

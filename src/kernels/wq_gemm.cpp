@@ -156,8 +156,8 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
     return fail(why, fmt::format("n_tiles = {}: must be 1, 2, 4 or 8", c.n_tiles));
   if (c.warps_n != 1 && c.warps_n != 2 && c.warps_n != 4)
     return fail(why, fmt::format("warps_n = {}: must be 1, 2 or 4", c.warps_n));
-  if (c.warps_k != 1 && c.warps_k != 2 && c.warps_k != 4 && c.warps_k != 8)
-    return fail(why, fmt::format("warps_k = {}: must be 1, 2, 4 or 8", c.warps_k));
+  if (c.warps_k != 1 && c.warps_k != 2 && c.warps_k != 4 && c.warps_k != 8 && c.warps_k != 16)
+    return fail(why, fmt::format("warps_k = {}: must be 1, 2, 4, 8 or 16", c.warps_k));
   const int64_t chunks = wq::layout(p).chunks;
   if (c.split_k < 1 || c.split_k > 64 || c.split_k > chunks)
     return fail(why, fmt::format("split_k = {}: must be 1..min(64, K_pad/128 = {})", c.split_k, chunks));
@@ -192,14 +192,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // each chunk's 4 KB of activations is read from L2 by every warp, so 8 tiles share it.
   c.n_tiles = c.m_tiles == 1 ? (bucket <= 8 ? 4 : 8) : 4;  // m_tiles 2 × n_tiles 4: 8192² M=64 65 µs (2 × 2: 114)
   c.warps_n = 1;
-  // 8 warps per block, 2 chunks in flight each: measured best at M ≤ 16 (docs/perf-notes.md).
-  c.warps_k = c.m_tiles == 1 ? 8 : 2;
   c.stages = c.m_tiles == 1 ? 3 : 4;
-  // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
-  while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
   const int64_t chunks = wq::layout(p).chunks;
   const int64_t col_blocks = ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n);
   const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
+  // M ≤ 16: 8 warps per block along K (measured best at 8192²). Up to 8 rows (~100 registers) a grid
+  // with fewer blocks than SMs gets 16, for ~16 warps per SM; 16 warps cap a thread at 128 registers,
+  // which the 9-16 row kernel (8 tiles, ~170) would spill.
+  c.warps_k = 2;
+  if (c.m_tiles == 1) {
+    c.warps_k = 8;
+    if (bucket <= 8 && col_blocks * row_blocks < std::max(sm_count, 1) && chunks >= 4LL * 16) c.warps_k = 16;
+  }
+  // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
+  while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
   // Split K only when the grid would leave most SMs idle: each split adds a pipeline ramp per warp
   // and a reduction, and measured slower whenever the unsplit grid had ≥ SMs/2 blocks.
   const int64_t blocks = col_blocks * row_blocks;
