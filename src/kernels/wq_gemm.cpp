@@ -202,7 +202,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   c.warps_k = 2;
   if (c.m_tiles == 1) {
     c.warps_k = 8;
-    if (bucket <= 8 && col_blocks * row_blocks < std::max(sm_count, 1) && chunks >= 4LL * 16) c.warps_k = 16;
+    if (bucket <= 8 && col_blocks * row_blocks < std::max(sm_count, 1) && chunks >= 2LL * 16) c.warps_k = 16;
   }
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
   while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
