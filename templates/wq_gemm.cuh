@@ -38,6 +38,18 @@
 
 namespace lowbit::kern {
 
+// fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
+// compile-time constants and the accumulators stay in registers.
+template <int kM, int kN, class Fn>
+__device__ __forceinline__ void for_each_acc(Fn&& fn) {
+#pragma unroll
+  for (int mt = 0; mt < kM; ++mt)
+#pragma unroll
+    for (int q = 0; q < kN; ++q)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) fn(mt, q, r);
+}
+
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kSplitK,
           int kStages, bool kUpperRows, bool kBf16, bool kOutF32, bool kHasZeros>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
@@ -79,12 +91,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int n_chunks = c_begin < c_end ? (c_end - c_begin + kWarpsK - 1) / kWarpsK : 0;  // this warp's
 
   float acc[kMTiles][kAccN][4], acc_odd[kMTiles][kAccN][4];  // odd MMA steps: a second chain
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kAccN; ++nt)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) acc[mt][nt][r] = acc_odd[mt][nt][r] = 0.f;
+  for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] = acc_odd[mt][q][r] = 0.f; });
 
   // Rows this lane feeds into the A fragments: m0 + 16·mt + g (+8).
   const u16* xrow[kMTiles][kHalves];
@@ -203,14 +210,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // tiles there is enough independent work and the registers matter more).
     constexpr int kChains = kMTiles * kAccN >= 8 ? 1 : 2;
     float part[kChains][kMTiles][kAccN][4];
+    for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
 #pragma unroll
-    for (int e = 0; e < kChains; ++e)
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < kAccN; ++nt)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) part[e][mt][nt][r] = 0.f;
+      for (int e = 0; e < kChains; ++e) part[e][mt][q][r] = 0.f;
+    });
 
     // Even steps accumulate into part[0] / acc, odd ones into part[1] / acc_odd.
     auto mma_step = [&](int hs, int mt, int q, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
@@ -257,16 +260,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       }
     }
     if constexpr (kScaleAfter && !kScaleAtEnd) {
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int q = 0; q < kAccN; ++q)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
-            acc[mt][q][r] = fmaf(kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r], sc,
-                                 acc[mt][q][r]);
-          }
+      for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+        const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
+        const float sum = kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r];
+        acc[mt][q][r] = fmaf(sum, sc, acc[mt][q][r]);
+      });
     }
     if constexpr (kPrefetchX)
 #pragma unroll
@@ -275,26 +273,15 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         for (int h = 0; h < kHalves; ++h) xa[p][0][h] = xn[p][0][h];
   }
   cp_async_wait<0>();
-  if constexpr (!(kScaleAfter && !kScaleAtEnd)) {
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-      for (int q = 0; q < kAccN; ++q)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) acc[mt][q][r] += acc_odd[mt][q][r];
-  }
+  if constexpr (!(kScaleAfter && !kScaleAtEnd))
+    for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] += acc_odd[mt][q][r]; });
 
   // Per-channel scales: one multiply per output, here.
   if constexpr (kScaleAtEnd) {
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-      for (int q = 0; q < kAccN; ++q)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int tile = min(tile0 + (kSwap ? 2 * q + (r >> 1) : q), kTilesTotal - 1);
-          acc[mt][q][r] *= to_f32<kBf16>(__ldg(scales + tile * 8 + (kSwap ? g : 2 * t + (r & 1))));
-        }
+    for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+      const int tile = min(tile0 + (kSwap ? 2 * q + (r >> 1) : q), kTilesTotal - 1);
+      acc[mt][q][r] *= to_f32<kBf16>(__ldg(scales + tile * 8 + (kSwap ? g : 2 * t + (r & 1))));
+    });
   }
 
   // Sum the kWarpsK partial tiles of each column group through shared memory (the ring is free now).
@@ -303,25 +290,17 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     float* red = reinterpret_cast<float*>(smem);  // [kWarpsK - 1][kWarpsN][kRegs][32]
     __syncthreads();  // every warp is done reading its ring
     if (wk > 0) {
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int q = 0; q < kAccN; ++q)
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            red[(((wk - 1) * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane] = acc[mt][q][r];
+      for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+        red[(((wk - 1) * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane] = acc[mt][q][r];
+      });
     }
     __syncthreads();
     if (wk == 0) {
 #pragma unroll
       for (int j = 0; j < kWarpsK - 1; ++j)
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-          for (int q = 0; q < kAccN; ++q)
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
-              acc[mt][q][r] += red[((j * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane];
+        for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+          acc[mt][q][r] += red[((j * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane];
+        });
     }
   }
 
@@ -333,16 +312,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   };
   auto for_each_output = [&](auto&& fn) {
     if (wk != 0) return;
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-      for (int q = 0; q < kAccN; ++q)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int row = kSwap ? m0 + 2 * t + (r & 1) : m0 + mt * 16 + g + 8 * (r >> 1);
-          const int col = kSwap ? (tile0 + 2 * q + (r >> 1)) * 8 + g : (tile0 + q) * 8 + 2 * t + (r & 1);
-          if (row < M && col < kN) fn(row, col, acc[mt][q][r]);  // fn may take the value by reference
-        }
+    for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+      const int row = kSwap ? m0 + 2 * t + (r & 1) : m0 + mt * 16 + g + 8 * (r >> 1);
+      const int col = kSwap ? (tile0 + 2 * q + (r >> 1)) * 8 + g : (tile0 + q) * 8 + 2 * t + (r & 1);
+      if (row < M && col < kN) fn(row, col, acc[mt][q][r]);  // fn may take the value by reference
+    });
   };
 
   if constexpr (kSplitK == 1) {

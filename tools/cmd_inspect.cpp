@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <regex>
 #include <sstream>
@@ -53,6 +54,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
                           {"stack_bytes", grab(R"((\d+) bytes stack frame)")},
                           {"spill_store_bytes", grab(R"((\d+) bytes spill stores)")},
                           {"spill_load_bytes", grab(R"((\d+) bytes spill loads)")},
+                          {"dynamic_shared_bytes", wq::smem_bytes(p, config)},
                           {"compile_ms", r.compile_ms},
                           {"ptxas_log", r.log}};
     if (!rt.offline()) {
@@ -63,10 +65,12 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
     }
     j["resources"] = res;
     if (!f.json)
-      std::printf("%s (%s)\n  %s\n  registers %ld, shared %ld B, stack %ld B, spill stores %ld B, spill loads %ld B\n",
-                  spec.name.c_str(), rt.arch().str().c_str(), config.str().c_str(), res["registers"].get<long>(),
-                  res["shared_bytes"].get<long>(), res["stack_bytes"].get<long>(),
-                  res["spill_store_bytes"].get<long>(), res["spill_load_bytes"].get<long>());
+      std::printf(
+          "%s (%s)\n  %s\n  registers %ld, static shared %ld B, dynamic shared %zu B, stack %ld B, spill stores %ld B, "
+          "spill loads %ld B\n",
+          spec.name.c_str(), rt.arch().str().c_str(), config.str().c_str(), res["registers"].get<long>(),
+          std::max(0L, res["shared_bytes"].get<long>()), wq::smem_bytes(p, config), res["stack_bytes"].get<long>(),
+          res["spill_store_bytes"].get<long>(), res["spill_load_bytes"].get<long>());
   }
   if (f.json) print_json(j);
   return 0;
