@@ -19,8 +19,10 @@
 // output tile) reads the sums back, clearing them, and writes y. No state survives a call.
 //
 // Streaming: each warp keeps kStages − 1 chunks of its weights in flight with cp.async into its own
-// slice of shared memory (each lane copies and later reads only its own 16 bytes, so no barrier is
-// needed), and loads the activations of the next chunk into registers while it computes this one.
+// slice of shared memory and loads the activations of the next chunk into registers while it
+// computes this one. A lane reads back only its own weight fragment, but the scale and zero rows are
+// copied by a few lanes and read by all: a __syncwarp after each wait (their copies are visible) and
+// before each refill (every lane is done with the slot) orders them; no block barrier is needed.
 //
 // Scales: with groups of ≥ 128 (one group per chunk) or per-channel scales, the MMA runs on q − z
 // and the scale multiplies the fp32 partial sum of the chunk (per channel: once, at the end); with
@@ -165,6 +167,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
   for (int j = 0; j < n_chunks; ++j) {
     const int c = c_begin + j * kWarpsK;
+    if constexpr (kMetaRows > 0) __syncwarp();  // all lanes are done with the slot refilled next
     if (j + kStages - 1 < n_chunks) issue(j + kStages - 1);
     cp_async_commit();
     uint4 xn[4][kMTiles][kHalves];
@@ -177,7 +180,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       for (int p = 0; p < 4; ++p) load_x(c, p, xa[p]);
     }
 
-    cp_async_wait<kStages - 1>();  // this chunk's weights, scales and zeros have landed in our slot
+    cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
+    if constexpr (kMetaRows > 0) __syncwarp();  // ... and the other lanes' scale and zero rows
     const uint4* slot = ring + (j % kStages) * kSlot;
 
     // Per lane and tile: the zero point of column g and the scale (column g before the MMA, or

@@ -14,6 +14,7 @@ struct CommonFlags {
   std::string arch;       // --arch
   std::string cache_dir;  // --cache-dir
   int device = 0;         // --device
+  int sm_count = 0;       // --sm-count (offline builds)
   bool json = false;      // --json
 };
 

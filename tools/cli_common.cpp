@@ -11,6 +11,8 @@ namespace lowbit::cli {
 void add_common(CLI::App* app, CommonFlags& f, bool with_device) {
   app->add_option("--arch", f.arch, "target arch (sm_80, sm_86, sm_89, sm_90a, ...); default: the device's");
   app->add_option("--cache-dir", f.cache_dir, "kernel cache dir (default $LOWBIT_CACHE_DIR or ~/.cache/lowbit)");
+  app->add_option("--sm-count", f.sm_count,
+                  "offline: SM count of the target GPU (configs depend on it; default: a typical part)");
   if (with_device) app->add_option("--device", f.device, "CUDA device ordinal");
   app->add_flag("--json", f.json, "machine-readable output");
 }
@@ -108,17 +110,22 @@ Runtime make_runtime(const CommonFlags& f, bool need_device) {
     o.device = f.device;
     return Runtime(o);
   }
-  if (have_device && f.arch.empty()) {
-    o.device = f.device;
-    return Runtime(o);
+  // With a device whose arch is the one asked for (or none asked for, and no --sm-count), build for
+  // that device; otherwise offline for --arch.
+  if (have_device && f.sm_count == 0) {
+    RuntimeOptions probe = o;
+    probe.device = f.device;
+    probe.arch.clear();
+    Runtime rt(probe);
+    if (f.arch.empty() || Arch::parse(f.arch).sm() == rt.arch().sm()) {
+      o.device = f.device;
+      return Runtime(o);
+    }
   }
-  if (have_device) {
-    // --arch given with a device present: run offline unless it is the device's own arch.
-    o.device = -1;
-    return Runtime(o);
-  }
-  LOWBIT_CHECK(!f.arch.empty(), "no CUDA device ({}): pass --arch (e.g. --arch sm_90a) to compile offline", why);
+  LOWBIT_CHECK(!f.arch.empty(), "no CUDA device ({}): pass --arch (e.g. --arch sm_90a) to compile offline",
+               have_device ? "--sm-count asks for an offline build" : why);
   o.device = -1;
+  o.sm_count = f.sm_count;
   return Runtime(o);
 }
 

@@ -44,7 +44,10 @@ int run_cache(const CommonFlags& f, const std::string& action, bool all, double 
     if (fs::exists(base, ec))
       for (auto it = fs::recursive_directory_iterator(base, ec); it != fs::recursive_directory_iterator(); ++it) {
         const std::string name = it->path().filename().string();
-        if (it->is_directory(ec) && (name.starts_with(".tmp-") || name.starts_with(".trash-"))) {
+        // Only leftovers older than an hour: a younger temp dir may belong to a writer still at work.
+        const auto age = now - fs::last_write_time(it->path(), ec);
+        const bool old = !ec && age > std::chrono::hours(1);
+        if (it->is_directory(ec) && old && (name.starts_with(".tmp-") || name.starts_with(".trash-"))) {
           fs::remove_all(it->path(), ec);
           it.disable_recursion_pending();
         }

@@ -20,8 +20,10 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   LOWBIT_CHECK(shapes.size() == 1, "inspect takes one layer: give --n and --k");
   WqGemmProblem p = wq_problem(w, shapes[0].first, shapes[0].second);
   p.m = ms[0];
-  const int sms = rt.offline() ? 132 : rt.device().sm_count;
-  const WqGemmConfig config = parse_config(w.config).value_or(choose_config(p, rt.arch(), sms));
+  WqGemmProblem bucket_problem = p;  // plans choose per M bucket
+  bucket_problem.m = m_bucket(p.m);
+  const WqGemmConfig config =
+      parse_config(w.config).value_or(choose_config(bucket_problem, rt.arch(), rt.sm_count()));
   std::string why;
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
   const jit::KernelSpec spec = wq::kernel_spec(p, config, m_bucket(p.m));

@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
   } catch (const lowbit::Error& e) {
     std::fprintf(stderr, "lowbit: error: %s\n", e.what());
     return 1;
+  } catch (const std::exception& e) {  // e.g. a file system error while another process edits the cache
+    std::fprintf(stderr, "lowbit: error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -37,6 +37,10 @@ struct RuntimeOptions {
   bool no_disk_cache = false;
   // Never compile: a cache miss is an Error naming the kernel (also $LOWBIT_NO_COMPILE=1).
   bool no_compile = false;
+  // Offline only: the SM count of the GPU to build for. Configs (and so cache keys) depend on it;
+  // 0 = a typical part of the arch (sm_80: 108, sm_86: 84, sm_89: 142, sm_90: 132, sm_100: 148,
+  // sm_120: 170). A cache built ahead must use the deployment GPU's count to be found there.
+  int sm_count = 0;
 };
 
 // What happened when one kernel was asked for; returned by compile-ahead calls and the CLI.
@@ -67,6 +71,7 @@ class Runtime {
   // Device properties; throws Error when offline.
   const DeviceInfo& device() const;
   std::string cache_dir() const;  // empty when the disk cache is off
+  int sm_count() const;           // the device's, or the offline option's
   std::string nvrtc_version() const;
 
   jit::Context& context();  // internal: used by the families and the tools

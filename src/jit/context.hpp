@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,7 @@ class Context {
   bool offline() const { return !device_; }
   const Arch& arch() const { return cache_->arch(); }
   const DeviceInfo& device() const;
+  int sm_count() const { return device_ ? device_->sm_count : offline_sm_count_; }
   ModuleCache& cache() { return *cache_; }
 
   // Compiles (or finds) the kernel; no device needed.
@@ -43,15 +45,36 @@ class Context {
   // Compiles and loads the kernel into this device's context; the result lives as long as the Context.
   const LoadedKernel& load(const KernelSpec& spec, KernelRecord* record = nullptr);
 
-  // A per-runtime memo for the families' functional APIs: built once per key, shared after.
+  // A per-runtime memo for the families' functional APIs: built once per key, shared after. The
+  // lock covers only the lookup: concurrent first requests for one key wait for one build, and
+  // requests for other keys do not wait at all.
   template <class T, class Make>
   std::shared_ptr<T> memo(const std::string& key, Make&& make) {
-    std::lock_guard lock(memo_mu_);
-    auto it = memo_.find(key);
-    if (it != memo_.end()) return std::static_pointer_cast<T>(it->second);
-    std::shared_ptr<T> value = make();
-    memo_.emplace(key, value);
-    return value;
+    std::promise<std::shared_ptr<void>> promise;
+    std::shared_future<std::shared_ptr<void>> future;
+    bool owner = false;
+    {
+      std::lock_guard lock(memo_mu_);
+      auto it = memo_.find(key);
+      if (it != memo_.end()) {
+        future = it->second;
+      } else {
+        future = promise.get_future().share();
+        memo_.emplace(key, future);
+        owner = true;
+      }
+    }
+    if (owner) {
+      try {
+        promise.set_value(std::shared_ptr<void>(make()));
+      } catch (...) {
+        promise.set_exception(std::current_exception());
+        std::lock_guard lock(memo_mu_);
+        memo_.erase(key);
+        throw;
+      }
+    }
+    return std::static_pointer_cast<T>(future.get());
   }
 
   // Makes this device's primary context current on the calling thread (cheap).
@@ -59,12 +82,13 @@ class Context {
 
  private:
   std::optional<DeviceInfo> device_;
+  int offline_sm_count_ = 0;
   CUcontext cu_context_ = nullptr;
   std::unique_ptr<ModuleCache> cache_;
   std::mutex load_mu_;
   std::unordered_map<std::string, std::unique_ptr<LoadedKernel>> loaded_;  // by digest
   std::mutex memo_mu_;
-  std::unordered_map<std::string, std::shared_ptr<void>> memo_;
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<void>>> memo_;
 };
 
 }  // namespace lowbit::jit

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -160,8 +161,11 @@ std::string DiskCache::store(const std::string& arch, const std::string& family,
   const fs::path final_dir = entry_dir(root_, arch, family, name, digest);
   std::error_code ec;
   fs::create_directories(final_dir.parent_path(), ec);
-  const fs::path tmp = final_dir.parent_path() / (".tmp-" + unique_suffix());
-  fs::create_directories(tmp, ec);
+  // mkdtemp: a directory no other writer (another process, container or host) can share.
+  std::string tmp_template = (final_dir.parent_path() / (".tmp-" + unique_suffix() + "-XXXXXX")).string();
+  const bool made = !ec && ::mkdtemp(tmp_template.data()) != nullptr;
+  const fs::path tmp = tmp_template;
+  if (!made && !ec) ec = std::error_code(errno, std::generic_category());
   nlohmann::json meta = {{"key", key_json},           {"name", name},
                          {"family", family},          {"arch", arch},
                          {"lowered_name", lowered_name}, {"cubin_bytes", cubin.size()},
@@ -198,18 +202,21 @@ std::vector<CacheEntryInfo> DiskCache::list() const {
   fs::path base = fs::path(root_) / ("v" + std::to_string(kCacheSchema));
   if (!fs::exists(base, ec)) return out;
   for (const auto& arch : fs::directory_iterator(base, ec)) {
-    if (!arch.is_directory()) continue;
+    if (!arch.is_directory(ec)) continue;
     for (const auto& fam : fs::directory_iterator(arch.path(), ec)) {
-      if (!fam.is_directory()) continue;
+      if (!fam.is_directory(ec)) continue;
       for (const auto& entry : fs::directory_iterator(fam.path(), ec)) {
-        if (!entry.is_directory() || entry.path().filename().string().starts_with(".")) continue;
+        if (!entry.is_directory(ec) || entry.path().filename().string().starts_with(".")) continue;
         CacheEntryInfo info;
         info.path = entry.path().string();
         info.arch = arch.path().filename().string();
         info.family = fam.path().filename().string();
         info.name = entry.path().filename().string();
-        for (const auto& f : fs::directory_iterator(entry.path(), ec))
-          if (f.is_regular_file()) info.bytes += f.file_size();
+        for (const auto& f : fs::directory_iterator(entry.path(), ec)) {
+          std::error_code fec;  // another process may trash or prune the entry meanwhile
+          const auto size = f.is_regular_file(fec) ? f.file_size(fec) : 0;
+          if (!fec) info.bytes += size;
+        }
         std::string why;
         info.valid = verify_dir(info.path, nullptr, &why, &info.meta).has_value();
         info.problem = why;
@@ -225,8 +232,12 @@ std::size_t DiskCache::total_bytes() const {
   std::error_code ec;
   fs::path base = fs::path(root_) / ("v" + std::to_string(kCacheSchema));
   if (root_.empty() || !fs::exists(base, ec)) return 0;
-  for (auto it = fs::recursive_directory_iterator(base, ec); it != fs::recursive_directory_iterator(); ++it)
-    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  for (auto it = fs::recursive_directory_iterator(base, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    std::error_code fec;
+    const auto size = it->is_regular_file(fec) ? it->file_size(fec) : 0;
+    if (!fec) total += size;
+  }
   return total;
 }
 

@@ -90,6 +90,9 @@ void DeviceBuffer::upload(const void* host, std::size_t bytes, std::size_t offse
   LOWBIT_CHECK(offset + bytes <= bytes_, "upload of {} bytes at offset {} overruns a {}-byte buffer", bytes,
                offset, bytes_);
   LOWBIT_CU_CHECK(driver().cuMemcpyHtoD(ptr_ + offset, host, bytes));
+  // From pageable memory the copy may still be in flight on return; finish it, so work on any
+  // stream (non-blocking ones too) sees the data. Not a hot path.
+  LOWBIT_CU_CHECK(driver().cuStreamSynchronize(nullptr));
 }
 
 void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) const {
@@ -99,7 +102,9 @@ void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) c
 }
 
 void DeviceBuffer::fill_bytes(unsigned char value) const {
-  if (bytes_) LOWBIT_CU_CHECK(driver().cuMemsetD8(ptr_, value, bytes_));
+  if (!bytes_) return;
+  LOWBIT_CU_CHECK(driver().cuMemsetD8(ptr_, value, bytes_));
+  LOWBIT_CU_CHECK(driver().cuStreamSynchronize(nullptr));  // a memset may return before it is done
 }
 
 }  // namespace lowbit::jit

@@ -12,7 +12,7 @@
 
 namespace lowbit::jit {
 
-// Driver entry points, resolved by name through cuGetProcAddress for the toolkit's CUDA_VERSION.
+// Driver entry points, resolved with dlsym by the exact symbol cuda.h maps each name to.
 #define LOWBIT_DRIVER_FUNCTIONS(X)                                                                  \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)         \
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                     \
@@ -49,7 +49,8 @@ std::string driver_error(const char* call, CUresult result);
 
 namespace lowbit::jit {
 
-// Device memory owned by RAII; for plans' workspaces, tests and the benchmark.
+// Device memory owned by RAII; for plans' workspaces, tests and the benchmark. upload() and
+// fill_bytes() are complete when they return (they synchronize the legacy stream).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

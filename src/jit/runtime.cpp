@@ -7,6 +7,19 @@
 
 namespace lowbit {
 namespace jit {
+namespace {
+int typical_sm_count(const Arch& a) {
+  switch (a.sm()) {
+    case 80: return 108;  // A100
+    case 86: return 84;   // A40 / RTX 3090 class
+    case 89: return 142;  // L40S
+    case 90: return 132;  // H100 SXM / H200
+    case 100: return 148; // B200
+    case 120: return 170; // RTX 5090
+    default: return 108;
+  }
+}
+}  // namespace
 
 Context::Context(const RuntimeOptions& options) {
   std::optional<Arch> arch;
@@ -23,9 +36,17 @@ Context::Context(const RuntimeOptions& options) {
     CUdevice dev;
     LOWBIT_CU_CHECK(driver().cuDeviceGet(&dev, device_->ordinal));
     LOWBIT_CU_CHECK(driver().cuDevicePrimaryCtxRetain(&cu_context_, dev));
-    make_current();
+    try {
+      make_current();
+    } catch (...) {
+      driver().cuDevicePrimaryCtxRelease(dev);
+      throw;
+    }
   } else {
     LOWBIT_CHECK(arch.has_value(), "device = -1 (offline) needs an explicit arch, e.g. sm_90a");
+    LOWBIT_CHECK(options.sm_count >= 0, "sm_count = {}: must be ≥ 0 (0 = a typical part of the arch)",
+                 options.sm_count);
+    offline_sm_count_ = options.sm_count > 0 ? options.sm_count : typical_sm_count(*arch);
   }
   const bool no_disk = options.no_disk_cache || env_flag("LOWBIT_NO_DISK_CACHE");
   const bool no_compile = options.no_compile || env_flag("LOWBIT_NO_COMPILE");
@@ -56,19 +77,24 @@ void Context::make_current() const {
 
 const LoadedKernel& Context::load(const KernelSpec& spec, KernelRecord* record) {
   LOWBIT_CHECK(device_.has_value(), "kernel {} cannot be loaded: this Runtime is offline (device = -1)", spec.name);
+  make_current();  // callers go on to use the kernel with this context, hit or miss
   auto compiled = cache_->get(spec, record);
   std::lock_guard lock(load_mu_);
   auto it = loaded_.find(compiled->digest);
   if (it != loaded_.end()) return *it->second;
-  make_current();
   const Driver& d = driver();
   auto k = std::make_unique<LoadedKernel>();
   LOWBIT_CU_CHECK(d.cuModuleLoadData(&k->module, compiled->cubin.data()));
-  LOWBIT_CU_CHECK(d.cuModuleGetFunction(&k->function, k->module, compiled->lowered_name.c_str()));
-  LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->num_regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->function));
-  LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k->function));
-  LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function));
-  LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function));
+  try {
+    LOWBIT_CU_CHECK(d.cuModuleGetFunction(&k->function, k->module, compiled->lowered_name.c_str()));
+    LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->num_regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->function));
+    LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k->function));
+    LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function));
+    LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function));
+  } catch (...) {
+    d.cuModuleUnload(k->module);  // do not leak the module of a kernel that cannot be used
+    throw;
+  }
   k->compiled = std::move(compiled);
   // Modules stay loaded for the Context's life.
   auto [pos, inserted] = loaded_.emplace(k->compiled->digest, std::move(k));
@@ -88,6 +114,7 @@ std::string Runtime::cache_dir() const {
   return disk.enabled() ? disk.root() : std::string();
 }
 std::string Runtime::nvrtc_version() const { return jit::nvrtc_version(); }
+int Runtime::sm_count() const { return ctx_->sm_count(); }
 jit::Context& Runtime::context() { return *ctx_; }
 
 bool cuda_device_available(std::string* why) {

@@ -44,7 +44,7 @@ bool can_implement(const WqGemmProblem& p, std::string* why) {
   if (p.n < 1) return fail(why, fmt::format("n = {}: N must be ≥ 1", p.n));
   if (p.k < 1) return fail(why, fmt::format("k = {}: K must be ≥ 1", p.k));
   if (p.n > (int64_t{1} << 30) || p.k > (int64_t{1} << 30) || p.m > (int64_t{1} << 30))
-    return fail(why, fmt::format("m, n, k = {}, {}, {}: each must be < 2^30", p.m, p.n, p.k));
+    return fail(why, fmt::format("m, n, k = {}, {}, {}: each must be ≤ 2^30", p.m, p.n, p.k));
   if (p.bits != 4)
     return fail(why, fmt::format("bits = {}: this version of wq_gemm supports 4-bit weights only", p.bits));
   if (p.group_size != 0 && p.group_size != 32 && p.group_size != 64 && p.group_size != 128 && p.group_size != 256)
@@ -78,9 +78,11 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
 }
 
 std::size_t smem_limit(const Arch& a) {
-  if (a.sm() == 90 || a.sm() >= 100) return 227 * 1024;
-  if (a.sm() == 80 || a.sm() == 87) return 163 * 1024;
-  return 99 * 1024;  // sm_86, sm_89, sm_120
+  switch (a.sm()) {
+    case 90: case 100: case 103: case 110: return 227 * 1024;
+    case 80: case 87: return 163 * 1024;
+    default: return 99 * 1024;  // sm_75 (64 KiB is refused earlier), sm_86, sm_89, sm_120, sm_121
+  }
 }
 
 Layout layout(const WqGemmProblem& p) {
@@ -167,6 +169,9 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                                  wq::smem_bytes(p, c), wq::smem_limit(arch), arch.str()));
   if (c.warps_n * c.warps_k > 16)
     return fail(why, fmt::format("{}: {} warps per block, over 16", c.str(), c.warps_n * c.warps_k));
+  if (ceil_div(p.m, 16 * c.m_tiles) > 65535)
+    return fail(why, fmt::format("m = {}: {} needs {} row blocks, over the grid limit of 65535", p.m, c.str(),
+                                 ceil_div(p.m, 16 * c.m_tiles)));
   if (c.m_tiles * c.n_tiles > 32)
     return fail(why, fmt::format("{}: m_tiles·n_tiles = {} accumulator tiles per warp, over 32 (register spills)",
                                  c.str(), c.m_tiles * c.n_tiles));
@@ -207,10 +212,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
   while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
   // Split K only when the grid would leave most SMs idle: each split adds a pipeline ramp per warp
-  // and a reduction, and measured slower whenever the unsplit grid had ≥ SMs/2 blocks.
+  // and a reduction, and measured slower even with half the SMs busy (4096² M=16: 9.9 µs unsplit,
+  // 12.6 split in two). So: fewer than SMs/4 blocks, and ≥ 2 chunks per warp after the split.
   const int64_t blocks = col_blocks * row_blocks;
   int64_t split = 1;
-  while (2 * blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 2LL * c.warps_k) split *= 2;
+  while (4 * blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 2LL * c.warps_k && split < 64)
+    split *= 2;
+  c.split_k = static_cast<int>(split);
   return c;
 }
 
@@ -257,7 +265,7 @@ WqGemmConfig config_for_bucket(const WqGemmProblem& problem, int64_t bucket, con
   return c;
 }
 
-int sm_count_of(jit::Context& ctx) { return ctx.offline() ? 132 : ctx.device().sm_count; }
+int sm_count_of(jit::Context& ctx) { return ctx.sm_count(); }
 
 bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
 
@@ -284,6 +292,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   std::string why;
   LOWBIT_CHECK(can_implement(problem, &why), "wq_gemm: {}", why);
   jit::Context& ctx = rt.context();
+  ctx.make_current();  // the attribute calls and the workspace below need this device's context
   impl_->ctx = &ctx;
   impl_->problem = problem;
   for (int64_t bucket : buckets_for(m_values)) {
@@ -291,7 +300,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     KernelRecord rec;
     const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
-    // Dynamic shared memory beyond the default 48 KiB (static included) needs an opt-in.
+    // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap).
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(wq::smem_bytes(problem, c))));
     impl_->records.push_back(rec);

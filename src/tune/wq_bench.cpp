@@ -49,6 +49,9 @@ std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
 std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const WqGemmProblem& base,
                                       const WqBenchOptions& opt) {
   jit::Context& ctx = rt.context();
+  LOWBIT_CHECK(!opt.ms.empty(), "bench: no M values given (e.g. --m 1,16,64)");
+  LOWBIT_CHECK(opt.replays >= 1 && opt.rounds >= 1, "bench: replays = {}, rounds = {}: each must be ≥ 1",
+               opt.replays, opt.rounds);
   std::mt19937_64 rng(std::random_device{}());
   const int64_t max_m = *std::max_element(opt.ms.begin(), opt.ms.end());
 

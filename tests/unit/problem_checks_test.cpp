@@ -153,7 +153,7 @@ TEST_CASE("choose_config picks a runnable config for the standard shapes", "[che
   for (const auto& [n, k] : shapes)
     for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 256})
       for (int sm_count : {132, 114})
-        for (const char* arch : {"sm_80", "sm_89", "sm_90a"}) {
+        for (const char* arch : {"sm_80", "sm_89", "sm_90a", "sm_120"}) {
           WqGemmProblem p = normal_problem();
           p.n = n, p.k = k, p.m = m;
           const WqGemmConfig c = lowbit::choose_config(p, Arch::parse(arch), sm_count);
@@ -164,5 +164,28 @@ TEST_CASE("choose_config picks a runnable config for the standard shapes", "[che
           CHECK(ok);
           ++checked;
         }
-  CHECK(checked == 6 * 9 * 2 * 3);
+  CHECK(checked == 6 * 9 * 2 * 4);
+}
+
+TEST_CASE("choose_config splits K only when the grid leaves most SMs idle", "[config]") {
+  const Arch sm90a = Arch::parse("sm_90a");
+  WqGemmProblem p = normal_problem();
+  p.m = 1, p.n = 512, p.k = 8192;  // 16 blocks of 32 columns on 132 SMs
+  const WqGemmConfig small = lowbit::choose_config(p, sm90a, 132);
+  INFO(small.str());
+  CHECK(small.split_k > 1);
+  std::string why;
+  CHECK(lowbit::can_implement(p, small, sm90a, &why));
+  p.n = 8192;  // 256 blocks: no split
+  CHECK(lowbit::choose_config(p, sm90a, 132).split_k == 1);
+}
+
+TEST_CASE("can_implement refuses more row blocks than a grid holds", "[config]") {
+  WqGemmProblem p = normal_problem();
+  p.m = int64_t{1} << 30;
+  WqGemmConfig c;
+  c.m_tiles = 1;
+  std::string why;
+  CHECK_FALSE(lowbit::can_implement(p, c, Arch::parse("sm_90a"), &why));
+  CHECK(why.find("65535") != std::string::npos);
 }
