@@ -18,11 +18,14 @@ int run_info(const CommonFlags& f) {
   j["nvrtc"] = jit::nvrtc_version();
   j["lowbit"] = jit::lowbit_version();
   j["templates_digest"] = jit::templates_digest();
+  j["tuning_files"] = nlohmann::json::array();
   if (have) {
     RuntimeOptions o;
     o.device = f.device;
     o.cache_dir = f.cache_dir;
     Runtime rt(o);
+    j["tuning_files"] = rt.context().tuning().files;
+    j["tuning_entries"] = rt.context().tuning().size();
     const DeviceInfo& d = rt.device();
     j["device"] = {{"ordinal", d.ordinal},       {"name", d.name},
                    {"arch", d.arch.str()},       {"sm_count", d.sm_count},
@@ -37,7 +40,6 @@ int run_info(const CommonFlags& f) {
   j["cache"] = {{"dir", disk.enabled() ? disk.root() : std::string("(off)")},
                 {"entries", entries.size()},
                 {"bytes", disk.total_bytes()}};
-  j["tuning_files"] = nlohmann::json::array();  // none yet: configs come from the heuristic
   nlohmann::json env = nlohmann::json::object();
   for (const char* name : {"LOWBIT_CACHE_DIR", "LOWBIT_NO_DISK_CACHE", "LOWBIT_NO_COMPILE", "LOWBIT_DUMP_SOURCE",
                            "LOWBIT_PRINT_CONFIGS"})
@@ -61,7 +63,9 @@ int run_info(const CommonFlags& f) {
   }
   std::printf("cache    %s  (%zu entries, %.1f MiB)\n", j["cache"]["dir"].get<std::string>().c_str(),
               entries.size(), j["cache"]["bytes"].get<double>() / (1 << 20));
-  std::printf("tuning   none (configs come from the built-in heuristic)\n");
+  if (j["tuning_files"].empty())
+    std::printf("tuning   no file for this device (configs come from the built-in heuristic)\n");
+  for (const auto& file : j["tuning_files"]) std::printf("tuning   %s\n", file.get<std::string>().c_str());
   for (auto& [k, v] : env.items()) std::printf("env      %s=%s\n", k.c_str(), v.get<std::string>().c_str());
   return 0;
 }

@@ -12,7 +12,7 @@
 
 namespace lowbit::cli {
 
-int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, bool resources) {
+int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, bool resources, bool explain) {
   Runtime rt = make_runtime(f, false);
   const auto ms = parse_int_list(w.ms, "--m");
   LOWBIT_CHECK(ms.size() == 1, "--m = '{}': inspect takes one M", w.ms);
@@ -20,16 +20,19 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   LOWBIT_CHECK(shapes.size() == 1, "inspect takes one layer: give --n and --k");
   WqGemmProblem p = wq_problem(w, shapes[0].first, shapes[0].second);
   p.m = ms[0];
-  WqGemmProblem bucket_problem = p;  // plans choose per M bucket
-  bucket_problem.m = m_bucket(p.m);
-  const WqGemmConfig config =
-      parse_config(w.config).value_or(choose_config(bucket_problem, rt.arch(), rt.sm_count()));
+  const wq::Choice choice = wq::choose(rt.context(), p, m_bucket(p.m), parse_config(w.config));
+  const WqGemmConfig& config = choice.config;
   std::string why;
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
   const jit::KernelSpec spec = wq::kernel_spec(p, config, m_bucket(p.m));
-  if (!source && !ptx && !resources) resources = true;
+  if (!source && !ptx && !resources && !explain) resources = true;
   nlohmann::json j = {{"name", spec.name}, {"arch", rt.arch().str()}, {"config", config.str()},
-                      {"problem", p.str()}};
+                      {"problem", p.str()}, {"config_source", choice.source},
+                      {"tuning_key", wq::tuning_key(p, m_bucket(p.m)).str()}};
+  if (explain && !f.json)
+    std::printf("%s\n  M bucket %lld, tuning key %s\n  %s\n  chosen by: %s\n", p.str().c_str(),
+                static_cast<long long>(m_bucket(p.m)), j["tuning_key"].get<std::string>().c_str(),
+                config.str().c_str(), choice.source.c_str());
   if (source) {
     std::string templ;
     for (const auto& t : jit::embedded_templates())

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   inspect->add_flag("--source", want_source, "the generated instantiation source and the kernel template");
   inspect->add_flag("--ptx", want_ptx, "the PTX");
   inspect->add_flag("--resources", want_resources, "registers, shared memory, spills (ptxas)");
+  bool want_explain = false;
+  inspect->add_flag("--explain", want_explain, "which step chose the config (tuning entry or heuristic) and why");
 
   auto* bench = app.add_subcommand("bench", "time kernels by the protocol of shared/BENCHMARKS.md");
   bench->add_option("family", family, "kernel family: wq_gemm")->required()->check(CLI::IsMember({"wq_gemm"}));
@@ -40,6 +42,16 @@ int main(int argc, char** argv) {
   bench->add_option("--replays", replays, "graph replays per case (median)")->default_val(30);
   std::string save;
   bench->add_option("--save", save, "also write the --json report to this file");
+
+  auto* tune = app.add_subcommand("tune", "tune configs on this GPU and merge them into a tuning file");
+  tune->add_option("family", family, "kernel family: wq_gemm")->required()->check(CLI::IsMember({"wq_gemm"}));
+  add_common(tune, common, true);
+  add_wq(tune, wq);
+  tune->add_option("--m", wq.ms, "M values (one entry per bucket)")->default_val("1,2,4,8,16,32,64,128");
+  std::string db_path;
+  double budget = 0;
+  tune->add_option("--db", db_path, "tuning file to merge into (created if missing)")->required();
+  tune->add_option("--budget", budget, "seconds per layer (0 = try every candidate)")->default_val(0);
 
   auto* cache = app.add_subcommand("cache", "list, verify or prune the kernel cache");
   std::string action;
@@ -54,8 +66,9 @@ int main(int argc, char** argv) {
   try {
     if (*info) return run_info(common);
     if (*compile) return run_compile(common, wq);
-    if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources);
+    if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources, want_explain);
     if (*bench) return run_bench(common, wq, replays, save);
+    if (*tune) return run_tune(common, wq, db_path, budget);
     if (*cache) return run_cache(common, action, prune_all, older_than);
   } catch (const lowbit::Error& e) {
     std::fprintf(stderr, "lowbit: error: %s\n", e.what());

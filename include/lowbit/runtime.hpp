@@ -41,6 +41,10 @@ struct RuntimeOptions {
   // 0 = a typical part of the arch (sm_80: 108, sm_86: 84, sm_89: 142, sm_90: 132, sm_100: 148,
   // sm_120: 170). A cache built ahead must use the deployment GPU's count to be found there.
   int sm_count = 0;
+  // Tuning database directory holding one <gpu>.json per device; empty = the installed one (or the
+  // source tree's tuning_db/). $LOWBIT_TUNING_DB names a user file laid over it.
+  std::string tuning_dir;
+  bool no_tuning_db = false;  // heuristics only
 };
 
 // What happened when one kernel was asked for; returned by compile-ahead calls and the CLI.
@@ -52,6 +56,7 @@ struct KernelRecord {
   double compile_ms = 0;   // NVRTC time when compiled here (0 for hits)
   double total_ms = 0;     // wall time of the whole request
   std::string config;      // Config(...) as text
+  std::string config_source;  // how it was chosen: forced, tuned (exact / nearest M bucket, file), heuristic
 };
 std::string_view to_string(KernelRecord::Source);
 

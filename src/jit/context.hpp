@@ -12,6 +12,7 @@
 
 #include "jit/module_cache.hpp"
 #include "lowbit/runtime.hpp"
+#include "tune/tuning_db.hpp"
 
 namespace lowbit::jit {
 
@@ -37,6 +38,7 @@ class Context {
   const DeviceInfo& device() const;
   int sm_count() const { return device_ ? device_->sm_count : offline_sm_count_; }
   ModuleCache& cache() { return *cache_; }
+  const tune::TuningDb& tuning() const { return tuning_; }
 
   // Compiles (or finds) the kernel; no device needed.
   std::shared_ptr<const CompiledKernel> compile(const KernelSpec& spec, KernelRecord* record = nullptr) {
@@ -85,6 +87,7 @@ class Context {
   int offline_sm_count_ = 0;
   CUcontext cu_context_ = nullptr;
   std::unique_ptr<ModuleCache> cache_;
+  tune::TuningDb tuning_;
   std::mutex load_mu_;
   std::unordered_map<std::string, std::unique_ptr<LoadedKernel>> loaded_;  // by digest
   std::mutex memo_mu_;

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <filesystem>
 
 #include "common/env.hpp"
+#include "common/log.hpp"
 #include "jit/context.hpp"
 #include "jit/driver.hpp"
 #include "jit/nvrtc.hpp"
@@ -19,6 +21,29 @@ int typical_sm_count(const Arch& a) {
     default: return 108;
   }
 }
+// The shipped files of this arch (the one naming this device last, so it wins), then the user's
+// $LOWBIT_TUNING_DB over them. Problems are warned about once and skipped.
+tune::TuningDb load_tuning(const std::string& dir_option, const Arch& arch, const std::string& device_name) {
+  namespace fs = std::filesystem;
+  std::string dir = dir_option;
+  std::error_code ec;
+#if defined(LOWBIT_TUNING_DIR_INSTALL) && defined(LOWBIT_TUNING_DIR_SOURCE)
+  if (dir.empty()) dir = fs::is_directory(LOWBIT_TUNING_DIR_INSTALL, ec) ? LOWBIT_TUNING_DIR_INSTALL : LOWBIT_TUNING_DIR_SOURCE;
+#endif
+  std::vector<std::string> warnings;
+  std::vector<tune::TuningDb> shipped;
+  if (!dir.empty() && fs::is_directory(dir, ec))
+    for (const auto& f : fs::directory_iterator(dir, ec))
+      if (f.path().extension() == ".json") shipped.push_back(tune::TuningDb::load(f.path().string(), arch, &warnings));
+  std::stable_partition(shipped.begin(), shipped.end(),
+                        [&](const tune::TuningDb& db) { return db.meta.device != device_name; });
+  tune::TuningDb db;
+  for (const auto& s : shipped) db.overlay(s);
+  if (auto user = env_string("LOWBIT_TUNING_DB")) db.overlay(tune::TuningDb::load(*user, arch, &warnings));
+  for (const auto& w : warnings) warn_once("tuning:" + w, w);
+  return db;
+}
+
 }  // namespace
 
 Context::Context(const RuntimeOptions& options) {
@@ -52,6 +77,7 @@ Context::Context(const RuntimeOptions& options) {
   const bool no_compile = options.no_compile || env_flag("LOWBIT_NO_COMPILE");
   cache_ = std::make_unique<ModuleCache>(*arch, no_disk ? std::string() : default_cache_root(options.cache_dir),
                                          no_compile);
+  if (!options.no_tuning_db) tuning_ = load_tuning(options.tuning_dir, *arch, device_ ? device_->name : "");
 }
 
 Context::~Context() {

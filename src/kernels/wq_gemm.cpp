@@ -124,6 +124,27 @@ nlohmann::json to_json(const WqGemmConfig& c) {
           {"split_k", c.split_k}, {"stages", c.stages}};
 }
 
+std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  WqGemmConfig c;
+  for (auto [name, field] : {std::pair{"m_tiles", &c.m_tiles}, std::pair{"n_tiles", &c.n_tiles},
+                             std::pair{"warps_n", &c.warps_n}, std::pair{"warps_k", &c.warps_k},
+                             std::pair{"split_k", &c.split_k}, std::pair{"stages", &c.stages}}) {
+    if (!j.contains(name) || !j[name].is_number_integer()) return std::nullopt;
+    *field = j[name].get<int>();
+  }
+  return c;
+}
+
+tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
+  tune::TuningKey k;
+  k.format = fmt::format("w{}.{}.{}{}.{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
+                         to_string(p.act), p.out == DType::F32 ? ".o32" : "",
+                         p.mode == DequantMode::SubZeroThenScale ? "zp" : "sym");
+  k.shape = {{"m", bucket}, {"n", p.n}, {"k", p.k}};
+  return k;
+}
+
 jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket) {
   const bool bf16 = p.act == DType::BF16;
   const bool upper_rows = !(bucket <= 8 && c.m_tiles == 1);
@@ -145,6 +166,26 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c, int64
   s.specialization = to_json(p);
   s.config = to_json(c);
   return s;
+}
+
+Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
+              const std::optional<WqGemmConfig>& forced) {
+  if (forced) return {*forced, "forced"};
+  WqGemmProblem pb = problem;
+  pb.m = bucket;
+  const tune::TuningKey key = tuning_key(problem, bucket);
+  if (auto hit = ctx.tuning().lookup("wq_gemm", key)) {
+    // Every config read from a file is checked before use: files outlive code changes.
+    const auto c = config_from_json(hit->config);
+    std::string why = "a field is missing or not an integer";
+    if (c && can_implement(pb, *c, ctx.arch(), &why))
+      return {*c, hit->step == "exact" ? fmt::format("tuned (exact, {})", hit->file)
+                                        : fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file)};
+    warn_once("tuning-entry:" + hit->file + hit->key,
+              fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic", hit->file,
+                          hit->key, why));
+  }
+  return {choose_config(pb, ctx.arch(), ctx.sm_count()), "heuristic"};
 }
 
 }  // namespace wq
@@ -252,20 +293,19 @@ std::vector<int64_t> buckets_for(const std::vector<int64_t>& m_values) {
   return all;
 }
 
-WqGemmConfig config_for_bucket(const WqGemmProblem& problem, int64_t bucket, const Arch& arch, int sm_count,
-                               const std::optional<WqGemmConfig>& forced) {
+WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
+                               const std::optional<WqGemmConfig>& forced, std::string* source = nullptr) {
   WqGemmProblem pb = problem;
   pb.m = bucket;
-  WqGemmConfig c = forced ? *forced : choose_config(pb, arch, sm_count);
+  const wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
   std::string why;
-  LOWBIT_CHECK(can_implement(pb, c, arch, &why), "wq_gemm cannot run {} with {}: {}", pb.str(), c.str(), why);
+  LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}", pb.str(),
+               choice.config.str(), why);
   if (env_flag("LOWBIT_PRINT_CONFIGS"))
-    info(fmt::format("wq_gemm {} m-bucket {} -> {} ({})", problem.str(), bucket, c.str(),
-                     forced ? "forced" : "heuristic"));
-  return c;
+    info(fmt::format("wq_gemm {} m-bucket {} -> {} ({})", problem.str(), bucket, choice.config.str(), choice.source));
+  if (source) *source = choice.source;
+  return choice.config;
 }
-
-int sm_count_of(jit::Context& ctx) { return ctx.sm_count(); }
 
 bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
 
@@ -277,8 +317,8 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
   jit::Context& ctx = rt.context();
   std::vector<KernelRecord> out;
   for (int64_t bucket : buckets_for(m_values)) {
-    WqGemmConfig c = config_for_bucket(problem, bucket, ctx.arch(), sm_count_of(ctx), config);
     KernelRecord rec;
+    WqGemmConfig c = config_for_bucket(ctx, problem, bucket, config, &rec.config_source);
     ctx.compile(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
     out.push_back(rec);
@@ -296,8 +336,8 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   impl_->ctx = &ctx;
   impl_->problem = problem;
   for (int64_t bucket : buckets_for(m_values)) {
-    WqGemmConfig c = config_for_bucket(problem, bucket, ctx.arch(), sm_count_of(ctx), options.config);
     KernelRecord rec;
+    WqGemmConfig c = config_for_bucket(ctx, problem, bucket, options.config, &rec.config_source);
     const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap).

@@ -5,6 +5,11 @@
 
 #include "jit/kernel_spec.hpp"
 #include "lowbit/wq_gemm.hpp"
+#include "tune/tuning_db.hpp"
+
+namespace lowbit::jit {
+class Context;
+}
 
 namespace lowbit::wq {
 
@@ -39,5 +44,19 @@ std::size_t traffic_bytes(const WqGemmProblem& problem);
 
 nlohmann::json to_json(const WqGemmProblem& problem);
 nlohmann::json to_json(const WqGemmConfig& config);
+// A config read from a tuning file; nullopt if a field is missing or not an integer.
+std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j);
+
+// The tuning-database key of a problem at an M bucket: "w4.g128.f16.zp|m16.n8192.k8192"
+// ("pc" for per-channel, ".o32" for f32 output, "sym" for symmetric).
+tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
+
+// How a plan picked the config of one M bucket.
+struct Choice {
+  WqGemmConfig config;
+  std::string source;  // "forced", "tuned (exact, <file>)", "tuned (nearest M bucket <key>, <file>)", "heuristic"
+};
+Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
+              const std::optional<WqGemmConfig>& forced);
 
 }  // namespace lowbit::wq

@@ -46,48 +46,101 @@ std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
 
 }  // namespace
 
+WqBenchSetup::WqBenchSetup(Runtime& rt, const WqGemmProblem& base, int64_t max_m)
+    : ctx_(rt.context()), base_(base), max_m_(max_m), rng_(std::random_device{}()) {
+  LOWBIT_CHECK(max_m >= 1, "bench: max M = {}: must be ≥ 1", max_m);
+  ctx_.make_current();
+  // Weights: C copies, each one region [qweight | scales | zeros | room for x], so the stream
+  // ceiling can read exactly a call's input bytes from the same rotating regions.
+  w_ = random_packed(base, rng_);
+  off_s_ = align256(w_.qweight.size() * 4);
+  off_z_ = off_s_ + align256(w_.scales.size() * 2);
+  const std::size_t weight_bytes = off_z_ + align256(w_.zeros.size());
+  const std::size_t x_bytes_max = static_cast<std::size_t>(max_m) * base.k * dtype_bytes(base.act);
+  copies_ = static_cast<int>(std::max<int64_t>(
+      1, (4 * ctx_.device().l2_bytes + static_cast<int64_t>(w_.bytes()) - 1) / static_cast<int64_t>(w_.bytes())));
+  for (int c = 0; c < copies_; ++c) {
+    regions_.emplace_back(weight_bytes + align256(x_bytes_max));
+    regions_.back().upload(w_.qweight.data(), w_.qweight.size() * 4, 0);
+    regions_.back().upload(w_.scales.data(), w_.scales.size() * 2, off_s_);
+    if (!w_.zeros.empty()) regions_.back().upload(w_.zeros.data(), w_.zeros.size(), off_z_);
+  }
+  x_.resize(static_cast<std::size_t>(max_m * base.k));
+  std::uniform_real_distribution<float> xd(-1.f, 1.f);
+  for (auto& v : x_) v = to_bits(xd(rng_), base.act);
+  x_dev_ = jit::DeviceBuffer::from(x_);
+  y_dev_ = jit::DeviceBuffer(static_cast<std::size_t>(max_m) * base.n * dtype_bytes(base.out));
+}
+
+WqGemmArgs WqBenchSetup::args(int copy) const {
+  const CUdeviceptr b = regions_[static_cast<std::size_t>(copy % copies_)].ptr();
+  WqGemmArgs a;
+  a.x = x_dev_.get();
+  a.y = y_dev_.get();
+  a.w.qweight = reinterpret_cast<const void*>(b);
+  a.w.scales = reinterpret_cast<const void*>(b + off_s_);
+  a.w.zeros = w_.zeros.empty() ? nullptr : reinterpret_cast<const void*>(b + off_z_);
+  return a;
+}
+
+double WqBenchSetup::check(const WqGemmPlan& plan, int64_t m, Stream stream) {
+  y_dev_.fill_bytes(0xff);  // NaN in f16/bf16/f32: an unwritten element cannot pass
+  plan.run(args(0), m, stream);
+  LOWBIT_CU_CHECK(jit::driver().cuStreamSynchronize(stream));
+  const std::size_t out_elems = static_cast<std::size_t>(m * base_.n);
+  std::vector<double> y(out_elems);
+  if (base_.out == DType::F32) {
+    std::vector<float> yf(out_elems);
+    y_dev_.download(yf.data(), out_elems * 4);
+    for (std::size_t i = 0; i < out_elems; ++i) y[i] = yf[i];
+  } else {
+    std::vector<uint16_t> yh(out_elems);
+    y_dev_.download(yh.data(), out_elems * 2);
+    for (std::size_t i = 0; i < out_elems; ++i) y[i] = from_bits(yh[i], base_.out);
+  }
+  for (std::size_t i = 0; i < out_elems; ++i)
+    LOWBIT_CHECK(std::isfinite(y[i]), "y[{}][{}] is not finite (unwritten?)", i / base_.n, i % base_.n);
+  // Every row, 64 columns (first, last, 62 random) against the float64 reference.
+  std::vector<int64_t> cols{0, base_.n - 1};
+  for (int i = 0; i < 62; ++i) cols.push_back(static_cast<int64_t>(rng_() % static_cast<uint64_t>(base_.n)));
+  WqGemmProblem pm = base_;
+  pm.m = m;
+  const auto ref = ref::wq_gemm_reference(pm, w_, x_.data(), nullptr, cols);
+  double num = 0, den = 0;
+  for (int64_t mi = 0; mi < m; ++mi)
+    for (std::size_t ci = 0; ci < cols.size(); ++ci) {
+      const double r = ref[mi * cols.size() + ci], v = y[mi * base_.n + cols[ci]];
+      num += (v - r) * (v - r);
+      den += r * r;
+    }
+  const double rel = std::sqrt(num / std::max(den, 1e-300));
+  const double tol = base_.out == DType::F32 ? 2e-3 : (base_.out == DType::BF16 ? 1e-2 : 3e-3);
+  LOWBIT_CHECK(rel <= tol, "relative error {:.2e} over tolerance {:.0e}", rel, tol);
+  return rel;
+}
+
+double WqBenchSetup::time_us(const WqGemmPlan& plan, int64_t m, int rounds, int replays) {
+  return time_in_graph(
+             ctx_, [&](Stream s, int i) { plan.run(args(i), m, s); }, copies_ * rounds, replays)
+      .median_us_per_call;
+}
+
+double WqBenchSetup::stream_us(int64_t m, int rounds) {
+  std::vector<const jit::DeviceBuffer*> regions;
+  for (const auto& r : regions_) regions.push_back(&r);
+  const std::size_t out_bytes = static_cast<std::size_t>(m) * base_.n * dtype_bytes(base_.out);
+  WqGemmProblem pm = base_;
+  pm.m = m;
+  const std::size_t in_bytes = wq::traffic_bytes(pm) - out_bytes;
+  return stream_ceiling_us(ctx_, regions, in_bytes / 16 * 16, y_dev_, out_bytes / 16 * 16, rounds);
+}
+
 std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const WqGemmProblem& base,
                                       const WqBenchOptions& opt) {
-  jit::Context& ctx = rt.context();
   LOWBIT_CHECK(!opt.ms.empty(), "bench: no M values given (e.g. --m 1,16,64)");
   LOWBIT_CHECK(opt.replays >= 1 && opt.rounds >= 1, "bench: replays = {}, rounds = {}: each must be ≥ 1",
                opt.replays, opt.rounds);
-  std::mt19937_64 rng(std::random_device{}());
-  const int64_t max_m = *std::max_element(opt.ms.begin(), opt.ms.end());
-
-  // Weights: C copies, each one region [qweight | scales | zeros | room for x], so the stream
-  // ceiling can read exactly a call's input bytes from the same rotating regions.
-  const PackedWeights w = random_packed(base, rng);
-  const std::size_t off_s = align256(w.qweight.size() * 4);
-  const std::size_t off_z = off_s + align256(w.scales.size() * 2);
-  const std::size_t weight_bytes = off_z + align256(w.zeros.size());
-  const std::size_t x_bytes_max = static_cast<std::size_t>(max_m) * base.k * dtype_bytes(base.act);
-  const int copies = static_cast<int>(
-      std::max<int64_t>(1, (4 * ctx.device().l2_bytes + static_cast<int64_t>(w.bytes()) - 1) / static_cast<int64_t>(w.bytes())));
-  std::vector<jit::DeviceBuffer> regions;
-  std::vector<const jit::DeviceBuffer*> region_ptrs;
-  for (int c = 0; c < copies; ++c) {
-    regions.emplace_back(weight_bytes + align256(x_bytes_max));
-    regions.back().upload(w.qweight.data(), w.qweight.size() * 4, 0);
-    regions.back().upload(w.scales.data(), w.scales.size() * 2, off_s);
-    if (!w.zeros.empty()) regions.back().upload(w.zeros.data(), w.zeros.size(), off_z);
-  }
-  for (auto& r : regions) region_ptrs.push_back(&r);
-  auto weights_of = [&](int c) {
-    const CUdeviceptr b = regions[static_cast<std::size_t>(c)].ptr();
-    WqWeights ww;
-    ww.qweight = reinterpret_cast<const void*>(b);
-    ww.scales = reinterpret_cast<const void*>(b + off_s);
-    ww.zeros = w.zeros.empty() ? nullptr : reinterpret_cast<const void*>(b + off_z);
-    return ww;
-  };
-
-  std::vector<uint16_t> x(static_cast<std::size_t>(max_m * base.k));
-  std::uniform_real_distribution<float> xd(-1.f, 1.f);
-  for (auto& v : x) v = to_bits(xd(rng), base.act);
-  jit::DeviceBuffer x_dev = jit::DeviceBuffer::from(x);
-  jit::DeviceBuffer y_dev(static_cast<std::size_t>(max_m) * base.n * dtype_bytes(base.out));
-
+  WqBenchSetup setup(rt, base, *std::max_element(opt.ms.begin(), opt.ms.end()));
   WqGemmPlanOptions po;
   po.config = opt.config;
   const auto plan_start = std::chrono::steady_clock::now();
@@ -102,67 +155,20 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
     row.problem = base;
     row.problem.m = m;
     row.config = plan.config_for(m).str();
-    row.copies = copies;
+    row.copies = setup.copies();
     row.plan_ms = plan_ms;
-    for (const auto& rec : plan.records()) row.plan_sources += std::string(row.plan_sources.empty() ? "" : ",") +
-                                                                std::string(to_string(rec.source));
+    for (const auto& rec : plan.records())
+      row.plan_sources += std::string(row.plan_sources.empty() ? "" : ",") + std::string(to_string(rec.source));
     row.bytes = wq::traffic_bytes(row.problem);
     row.flops = 2.0 * static_cast<double>(m) * base.n * base.k;
-    WqGemmArgs a;
-    a.x = x_dev.get();
-    a.y = y_dev.get();
     try {
-      // 1. Correctness: poison y, run once, compare against the CPU reference.
-      y_dev.fill_bytes(0xff);  // NaN in f16/bf16/f32
-      a.w = weights_of(0);
-      plan.run(a, m, stream.get());
-      stream.synchronize();
-      const std::size_t out_elems = static_cast<std::size_t>(m * base.n);
-      std::vector<double> y(out_elems);
-      if (base.out == DType::F32) {
-        std::vector<float> yf(out_elems);
-        y_dev.download(yf.data(), out_elems * 4);
-        for (std::size_t i = 0; i < out_elems; ++i) y[i] = yf[i];
-      } else {
-        std::vector<uint16_t> yh(out_elems);
-        y_dev.download(yh.data(), out_elems * 2);
-        for (std::size_t i = 0; i < out_elems; ++i) y[i] = from_bits(yh[i], base.out);
-      }
-      for (std::size_t i = 0; i < out_elems; ++i)
-        LOWBIT_CHECK(std::isfinite(y[i]), "y[{}][{}] is not finite (unwritten?)", i / base.n, i % base.n);
-      std::vector<int64_t> cols{0, base.n - 1};
-      for (int i = 0; i < 62; ++i) cols.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(base.n)));
-      const auto ref = ref::wq_gemm_reference(row.problem, w, x.data(), nullptr, cols);
-      double num = 0, den = 0;
-      for (int64_t mi = 0; mi < m; ++mi)
-        for (std::size_t ci = 0; ci < cols.size(); ++ci) {
-          const double r = ref[mi * cols.size() + ci], v = y[mi * base.n + cols[ci]];
-          num += (v - r) * (v - r);
-          den += r * r;
-        }
-      row.rel_err = std::sqrt(num / std::max(den, 1e-300));
-      const double tol = base.out == DType::F32 ? 2e-3 : (base.out == DType::BF16 ? 1e-2 : 3e-3);
-      LOWBIT_CHECK(row.rel_err <= tol, "relative error {:.2e} over tolerance {:.0e}", row.rel_err, tol);
-
-      // 2. Time per call: one graph of rounds × copies calls over rotating weight copies.
-      row.us = time_in_graph(
-                   ctx,
-                   [&](Stream s, int i) {
-                     WqGemmArgs ai = a;
-                     ai.w = weights_of(i % copies);
-                     plan.run(ai, m, s);
-                   },
-                   copies * opt.rounds, opt.replays)
-                   .median_us_per_call;
-      // 3. Stream ceiling of the same bytes, same rotation, same run.
-      const std::size_t in_bytes = row.bytes - static_cast<std::size_t>(m) * base.n * dtype_bytes(base.out);
-      row.stream_us = stream_ceiling_us(ctx, region_ptrs, in_bytes / 16 * 16, y_dev,
-                                        static_cast<std::size_t>(m) * base.n * dtype_bytes(base.out) / 16 * 16,
-                                        opt.rounds);
+      row.rel_err = setup.check(plan, m, stream.get());                 // 1. correctness first
+      row.us = setup.time_us(plan, m, opt.rounds, opt.replays);         // 2. graph replay, rotating copies
+      row.stream_us = setup.stream_us(m, opt.rounds);                   // 3. same bytes, same rotation
       row.tc_us = row.flops / (ceil.mma_tflops * 1e6);
       row.floor_us = std::max(static_cast<double>(row.bytes) / (ceil.read_gbs * 1e3), row.tc_us);
-      // 4. Host cost of one plan.run (enqueue only).
-      const int host_calls = 200;
+      const int host_calls = 200;                                       // 4. host cost of plan.run
+      const WqGemmArgs a = setup.args(0);
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < host_calls; ++i) plan.run(a, m, stream.get());
       const auto t1 = std::chrono::steady_clock::now();

@@ -2,13 +2,46 @@
 // shared/BENCHMARKS.md next to the case's stream ceiling and floor.
 #pragma once
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "jit/driver.hpp"
+#include "lowbit/pack.hpp"
 #include "lowbit/wq_gemm.hpp"
 #include "tune/ceilings.hpp"
 
+namespace lowbit::jit {
+class Context;
+}
+
 namespace lowbit::tune {
+
+// Random weights (rotating copies, ≥ 4 × L2 in all), activations and output of one layer, with the
+// checks and timings the benchmark and the tuner share.
+class WqBenchSetup {
+ public:
+  WqBenchSetup(Runtime& rt, const WqGemmProblem& base, int64_t max_m);
+  WqGemmArgs args(int copy) const;  // weights of copy `copy % copies()`; no workspace (plans own theirs)
+  // Poisons y, runs once, checks every element is written and 64 columns against the reference;
+  // returns the relative error, throws Error over the tolerance.
+  double check(const WqGemmPlan& plan, int64_t m, Stream stream);
+  double time_us(const WqGemmPlan& plan, int64_t m, int rounds, int replays);  // median per call
+  double stream_us(int64_t m, int rounds);  // stream ceiling of one call's bytes
+  int copies() const { return copies_; }
+
+ private:
+  jit::Context& ctx_;
+  WqGemmProblem base_;
+  int64_t max_m_;
+  std::mt19937_64 rng_;
+  PackedWeights w_;
+  std::size_t off_s_ = 0, off_z_ = 0;
+  int copies_ = 1;
+  std::vector<jit::DeviceBuffer> regions_;
+  std::vector<uint16_t> x_;
+  jit::DeviceBuffer x_dev_, y_dev_;
+};
 
 struct WqBenchOptions {
   std::vector<int64_t> ms{1, 16, 64};

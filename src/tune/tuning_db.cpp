@@ -1,0 +1,179 @@
+#include "tune/tuning_db.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/check.hpp"
+
+namespace fs = std::filesystem;
+
+namespace lowbit::tune {
+
+std::string TuningKey::str() const {
+  std::string s = format + "|";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "." : "") + shape[i].first + std::to_string(shape[i].second);
+  return s;
+}
+
+std::optional<int64_t> TuningKey::field(const std::string& name) const {
+  for (const auto& [n, v] : shape)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+std::optional<TuningKey> TuningKey::parse(const std::string& s) {
+  const auto bar = s.find('|');
+  if (bar == std::string::npos || bar == 0 || bar + 1 >= s.size()) return std::nullopt;
+  TuningKey k;
+  k.format = s.substr(0, bar);
+  std::stringstream ss(s.substr(bar + 1));
+  std::string item;
+  while (std::getline(ss, item, '.')) {
+    std::size_t i = 0;
+    while (i < item.size() && std::isalpha(static_cast<unsigned char>(item[i]))) ++i;
+    if (i == 0 || i == item.size()) return std::nullopt;
+    try {
+      std::size_t used = 0;
+      const int64_t v = std::stoll(item.substr(i), &used);
+      if (used != item.size() - i || v < 0) return std::nullopt;
+      k.shape.emplace_back(item.substr(0, i), v);
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  if (k.shape.empty()) return std::nullopt;
+  return k;
+}
+
+TuningDb TuningDb::load(const std::string& path, const Arch& arch, std::vector<std::string>* warnings) {
+  TuningDb db;
+  auto warn = [&](const std::string& what) {
+    if (warnings) warnings->push_back("tuning file '" + path + "': " + what);
+  };
+  std::ifstream f(path);
+  if (!f) {
+    warn("cannot be read; skipped");
+    return db;
+  }
+  std::stringstream text;
+  text << f.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    warn("not valid JSON (truncated?); skipped");
+    return db;
+  }
+  if (!j.contains("schema") || !j["schema"].is_number_integer() || j["schema"].get<int>() != kTuningSchema) {
+    warn(fmt::format("schema is not {}; skipped", kTuningSchema));
+    return db;
+  }
+  if (!j.contains("meta") || !j["meta"].is_object() || !j["meta"].contains("arch") || !j["meta"]["arch"].is_string()) {
+    warn("no meta block with an arch; skipped");
+    return db;
+  }
+  const auto& m = j["meta"];
+  auto str = [&](const char* k) { return m.contains(k) && m[k].is_string() ? m[k].get<std::string>() : std::string(); };
+  db.meta = {str("device"), str("arch"), str("lowbit"), str("nvrtc"), str("templates"), str("date"),
+             m.contains("sm_count") && m["sm_count"].is_number_integer() ? m["sm_count"].get<int>() : 0};
+  if (db.meta.arch != arch.str()) return db;  // another GPU's file: ignored, silently (it is not wrong)
+  for (const auto& [family, section] : j.items()) {
+    if (family == "schema" || family == "meta") continue;
+    if (!section.is_object()) {
+      warn("section '" + family + "' is not an object; skipped");
+      continue;
+    }
+    for (const auto& [key, entry] : section.items()) {
+      if (!TuningKey::parse(key) || !entry.is_object() || !entry.contains("config") || !entry["config"].is_object()) {
+        warn("entry '" + family + "/" + key + "' is malformed; skipped");
+        continue;
+      }
+      db.sections_[family][key] = {{"entry", entry}, {"file", path}};
+    }
+  }
+  db.files.push_back(path);
+  return db;
+}
+
+void TuningDb::overlay(const TuningDb& other) {
+  for (const auto& [family, section] : other.sections_.items())
+    for (const auto& [key, value] : section.items()) sections_[family][key] = value;
+  files.insert(files.end(), other.files.begin(), other.files.end());
+  if (!other.files.empty()) meta = other.meta;
+}
+
+std::optional<TuningHit> TuningDb::lookup(const std::string& family, const TuningKey& key) const {
+  if (!sections_.contains(family)) return std::nullopt;
+  const auto& section = sections_[family];
+  const std::string exact = key.str();
+  if (section.contains(exact))
+    return TuningHit{section[exact]["entry"]["config"], exact, "exact", section[exact]["file"].get<std::string>()};
+  const auto m = key.field("m");
+  if (!m) return std::nullopt;
+  // Same format and every shape field but M equal: take the nearest M bucket (log distance; ties → larger).
+  std::optional<TuningHit> best;
+  double best_distance = 1e300;
+  for (const auto& [k, value] : section.items()) {
+    const auto other = TuningKey::parse(k);
+    if (!other || other->format != key.format || other->shape.size() != key.shape.size()) continue;
+    bool same = true;
+    for (const auto& [name, v] : key.shape)
+      if (name != "m" && other->field(name) != v) same = false;
+    const auto om = other->field("m");
+    if (!same || !om || *om <= 0) continue;
+    const double d = std::fabs(std::log2(static_cast<double>(*om)) - std::log2(static_cast<double>(*m))) -
+                     (*om > *m ? 1e-9 : 0.0);
+    if (d < best_distance) {
+      best_distance = d;
+      best = TuningHit{value["entry"]["config"], k, "nearest M bucket", value["file"].get<std::string>()};
+    }
+  }
+  return best;
+}
+
+void TuningDb::put(const std::string& family, const TuningKey& key, nlohmann::json entry) {
+  sections_[family][key.str()] = {{"entry", std::move(entry)}, {"file", ""}};
+}
+
+std::size_t TuningDb::size() const {
+  std::size_t n = 0;
+  for (const auto& [family, section] : sections_.items()) n += section.size();
+  return n;
+}
+
+nlohmann::json TuningDb::to_json() const {
+  nlohmann::json j = {{"schema", kTuningSchema},
+                      {"meta",
+                       {{"device", meta.device}, {"arch", meta.arch}, {"sm_count", meta.sm_count},
+                        {"lowbit", meta.lowbit}, {"nvrtc", meta.nvrtc}, {"templates", meta.templates},
+                        {"date", meta.date}}}};
+  for (const auto& [family, section] : sections_.items())
+    for (const auto& [key, value] : section.items()) j[family][key] = value["entry"];
+  return j;
+}
+
+void TuningDb::save(const std::string& path) const {
+  TuningDb merged;
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    std::vector<std::string> ignored;
+    merged = TuningDb::load(path, Arch::parse(meta.arch), &ignored);  // other arch's file: replaced
+  }
+  merged.overlay(*this);
+  merged.meta = meta;
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    LOWBIT_CHECK(out.good(), "tuning file '{}': cannot write '{}'", path, tmp);
+    out << merged.to_json().dump(2) << "\n";
+    out.flush();
+    LOWBIT_CHECK(out.good(), "tuning file '{}': write to '{}' failed", path, tmp);
+  }
+  LOWBIT_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "tuning file '{}': rename from '{}' failed", path, tmp);
+}
+
+}  // namespace lowbit::tune

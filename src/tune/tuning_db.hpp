@@ -1,0 +1,71 @@
+// The tuning database: one JSON file per GPU, a `meta` block and one section per family, entries
+// keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
+// bucket of the same layer → (the caller's) heuristic. Bad files and bad entries are reported and
+// skipped, never fatal: a file for another arch is ignored; a file written by another lowbit
+// version, NVRTC or template set keeps its entries, and every entry is re-validated by the caller.
+//
+// File format:
+//   {"schema": 1,
+//    "meta": {"device": "NVIDIA H200", "arch": "sm_90a", "sm_count": 132, "lowbit": "0.1.0",
+//             "nvrtc": "13.0", "templates": "<digest>", "date": "2026-11-22"},
+//    "wq_gemm": {"w4.g128.f16.zp|m16.n8192.k8192": {"config": {...}, "us": 17.9, "heuristic_us": 18.0}}}
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowbit/types.hpp"
+
+namespace lowbit::tune {
+
+inline constexpr int kTuningSchema = 1;
+
+struct TuningMeta {
+  std::string device, arch, lowbit, nvrtc, templates, date;
+  int sm_count = 0;
+};
+
+// A key split into its format part and its named shape fields (m, n, k, ...).
+struct TuningKey {
+  std::string format;                            // e.g. "w4.g128.f16.zp"
+  std::vector<std::pair<std::string, int64_t>> shape;  // e.g. {{"m",16},{"n",8192},{"k",8192}}
+  std::string str() const;                       // "w4.g128.f16.zp|m16.n8192.k8192"
+  static std::optional<TuningKey> parse(const std::string& s);  // nullopt when malformed
+  std::optional<int64_t> field(const std::string& name) const;
+};
+
+struct TuningHit {
+  nlohmann::json config;
+  std::string key;   // the entry used
+  std::string step;  // "exact" or "nearest M bucket"
+  std::string file;  // where it came from
+};
+
+class TuningDb {
+ public:
+  // Reads `path`. Anything wrong is appended to `warnings` (with the path) and skipped; a file for
+  // another arch than `arch` contributes nothing. Never throws for the file's content.
+  static TuningDb load(const std::string& path, const Arch& arch, std::vector<std::string>* warnings);
+
+  // Entries of `other` replace ours with the same key (a user file over the shipped one).
+  void overlay(const TuningDb& other);
+
+  // Exact key, else the same format and shape apart from M with the nearest M bucket.
+  std::optional<TuningHit> lookup(const std::string& family, const TuningKey& key) const;
+
+  void put(const std::string& family, const TuningKey& key, nlohmann::json entry);
+  // Merges into the file on disk (if any, same arch) and writes it atomically (temp file + rename).
+  void save(const std::string& path) const;
+
+  TuningMeta meta;
+  std::vector<std::string> files;  // loaded, in overlay order
+  std::size_t size() const;
+  nlohmann::json to_json() const;
+
+ private:
+  // family → key → {"entry": {...}, "file": path}
+  nlohmann::json sections_ = nlohmann::json::object();
+};
+
+}  // namespace lowbit::tune

@@ -1,0 +1,106 @@
+#include "tune/wq_tune.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "jit/context.hpp"
+#include "kernels/wq_gemm_internal.hpp"
+#include "tune/timer.hpp"
+#include "tune/wq_bench.hpp"
+
+namespace lowbit::tune {
+
+std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch, int sm_count) {
+  const WqGemmConfig h = choose_config(p, arch, sm_count);
+  std::vector<WqGemmConfig> out{h};
+  auto add = [&](WqGemmConfig c) {
+    std::string why;
+    if (std::find(out.begin(), out.end(), c) == out.end() && can_implement(p, c, arch, &why)) out.push_back(c);
+  };
+  for (int v : {1, 2, 4}) add([&] { auto c = h; c.m_tiles = v; return c; }());
+  for (int v : {2, 4, 8}) add([&] { auto c = h; c.n_tiles = v; return c; }());
+  for (int v : {2, 4, 8, 16}) add([&] { auto c = h; c.warps_k = v; return c; }());
+  for (int v : {2, 3, 4, 6}) add([&] { auto c = h; c.stages = v; return c; }());
+  for (int v : {1, 2, 4, 8}) add([&] { auto c = h; c.split_k = v; return c; }());
+  return out;
+}
+
+std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, const WqTuneOptions& opt,
+                                       TuningDb& db, const std::function<void(const WqTuneResult&)>& on_result) {
+  LOWBIT_CHECK(!opt.ms.empty(), "tune: no M values given (e.g. --m 1,2,4,8,16)");
+  jit::Context& ctx = rt.context();
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::vector<int64_t> buckets;
+  for (int64_t m : opt.ms) buckets.push_back(m_bucket(m));
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+
+  // Compile every candidate of every bucket first, in parallel (NVRTC is thread-safe and the cache
+  // shares concurrent requests), so the timing loop only loads modules.
+  std::vector<std::pair<int64_t, std::vector<WqGemmConfig>>> plan;
+  for (int64_t b : buckets) {
+    WqGemmProblem pb = base;
+    pb.m = b;
+    plan.emplace_back(b, wq_candidates(pb, ctx.arch(), ctx.sm_count()));
+  }
+  {
+    std::vector<std::pair<int64_t, WqGemmConfig>> jobs;
+    for (const auto& [b, cands] : plan)
+      for (const auto& c : cands) jobs.emplace_back(b, c);
+    std::atomic<std::size_t> next{0};
+    std::vector<std::future<void>> workers;
+    const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 16));
+    for (unsigned w = 0; w < n; ++w)
+      workers.push_back(std::async(std::launch::async, [&] {
+        for (std::size_t i = next++; i < jobs.size(); i = next++) {
+          try {
+            ctx.compile(wq::kernel_spec(base, jobs[i].second, jobs[i].first));
+          } catch (const Error&) {  // reported when the candidate is timed
+          }
+        }
+      }));
+    for (auto& w : workers) w.get();
+  }
+
+  WqBenchSetup setup(rt, base, buckets.back());
+  ScopedStream stream;
+  std::vector<WqTuneResult> results;
+  for (const auto& [bucket, candidates] : plan) {
+    WqTuneResult r;
+    r.key = wq::tuning_key(base, bucket).str();
+    r.heuristic = candidates.front();
+    r.best_us = 1e300;
+    for (const auto& c : candidates) {
+      if (r.tried > 0 && opt.budget_s > 0 && elapsed_s() > opt.budget_s) break;  // the heuristic always runs
+      ++r.tried;
+      try {
+        WqGemmPlanOptions po;
+        po.config = c;
+        WqGemmPlan p(rt, base, {bucket}, po);
+        setup.check(p, bucket, stream.get());  // correct before it may win
+        const double us = setup.time_us(p, bucket, opt.rounds, opt.replays);
+        if (&c == &candidates.front()) r.heuristic_us = us;
+        if (us < r.best_us) r.best_us = us, r.best = c;
+      } catch (const Error&) {
+        ++r.failed;
+        try {
+          stream.synchronize();
+        } catch (const Error&) {
+        }
+      }
+    }
+    if (r.best_us < 1e300) {
+      db.put("wq_gemm", wq::tuning_key(base, bucket),
+             {{"config", wq::to_json(r.best)}, {"us", r.best_us}, {"heuristic_us", r.heuristic_us},
+              {"tried", r.tried}});
+    }
+    results.push_back(r);
+    if (on_result) on_result(r);
+  }
+  return results;
+}
+
+}  // namespace lowbit::tune

@@ -1,0 +1,35 @@
+// `lowbit tune wq_gemm`: for each layer and M bucket, time the heuristic's config and its
+// neighbours (one field changed at a time, pruned by can_implement) by the benchmark protocol,
+// check each against the reference before it may win, and merge the winner into a tuning file.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lowbit/wq_gemm.hpp"
+#include "tune/tuning_db.hpp"
+
+namespace lowbit::tune {
+
+struct WqTuneOptions {
+  std::vector<int64_t> ms{1, 2, 4, 8, 16, 32, 64, 128};  // one entry per M bucket
+  double budget_s = 0;  // per layer; 0 = no limit (the heuristic is always timed first)
+  int replays = 10;
+  int rounds = 2;
+};
+
+struct WqTuneResult {
+  std::string key;
+  WqGemmConfig best, heuristic;
+  double best_us = 0, heuristic_us = 0;
+  int tried = 0, failed = 0;
+};
+
+// Candidate configs for one M bucket: the heuristic first, then its one-field neighbours.
+std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& problem_at_bucket, const Arch& arch, int sm_count);
+
+// Tunes one layer (all buckets of options.ms) and puts the winners into `db`.
+std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, const WqTuneOptions& options,
+                                       TuningDb& db, const std::function<void(const WqTuneResult&)>& on_result);
+
+}  // namespace lowbit::tune
