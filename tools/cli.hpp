@@ -28,6 +28,7 @@ struct WqFlags {
   std::string config;  // "m_tiles,n_tiles,warps_n,warps_k,split_k"
   std::string model;   // preset name
   std::string cases;   // "standard"
+  std::string shapes;  // file of "N K" lines
 };
 
 void add_common(CLI::App* app, CommonFlags& f, bool with_device);

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -26,7 +27,9 @@ void add_wq(CLI::App* app, WqFlags& f) {
   app->add_option("--out", f.out, "output dtype (default: the activation dtype; or f32)");
   app->add_flag("--symmetric", f.symmetric, "symmetric weights (no zero points)");
   app->add_option("--config", f.config, "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k[,stages]");
-  app->add_option("--model", f.model, "model preset: llama-3-8b, standard");
+  app->add_option("--model", f.model,
+                  "model preset: llama-3-8b, mistral-7b, qwen2.5-7b, llama-3-70b[-tp2|-tp4|-tp8], standard");
+  app->add_option("--shapes", f.shapes, "file of layers, one 'N K' per line");
   app->add_option("--cases", f.cases, "'standard': the cases of shared/BENCHMARKS.md");
 }
 
@@ -61,9 +64,17 @@ std::optional<WqGemmConfig> parse_config(const std::string& s) {
 
 namespace {
 const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& presets() {
+  // Each model's linear layers as (N, K): fused qkv, o_proj, fused gate+up, down_proj. Tensor
+  // parallel shards split N of the column-parallel layers (qkv, gate+up) and K of the row-parallel
+  // ones (o, down).
   static const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> p = {
-      // Llama-3-8B linear layers (N, K): fused qkv, o_proj, fused gate+up, down_proj.
       {"llama-3-8b", {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}},
+      {"mistral-7b", {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}},
+      {"qwen2.5-7b", {{4608, 3584}, {3584, 3584}, {37888, 3584}, {3584, 18944}}},
+      {"llama-3-70b", {{10240, 8192}, {8192, 8192}, {57344, 8192}, {8192, 28672}}},
+      {"llama-3-70b-tp2", {{5120, 8192}, {8192, 4096}, {28672, 8192}, {8192, 14336}}},
+      {"llama-3-70b-tp4", {{2560, 8192}, {8192, 2048}, {14336, 8192}, {8192, 7168}}},
+      {"llama-3-70b-tp8", {{1280, 8192}, {8192, 1024}, {7168, 8192}, {8192, 3584}}},
       {"standard", tune::standard_wq_shapes()},
   };
   return p;
@@ -76,7 +87,29 @@ std::vector<std::string> model_names() {
   return names;
 }
 
+// "N K" per line (or "N,K"); '#' starts a comment.
+std::vector<std::pair<int64_t, int64_t>> read_shapes_file(const std::string& path) {
+  std::ifstream in(path);
+  LOWBIT_CHECK(in.good(), "--shapes = '{}': cannot be read", path);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    line = line.substr(0, line.find('#'));
+    for (char& c : line) c = c == ',' ? ' ' : c;
+    std::istringstream ss(line);
+    int64_t n = 0, k = 0;
+    std::string rest;
+    if (!(ss >> n)) continue;  // blank or comment
+    LOWBIT_CHECK(ss >> k && !(ss >> rest) && n > 0 && k > 0,
+                 "--shapes = '{}', line {}: expected two positive integers 'N K', got '{}'", path, no, line);
+    out.emplace_back(n, k);
+  }
+  LOWBIT_CHECK(!out.empty(), "--shapes = '{}': no 'N K' lines", path);
+  return out;
+}
+
 std::vector<std::pair<int64_t, int64_t>> wq_shapes(const WqFlags& f) {
+  if (!f.shapes.empty()) return read_shapes_file(f.shapes);
   std::string preset = !f.cases.empty() ? f.cases : f.model;
   if (!preset.empty()) {
     auto it = presets().find(preset);

@@ -16,7 +16,8 @@ int run_compile(const CommonFlags& f, const WqFlags& w) {
     for (const KernelRecord& r : compile_wq_gemm(rt, wq_problem(w, n, k), ms, config)) {
       total_ms += r.total_ms;
       rows.push_back({{"name", r.name}, {"arch", r.arch}, {"result", to_string(r.source)}, {"ms", r.total_ms},
-                      {"compile_ms", r.compile_ms}, {"digest", r.digest}, {"config", r.config}});
+                      {"compile_ms", r.compile_ms}, {"digest", r.digest}, {"config", r.config},
+                      {"config_source", r.config_source}});
       if (!f.json)
         std::printf("%-62s %-7s %-13s %9.1f  %s\n", r.name.c_str(), r.arch.c_str(),
                     std::string(to_string(r.source)).c_str(), r.total_ms, r.config.c_str());
