@@ -52,7 +52,6 @@ int run_compile(const CommonFlags& f, const WqFlags& w);
 int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, bool resources, bool explain);
 int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save);
 int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s);
-nlohmann::json wq_config_json(const WqGemmConfig& c);
 int run_cache(const CommonFlags& f, const std::string& action, bool all, double older_than_days);
 
 }  // namespace lowbit::cli

@@ -162,11 +162,6 @@ Runtime make_runtime(const CommonFlags& f, bool need_device) {
   return Runtime(o);
 }
 
-nlohmann::json wq_config_json(const WqGemmConfig& c) {
-  return {{"m_tiles", c.m_tiles}, {"n_tiles", c.n_tiles}, {"warps_n", c.warps_n}, {"warps_k", c.warps_k},
-          {"split_k", c.split_k}, {"stages", c.stages}};
-}
-
 void print_json(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()); }
 
 }  // namespace lowbit::cli

@@ -9,6 +9,7 @@
 #include "jit/embedded_templates.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/nvrtc.hpp"
+#include "kernels/wq_gemm_internal.hpp"
 #include "cli.hpp"
 #include "tune/wq_tune.hpp"
 
@@ -36,7 +37,7 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
     const WqGemmProblem p = wq_problem(w, shapes[i].first, shapes[i].second);
     tune::tune_wq_gemm(rt, p, opt, db, [&](const tune::WqTuneResult& r) {
       failures += r.best_us >= 1e300 ? 1 : 0;
-      all.push_back({{"key", r.key}, {"best", wq_config_json(r.best)}, {"best_us", r.best_us},
+      all.push_back({{"key", r.key}, {"best", wq::to_json(r.best)}, {"best_us", r.best_us},
                      {"heuristic_us", r.heuristic_us}, {"tried", r.tried}, {"failed", r.failed}});
       if (f.json) return;
       std::printf("%s%-36s best %8.2f us (heuristic %8.2f, %2d tried, %d failed)  %s\n", tty ? "\r" : "",

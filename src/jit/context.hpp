@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/once_map.hpp"
 #include "jit/module_cache.hpp"
 #include "lowbit/runtime.hpp"
 #include "tune/tuning_db.hpp"
@@ -52,31 +53,7 @@ class Context {
   // requests for other keys do not wait at all.
   template <class T, class Make>
   std::shared_ptr<T> memo(const std::string& key, Make&& make) {
-    std::promise<std::shared_ptr<void>> promise;
-    std::shared_future<std::shared_ptr<void>> future;
-    bool owner = false;
-    {
-      std::lock_guard lock(memo_mu_);
-      auto it = memo_.find(key);
-      if (it != memo_.end()) {
-        future = it->second;
-      } else {
-        future = promise.get_future().share();
-        memo_.emplace(key, future);
-        owner = true;
-      }
-    }
-    if (owner) {
-      try {
-        promise.set_value(std::shared_ptr<void>(make()));
-      } catch (...) {
-        promise.set_exception(std::current_exception());
-        std::lock_guard lock(memo_mu_);
-        memo_.erase(key);
-        throw;
-      }
-    }
-    return std::static_pointer_cast<T>(future.get());
+    return std::static_pointer_cast<T>(memo_.get(key, [&] { return std::shared_ptr<void>(make()); }).first);
   }
 
   // Makes this device's primary context current on the calling thread (cheap).
@@ -90,8 +67,7 @@ class Context {
   tune::TuningDb tuning_;
   std::mutex load_mu_;
   std::unordered_map<std::string, std::unique_ptr<LoadedKernel>> loaded_;  // by digest
-  std::mutex memo_mu_;
-  std::unordered_map<std::string, std::shared_future<std::shared_ptr<void>>> memo_;
+  OnceMap<std::shared_ptr<void>> memo_;
 };
 
 }  // namespace lowbit::jit

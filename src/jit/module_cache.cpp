@@ -17,34 +17,8 @@ std::shared_ptr<const CompiledKernel> ModuleCache::get(const KernelSpec& spec, K
   const std::string key_json = cache_key_json(spec, arch_);
   const std::string digest = cache_key_digest(key_json);
 
-  std::promise<std::shared_ptr<const CompiledKernel>> promise;
-  std::shared_future<std::shared_ptr<const CompiledKernel>> future;
-  bool owner = false;
-  {
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(digest);
-    if (it != entries_.end()) {
-      future = it->second;
-    } else {
-      future = promise.get_future().share();
-      entries_.emplace(digest, future);
-      owner = true;
-    }
-  }
-  std::shared_ptr<const CompiledKernel> result;
-  if (owner) {
-    try {
-      result = build(spec, key_json, digest);
-      promise.set_value(result);
-    } catch (...) {
-      promise.set_exception(std::current_exception());
-      std::lock_guard lock(mu_);
-      entries_.erase(digest);  // a later request may try again (e.g. after the cache is fixed)
-      throw;
-    }
-  } else {
-    result = future.get();  // rethrows the owner's error
-  }
+  // One build per digest; a failed one is retried by the next request (e.g. after the cache is fixed).
+  const auto [result, owner] = entries_.get(digest, [&] { return build(spec, key_json, digest); });
   if (record) {
     record->name = spec.name;
     record->digest = digest;

@@ -1,12 +1,10 @@
 // The compiled-kernel cache: memory map in front of the disk cache in front of NVRTC. Concurrent
 // requests for one key share one compile (the first requester compiles; the others wait on it).
 #pragma once
-#include <future>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 
+#include "common/once_map.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/kernel_spec.hpp"
 #include "lowbit/runtime.hpp"
@@ -42,8 +40,7 @@ class ModuleCache {
   Arch arch_;
   DiskCache disk_;
   bool no_compile_;
-  std::mutex mu_;
-  std::unordered_map<std::string, std::shared_future<std::shared_ptr<const CompiledKernel>>> entries_;
+  OnceMap<std::shared_ptr<const CompiledKernel>> entries_;  // by digest
 };
 
 }  // namespace lowbit::jit
