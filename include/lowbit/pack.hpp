@@ -31,6 +31,17 @@ struct GptqWeightsView {
   GptqZeros zeros_format = GptqZeros::StoredMinusOne;
 };
 
+// Host views of an AWQ layer in the AutoAWQ "GEMM" layout: 8 values of consecutive output columns
+// per int32, column 8c + j at nibble {0, 4, 1, 5, 2, 6, 3, 7}[j]; zero points used as is, (q − z)·s.
+struct AwqWeightsView {
+  const int32_t* qweight = nullptr;  // [K, N/8]
+  const int32_t* qzeros = nullptr;   // [K/G, N/8]
+  const uint16_t* scales = nullptr;  // [K/G, N] fp16/bf16 bits
+  int64_t n = 0, k = 0;
+  int bits = 4;
+  int group_size = 128;  // 0 = per-channel
+};
+
 // Plain unpacked integers (one value per byte), for users who quantize themselves.
 struct UnpackedWeightsView {
   const uint8_t* q = nullptr;        // [N, K] values in [0, 2^bits)
@@ -58,9 +69,11 @@ struct PackedWeights {
 };
 
 PackedWeights pack(const GptqWeightsView& gptq);
+PackedWeights pack(const AwqWeightsView& awq);
 PackedWeights pack(const UnpackedWeightsView& plain);
 
 // The inverse of the GPTQ packing, for round-trip checks: writes the unpacked values back.
 void unpack_gptq(const GptqWeightsView& gptq, uint8_t* q_out /*[N,K]*/, uint8_t* zeros_out /*[groups,N]*/);
+void unpack_awq(const AwqWeightsView& awq, uint8_t* q_out /*[N,K]*/, uint8_t* zeros_out /*[groups,N]*/);
 
 }  // namespace lowbit

@@ -96,18 +96,47 @@ void unpack_gptq(const GptqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
   }
 }
 
-PackedWeights pack(const GptqWeightsView& v) {
-  check_common(v.n, v.k, v.bits, v.group_size, "gptq");
-  LOWBIT_CHECK(v.scales != nullptr, "pack(gptq): scales is null");
+void unpack_awq(const AwqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
+  check_common(v.n, v.k, v.bits, v.group_size, "awq");
+  LOWBIT_CHECK(v.qweight != nullptr, "pack(awq): qweight is null");
+  LOWBIT_CHECK(v.bits == 4, "pack(awq): bits = {}: AWQ 4-bit only in this version", v.bits);
+  LOWBIT_CHECK(v.n % 8 == 0, "pack(awq): n = {}: AWQ packs 8 output columns per int32, so N must be a multiple of 8",
+               v.n);
+  // Column 8c + j sits at nibble kNibbleOf[j] of word c (AutoAWQ's interleaved order).
+  static constexpr int kNibbleOf[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  const int64_t words = v.n / 8;
+  auto nibble = [&](const int32_t* rows, int64_t row, int64_t col) {
+    const uint32_t w = static_cast<uint32_t>(rows[row * words + col / 8]);
+    return static_cast<uint8_t>((w >> (4 * kNibbleOf[col % 8])) & 0xf);
+  };
+  for (int64_t k = 0; k < v.k; ++k)
+    for (int64_t n = 0; n < v.n; ++n) q_out[n * v.k + k] = nibble(v.qweight, k, n);
+  if (v.qzeros && zeros_out) {
+    const int64_t groups = groups_of(v.k, v.group_size);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t n = 0; n < v.n; ++n) zeros_out[g * v.n + n] = nibble(v.qzeros, g, n);
+  }
+}
+
+namespace {
+// Checkpoint formats go through plain integers: unpack (exact), then the one packer above.
+template <class View, class Unpack>
+PackedWeights pack_through_unpacked(const View& v, const char* format, Unpack unpack) {
+  check_common(v.n, v.k, v.bits, v.group_size, format);
+  LOWBIT_CHECK(v.scales != nullptr, "pack({}): scales is null", format);
   std::vector<uint8_t> q(static_cast<std::size_t>(v.n * v.k));
   std::vector<uint8_t> z;
   if (v.qzeros) z.resize(static_cast<std::size_t>(groups_of(v.k, v.group_size) * v.n));
-  unpack_gptq(v, q.data(), v.qzeros ? z.data() : nullptr);
+  unpack(v, q.data(), v.qzeros ? z.data() : nullptr);
   UnpackedWeightsView u;
   u.q = q.data(), u.zeros = v.qzeros ? z.data() : nullptr, u.scales = v.scales;
   u.n = v.n, u.k = v.k, u.bits = v.bits, u.group_size = v.group_size;
   return pack(u);
 }
+}  // namespace
+
+PackedWeights pack(const GptqWeightsView& v) { return pack_through_unpacked(v, "gptq", unpack_gptq); }
+PackedWeights pack(const AwqWeightsView& v) { return pack_through_unpacked(v, "awq", unpack_awq); }
 
 uint8_t PackedWeights::q_at(int64_t n_idx, int64_t k_idx) const {
   const Slot s = slot_of(k_pad, n_idx, k_idx);

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/wq_gemm_internal.hpp"
@@ -309,4 +310,56 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
     msg = lowbit::test::error_of([&] { (void)lowbit::pack(u); });
     CHECK(lowbit::test::contains(msg, "bits = 3"));
   }
+}
+
+TEST_CASE("pack(AWQ): the interleaved column order round-trips exactly", "[pack]") {
+  std::mt19937_64 rng(lowbit::test::fresh_seed());
+  for (auto [n, k, group] : {std::tuple<int64_t, int64_t, int>{8, 128, 128}, {40, 384, 64}, {136, 4160, 32},
+                             {72, 1024, 0}}) {
+    const auto layer = lowbit::test::random_layer(n, k, 4, group, lowbit::DType::F16, rng);
+    const int64_t groups = group == 0 ? 1 : k / group;
+    // Build the AutoAWQ tensors independently: output column 8c + j goes to nibble ORDER⁻¹[j], i.e.
+    // nibble i holds column 8c + ORDER[i] with ORDER = {0, 2, 4, 6, 1, 3, 5, 7}.
+    const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+    std::vector<int32_t> qweight(static_cast<std::size_t>(k * n / 8)), qzeros(static_cast<std::size_t>(groups * n / 8));
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < n / 8; ++c) {
+        uint32_t w = 0;
+        for (int i = 0; i < 8; ++i) w |= static_cast<uint32_t>(layer.q[(8 * c + order[i]) * k + r]) << (4 * i);
+        qweight[r * (n / 8) + c] = static_cast<int32_t>(w);
+      }
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t c = 0; c < n / 8; ++c) {
+        uint32_t w = 0;
+        for (int i = 0; i < 8; ++i) w |= static_cast<uint32_t>(layer.zeros[g * n + 8 * c + order[i]]) << (4 * i);
+        qzeros[g * (n / 8) + c] = static_cast<int32_t>(w);
+      }
+    lowbit::AwqWeightsView awq;
+    awq.qweight = qweight.data(), awq.qzeros = qzeros.data(), awq.scales = layer.scales.data();
+    awq.n = n, awq.k = k, awq.group_size = group;
+    const lowbit::PackedWeights packed = lowbit::pack(awq);
+    lowbit::UnpackedWeightsView plain;
+    plain.q = layer.q.data(), plain.zeros = layer.zeros.data(), plain.scales = layer.scales.data();
+    plain.n = n, plain.k = k, plain.group_size = group;
+    const lowbit::PackedWeights expected = lowbit::pack(plain);
+    INFO("n=" << n << " k=" << k << " group=" << group);
+    CHECK(packed.qweight == expected.qweight);
+    CHECK(packed.zeros == expected.zeros);
+    CHECK(packed.scales == expected.scales);
+    int64_t mismatches = 0;
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t col = 0; col < k; ++col) mismatches += packed.q_at(row, col) != layer.q[row * k + col];
+    CHECK(mismatches == 0);
+  }
+  lowbit::AwqWeightsView odd;
+  std::vector<int32_t> w(16);
+  std::vector<uint16_t> s(12);
+  odd.qweight = w.data(), odd.scales = s.data(), odd.n = 12, odd.k = 128;
+  bool threw = false;
+  try {
+    lowbit::pack(odd);
+  } catch (const lowbit::Error& e) {
+    threw = std::string(e.what()).find("multiple of 8") != std::string::npos;
+  }
+  CHECK(threw);
 }
