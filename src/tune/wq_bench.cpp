@@ -47,7 +47,7 @@ std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
 }  // namespace
 
 WqBenchSetup::WqBenchSetup(Runtime& rt, const WqGemmProblem& base, int64_t max_m)
-    : ctx_(rt.context()), base_(base), max_m_(max_m), rng_(std::random_device{}()) {
+    : ctx_(rt.context()), base_(base), rng_(std::random_device{}()) {
   LOWBIT_CHECK(max_m >= 1, "bench: max M = {}: must be ≥ 1", max_m);
   ctx_.make_current();
   // Weights: C copies, each one region [qweight | scales | zeros | room for x], so the stream

@@ -33,7 +33,6 @@ class WqBenchSetup {
  private:
   jit::Context& ctx_;
   WqGemmProblem base_;
-  int64_t max_m_;
   std::mt19937_64 rng_;
   PackedWeights w_;
   std::size_t off_s_ = 0, off_z_ = 0;
