@@ -10,17 +10,17 @@ int run_compile(const CommonFlags& f, const WqFlags& w) {
   const auto config = parse_config(w.config);
   nlohmann::json rows = nlohmann::json::array();
   if (!f.json)
-    std::printf("%-62s %-7s %-13s %9s  %s\n", "kernel", "arch", "result", "ms", "config");
+    std::printf("%-62s %5s %-7s %-13s %9s  %s\n", "kernel", "m<=", "arch", "result", "ms", "config");
   double total_ms = 0;
   for (auto [n, k] : wq_shapes(w)) {
     for (const KernelRecord& r : compile_wq_gemm(rt, wq_problem(w, n, k), ms, config)) {
       total_ms += r.total_ms;
-      rows.push_back({{"name", r.name}, {"arch", r.arch}, {"result", to_string(r.source)}, {"ms", r.total_ms},
+      rows.push_back({{"name", r.name}, {"m_bucket", r.m_bucket}, {"arch", r.arch}, {"result", to_string(r.source)}, {"ms", r.total_ms},
                       {"compile_ms", r.compile_ms}, {"digest", r.digest}, {"config", r.config},
                       {"config_source", r.config_source}});
       if (!f.json)
-        std::printf("%-62s %-7s %-13s %9.1f  %s\n", r.name.c_str(), r.arch.c_str(),
-                    std::string(to_string(r.source)).c_str(), r.total_ms, r.config.c_str());
+        std::printf("%-62s %5lld %-7s %-13s %9.1f  %s\n", r.name.c_str(), static_cast<long long>(r.m_bucket),
+                    r.arch.c_str(), std::string(to_string(r.source)).c_str(), r.total_ms, r.config.c_str());
     }
   }
   if (f.json) {

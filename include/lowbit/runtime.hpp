@@ -57,6 +57,7 @@ struct KernelRecord {
   double total_ms = 0;     // wall time of the whole request
   std::string config;      // Config(...) as text
   std::string config_source;  // how it was chosen: forced, tuned (exact / nearest M bucket, file), heuristic
+  int64_t m_bucket = 0;       // the M bucket it serves (largest M), for families bucketed by M
 };
 std::string_view to_string(KernelRecord::Source);
 

@@ -321,6 +321,7 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
     WqGemmConfig c = config_for_bucket(ctx, problem, bucket, config, &rec.config_source);
     ctx.compile(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
+    rec.m_bucket = bucket;
     out.push_back(rec);
   }
   return out;
@@ -340,6 +341,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     WqGemmConfig c = config_for_bucket(ctx, problem, bucket, options.config, &rec.config_source);
     const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
+    rec.m_bucket = bucket;
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap).
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(wq::smem_bytes(problem, c))));
