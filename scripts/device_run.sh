@@ -1,19 +1,11 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, GPU + unit tests, compile timings, benchmark. Everything lands
 # in $OUT (summary.txt last). Usage: scripts/device_run.sh [bench args...]
-set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT=${OUT:-/tmp/lowbit-out}
-mkdir -p "$OUT"
-B=$ROOT/build-dev
-S=$OUT/summary.txt
-: >"$S"
+source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 step() { echo "== $*" | tee -a "$S"; }
 step "gpu"; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$S"
 step "build"
-if ! (cmake -S "$ROOT" -B "$B" -G Ninja -DLOWBIT_WERROR=ON >"$OUT/build.log" 2>&1 && ninja -C "$B" lowbit_cli lowbit_gpu_tests >>"$OUT/build.log" 2>&1); then
-  grep -E "error|Error" -A5 "$OUT/build.log" | head -60 | tee -a "$S"; exit 1
-fi
+device_build lowbit_cli lowbit_gpu_tests
 export LOWBIT_CACHE_DIR=$B/cache-run
 rm -rf "$LOWBIT_CACHE_DIR"
 step "info"; "$B/lowbit" info | tee -a "$S"

@@ -2,16 +2,8 @@
 # Performance sweep on the GPU machine: build the CLI and GPU tests, run the GPU tests (a kernel
 # change must be checked before it is timed), then bench each "--n N --k K --m M --config C" line of
 # $SWEEP (one per line; an empty config means the library's choice). Results under $OUT.
-set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT=${OUT:-/tmp/lowbit-out}
-mkdir -p "$OUT"
-B=$ROOT/build-dev
-S=$OUT/summary.txt
-: >"$S"
-if ! (cmake -S "$ROOT" -B "$B" -G Ninja -DLOWBIT_WERROR=ON >"$OUT/build.log" 2>&1 && ninja -C "$B" lowbit_cli lowbit_gpu_tests >>"$OUT/build.log" 2>&1); then
-  grep -E "error" -A5 "$OUT/build.log" | head -60 | tee -a "$S"; exit 1
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
+device_build lowbit_cli lowbit_gpu_tests
 export LOWBIT_CACHE_DIR=$B/cache-sweep
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout 300 "$B/tests/lowbit_gpu_tests" >"$OUT/gpu_tests.log" 2>&1; echo "gpu tests rc=$?" | tee -a "$S"

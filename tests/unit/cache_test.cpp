@@ -29,19 +29,8 @@ using lowbit::jit::CacheEntryInfo;
 using lowbit::jit::DiskCache;
 using Source = lowbit::KernelRecord::Source;
 
-lowbit::RuntimeOptions offline(const std::string& dir) {
-  lowbit::RuntimeOptions o;
-  o.device = -1;
-  o.arch = "sm_90a";
-  o.cache_dir = dir;
-  return o;
-}
-
-lowbit::WqGemmProblem problem_4096() {
-  lowbit::WqGemmProblem p;
-  p.m = 1, p.n = 4096, p.k = 4096;
-  return p;
-}
+lowbit::RuntimeOptions offline(const std::string& dir) { return lowbit::test::offline_options("sm_90a", dir); }
+using lowbit::test::problem_4096;
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

@@ -18,19 +18,8 @@ namespace {
 using lowbit::KernelRecord;
 using Source = lowbit::KernelRecord::Source;
 
-lowbit::RuntimeOptions offline(const std::string& arch, const std::string& dir) {
-  lowbit::RuntimeOptions o;
-  o.device = -1;
-  o.arch = arch;
-  o.cache_dir = dir;
-  return o;
-}
-
-lowbit::WqGemmProblem problem_4096() {
-  lowbit::WqGemmProblem p;
-  p.m = 1, p.n = 4096, p.k = 4096;
-  return p;
-}
+using lowbit::test::problem_4096;
+const auto offline = lowbit::test::offline_options;
 
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);

@@ -6,8 +6,26 @@
 #include <utility>
 
 #include "lowbit/error.hpp"
+#include "lowbit/runtime.hpp"
+#include "lowbit/wq_gemm.hpp"
 
 namespace lowbit::test {
+
+// Runtime options for compiling offline (no GPU) for `arch` into cache dir `dir`.
+inline lowbit::RuntimeOptions offline_options(const std::string& arch, const std::string& dir) {
+  lowbit::RuntimeOptions o;
+  o.device = -1;
+  o.arch = arch;
+  o.cache_dir = dir;
+  return o;
+}
+
+// The 4096×4096 W4 g128 layer at M=1 most compile tests build.
+inline lowbit::WqGemmProblem problem_4096() {
+  lowbit::WqGemmProblem p;
+  p.m = 1, p.n = 4096, p.k = 4096;
+  return p;
+}
 
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
