@@ -2,21 +2,25 @@
 //
 // | arg      | dtype        | shape                          | layout / packing                           |
 // |----------|--------------|--------------------------------|--------------------------------------------|
-// | qweight  | uint4 (16 B) | [N_pad/8][K_pad/128][32]       | one 16 B fragment per lane per (8 n, 128 k) |
-// |          |              |                                | tile; see include/lowbit/pack.hpp           |
+// | qweight  | u32          | [N_pad/8][K_pad/128][bits·32]  | bits words per lane per (8 n, 128 k) tile;  |
+// |          |              |                                | see include/lowbit/pack.hpp                 |
 // | scales   | f16/bf16     | [K_pad/G][N_pad]               | row-major; one row for per-channel          |
-// | zeros    | uint8        | [K_pad/G][N_pad]               | integer zero points (kHasZeros)             |
+// | zeros    | u8 / f16/bf16| [K_pad/G][N_pad]               | integer (mode 0) or float (2, 3) zeros      |
+// | perm     | i32          | [K]                            | act-order: x column of packed k (kActOrder) |
 // | x        | f16/bf16     | [M][K]                         | row-major, 16 B aligned                     |
 // | bias     | f16/bf16     | [N]                            | or null                                     |
 // | y        | f16/bf16/f32 | [M][N]                         | row-major                                   |
-// | ws       | f32          | [M][N]                         | split-K partial sums; zero on entry & exit  |
+// | ws       | f32          | [M][N] or [kSplitK][M][N]      | split-K sums: atomic, zero on entry & exit; |
+// |          |              |                                | deterministic: one slice per split          |
 // | counters | u32          | [grid.x · grid.z]              | split-K arrival counters; zero on entry/exit|
 //
 // Decomposition: grid = (N tiles / (kNTiles·kWarpsN), kSplitK, ceil(M / (16·kMTiles))). Each warp
 // owns kNTiles 8-column tiles and kMTiles 16-row tiles; the kWarpsK warps that share columns take
 // interleaved 128-wide K chunks and are summed through shared memory. With kSplitK > 1 the blocks
 // along K add their partial tiles into ws with fp32 atomics; the last block to arrive (counted per
-// output tile) reads the sums back, clearing them, and writes y. No state survives a call.
+// output tile) reads the sums back, clearing them, and writes y. With kDeterministic each block
+// stores its partial tile in its own slice and the last block adds the slices in split order.
+// No state survives a call.
 //
 // Streaming: each warp keeps kStages − 1 chunks of its weights in flight with cp.async into its own
 // slice of shared memory and loads the activations of the next chunk into registers while it
@@ -24,9 +28,13 @@
 // copied by a few lanes and read by all: a __syncwarp after each wait (their copies are visible) and
 // before each refill (every lane is done with the slot) orders them; no block barrier is needed.
 //
-// Scales: with groups of ≥ 128 (one group per chunk) or per-channel scales, the MMA runs on q − z
-// and the scale multiplies the fp32 partial sum of the chunk (per channel: once, at the end); with
-// smaller groups every weight pair is scaled before the MMA.
+// Scales: in the integer modes with groups of ≥ 128 (one group per chunk) or per-channel scales,
+// the MMA runs on q − z and the scale multiplies the fp32 partial sum of the chunk (per channel:
+// once, at the end); with smaller groups, and in the float-zero modes, every weight pair is
+// dequantized completely before the MMA.
+//
+// Deterministic mode fixes everything that orders the fp32 sums of one output (two MMA chains, no
+// operand swap, split-K in split order), so the result of a row does not depend on M.
 //
 // K order: inside a 128-wide chunk, lane t's A and B fragments both cover k = 32t + 8p + e; the MMA
 // sums over k, so this permutation of k (the same on both sides) changes nothing but lets every
@@ -52,13 +60,33 @@ __device__ __forceinline__ void for_each_acc(Fn&& fn) {
       for (int r = 0; r < 4; ++r) fn(mt, q, r);
 }
 
+// The lane's kBits words of one tile from shared memory: [kBits / V][32 lanes][V words].
+template <int kBits>
+__device__ __forceinline__ void load_fragment(const u32* tile, int lane, u32 (&w)[kBits]) {
+  constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;
+#pragma unroll
+  for (int v = 0; v < kBits / kV; ++v) {
+    const u32* src = tile + (v * 32 + lane) * kV;
+    if constexpr (kV == 4) {
+      const uint4 q = *reinterpret_cast<const uint4*>(src);
+      w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
+    } else if constexpr (kV == 2) {
+      const uint2 q = *reinterpret_cast<const uint2*>(src);
+      w[2 * v] = q.x, w[2 * v + 1] = q.y;
+    } else {
+      w[v] = *src;
+    }
+  }
+}
+
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kSplitK,
-          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, bool kHasZeros>
+          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kActOrder, bool kDeterministic>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
-    wq_gemm_kernel(const uint4* __restrict__ qweight, const u16* __restrict__ scales, const u8* __restrict__ zeros,
-                   const u16* __restrict__ x, const u16* __restrict__ bias, void* __restrict__ y,
-                   float* __restrict__ ws, u32* __restrict__ counters, int M) {
-  static_assert(kBits == 4, "this version packs 4-bit weights only");
+    wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales, const void* __restrict__ zeros,
+                   const int* __restrict__ perm, const u16* __restrict__ x, const u16* __restrict__ bias,
+                   void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M) {
+  static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
+  static_assert(kMode >= 0 && kMode <= 3, "DequantMode 0..3");
   static_assert(kGroup == 0 || (kGroup % 32 == 0 && (kGroup <= 128 ? 128 % kGroup == 0 : kGroup % 128 == 0)),
                 "group size must be 32, 64, 128, a multiple of 128, or 0 (per channel)");
   static_assert(kStages >= 2, "at least one chunk in flight");
@@ -69,14 +97,21 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kChunks = kKPad / 128;
   constexpr int kChunksPerSplit = (kChunks + kSplitK - 1) / kSplitK;
   constexpr int kHalves = kUpperRows ? 2 : 1;     // 8-row halves of each 16-row tile that can hold rows
-  constexpr bool kScaleAfter = kGroup == 0 || kGroup >= 128;  // one scale per lane per chunk
-  constexpr bool kScaleAtEnd = kGroup == 0;                   // one scale per column for all of K
+  constexpr bool kIntMode = kMode <= 1;        // (q − z)·s with an integer (or fixed) z
+  constexpr bool kFloatZeros = kMode >= 2;     // zeros are act dtype
+  constexpr bool kHasZeros = kMode != 1;
+  constexpr bool kScaleAfter = kIntMode && (kGroup == 0 || kGroup >= 128);  // one scale per lane per chunk
+  constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;                     // one per column for all of K
+  constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;               // words per fragment load
+  constexpr int kTileWords = 32 * kBits;                                   // one (8 n, 128 k) tile
+  const u8* zeros8 = static_cast<const u8*>(zeros);
+  const u16* zeros16 = static_cast<const u16*>(zeros);
   // Up to 8 rows, A and B swap roles: two 8-column weight tiles form the 16-row A operand and the
   // activations the 8-column B operand, so each MMA covers 16 columns instead of 8 with no wasted
   // rows — half the MMAs and half the accumulators. Accumulator (q, r) is then column
   // 8·(tile0 + 2q + r/2) + g and row 2t + r%2; otherwise (mt, q, r) is row 16·mt + g + 8·(r/2) and
   // column 8·(tile0 + q) + 2t + r%2.
-  constexpr bool kSwap = !kUpperRows && kNTiles % 2 == 0;
+  constexpr bool kSwap = !kUpperRows && kNTiles % 2 == 0 && !kDeterministic;
   constexpr int kAccN = kSwap ? kNTiles / 2 : kNTiles;
 
   extern __shared__ uint4 smem[];
@@ -107,44 +142,67 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       xrow[mt][h] = x + static_cast<i64>(row_ok[mt][h] ? row : 0) * kK;
     }
   // Activations of chunk c, step pair p (k = 128c + 32t + 8p .. +7) for every row this lane feeds.
+  // Act-order: packed k reads x column perm[k] (8 scalar loads per 16 bytes, indices shared by rows).
   auto load_x = [&](int c, int p, uint4 (&dst)[kMTiles][kHalves]) {
     const int kk = c * 128 + 32 * t + 8 * p;
+    if constexpr (kActOrder) {
+      int4 i0 = make_int4(0, 0, 0, 0), i1 = i0;
+      if (kk < kK) i0 = __ldg(reinterpret_cast<const int4*>(perm + kk)), i1 = __ldg(reinterpret_cast<const int4*>(perm + kk + 4));
+      const int idx[8] = {i0.x, i0.y, i0.z, i0.w, i1.x, i1.y, i1.z, i1.w};
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
+      for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int h = 0; h < kHalves; ++h)
-        dst[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
+        for (int h = 0; h < kHalves; ++h) {
+          u32 v[4] = {0, 0, 0, 0};
+          if (row_ok[mt][h] && kk < kK)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              v[i] = static_cast<u32>(__ldg(xrow[mt][h] + idx[2 * i])) |
+                     (static_cast<u32>(__ldg(xrow[mt][h] + idx[2 * i + 1])) << 16);
+          dst[mt][h] = make_uint4(v[0], v[1], v[2], v[3]);
+        }
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h)
+          dst[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
+    }
   };
   // With one 16-row tile the chunk's activations are prefetched a chunk ahead (16 registers when
   // rows 8..15 are skipped); with more, all of a chunk's are loaded at the top of its iteration.
   constexpr bool kPrefetchX = kMTiles == 1;
 
-  // This warp's ring: kStages slots, each holding the weight fragments (kNTiles × 32 lanes × 16 B)
-  // and, per tile and group of the chunk, the 8 scales (16 B) and 8 zeros (8 of 16 B) of its columns,
-  // so scales and zeros arrive with the weights instead of costing a dependent load per chunk.
+  // This warp's ring: kStages slots, each holding the weight tiles (kNTiles × 128·kBits B) and, per
+  // tile and group of the chunk, the 8 scales (16 B) and 8 zeros (8 B integer, 16 B float) of its
+  // columns, so scales and zeros arrive with the weights instead of costing a dependent load per chunk.
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kNTiles * kGroupsPerChunk;
-  constexpr int kSlot = kNTiles * 32 + 2 * kMetaRows;  // uint4 per slot
+  constexpr int kSlot = kNTiles * 8 * kBits + 2 * kMetaRows;  // uint4 per slot
   // When every block's tiles exist (N a multiple of the block's columns) no tile check is needed.
   constexpr bool kAllTiles = kTilesTotal % (kNTiles * kWarpsN) == 0;
   uint4* ring = smem + warp * (kStages * kSlot);
-  const u32 ring_addr = smem_addr(ring) + lane * 16;  // this lane's fragment in slot 0, tile 0
-  const uint4* wsrc = qweight + (static_cast<i64>(tile0) * kChunks + c_begin) * 32 + lane;
+  const u32 ring_addr = smem_addr(ring) + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
+  const u32* wsrc = qweight + (static_cast<i64>(tile0) * kChunks + c_begin) * kTileWords + lane * kV;
   auto issue = [&](int j) {  // chunk j of this warp → slot j % kStages
     const u32 slot = ring_addr + (j % kStages) * (kSlot * 16);
-    const uint4* src = wsrc + j * (kWarpsK * 32);
+    const u32* src = wsrc + j * (kWarpsK * kTileWords);
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt)
-      if (kAllTiles || tile0 + nt < kTilesTotal) cp_async_16(slot + nt * 512, src + nt * (kChunks * 32));
+      if (kAllTiles || tile0 + nt < kTilesTotal)
+#pragma unroll
+        for (int v = 0; v < kBits / kV; ++v)
+          cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4, src + nt * (kChunks * kTileWords) + v * 32 * kV);
     if constexpr (kMetaRows > 0) {
       const int c = c_begin + j * kWarpsK;
-      const u32 meta = slot - lane * 16 + kNTiles * 512;
+      const u32 meta = slot - lane * kV * 4 + kNTiles * kTileWords * 4;
       for (int i = lane; i < kMetaRows; i += 32) {
         const int tile = min(tile0 + i / kGroupsPerChunk, kTilesTotal - 1);
         const int group = c * 128 / kGroup + i % kGroupsPerChunk;
         const i64 at = static_cast<i64>(group) * kNPad + tile * 8;
         cp_async_16(meta + i * 16, scales + at);
-        if constexpr (kHasZeros) cp_async_8(meta + (kMetaRows + i) * 16, zeros + at);
+        if constexpr (kFloatZeros) cp_async_16(meta + (kMetaRows + i) * 16, zeros16 + at);
+        else if constexpr (kHasZeros) cp_async_8(meta + (kMetaRows + i) * 16, zeros8 + at);
       }
     }
   };
@@ -158,12 +216,17 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     if (n_chunks > 0)
 #pragma unroll
       for (int p = 0; p < 4; ++p) load_x(c_begin, p, xa[p]);
-  // Per-channel zero points do not change along K: read once.
-  u32 zq_channel[kNTiles];
+  // Per-channel zero points (and, in the float-zero modes, scales) do not change along K: read once.
+  // Integer zeros are kept as integers, float zeros as a pair of act-dtype values.
+  u32 z_channel[kNTiles], s_channel[kNTiles];
 #pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt)
-    zq_channel[nt] = (kGroup == 0 && kHasZeros) ? ld_cached_u8(zeros + min(tile0 + nt, kTilesTotal - 1) * 8 + g)
-                                                : (1u << (kBits - 1));
+  for (int nt = 0; nt < kNTiles; ++nt) {
+    const int at = min(tile0 + nt, kTilesTotal - 1) * 8 + g;
+    z_channel[nt] = kGroup != 0 || !kHasZeros ? (kFloatZeros ? 0u : (1u << (kBits - 1)))
+                    : kFloatZeros             ? splat2(ld_cached_u16(zeros16 + at))
+                                              : static_cast<u32>(ld_cached_u8(zeros8 + at));
+    s_channel[nt] = kGroup == 0 && !kScaleAfter ? splat2(ld_cached_u16(scales + at)) : 0u;
+  }
 
   for (int j = 0; j < n_chunks; ++j) {
     const int c = c_begin + j * kWarpsK;
@@ -192,11 +255,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if constexpr (kGroup == 0) {
-        zq[nt] = zq_channel[nt];
+        zq[nt] = z_channel[nt];
+        s_pre[nt] = s_channel[nt];
       } else {
         const int row = nt * kGroupsPerChunk + gi;
-        const u16* srow = reinterpret_cast<const u16*>(slot + kNTiles * 32 + row);
-        zq[nt] = kHasZeros ? reinterpret_cast<const u8*>(slot + kNTiles * 32 + kMetaRows + row)[g] : (1u << (kBits - 1));
+        const uint4* meta = slot + kNTiles * 8 * kBits;
+        const u16* srow = reinterpret_cast<const u16*>(meta + row);
+        if constexpr (kFloatZeros) zq[nt] = splat2(reinterpret_cast<const u16*>(meta + kMetaRows + row)[g]);
+        else zq[nt] = kHasZeros ? reinterpret_cast<const u8*>(meta + kMetaRows + row)[g] : (1u << (kBits - 1));
         if constexpr (!kScaleAfter) s_pre[nt] = splat2(srow[g]);
         if constexpr (kScaleAfter) {
           s_post[nt][0] = to_f32<kBf16>(srow[kSwap ? g : 2 * t]);
@@ -204,15 +270,21 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         }
       }
     }
-    uint4 wv[kNTiles];
+    u32 wv[kNTiles][kBits];
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt)
-      wv[nt] = (kAllTiles || tile0 + nt < kTilesTotal) ? slot[nt * 32 + lane] : make_uint4(0, 0, 0, 0);
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      if (kAllTiles || tile0 + nt < kTilesTotal) {
+        load_fragment<kBits>(reinterpret_cast<const u32*>(slot) + nt * kTileWords, lane, wv[nt]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kBits; ++i) wv[nt][i] = 0u;
+      }
+    }
 
     // This chunk's sums when the scale comes after the MMA; with few tiles, even and odd MMA steps
     // accumulate into separate sets so consecutive MMAs of a tile do not wait on each other (with 8
     // tiles there is enough independent work and the registers matter more).
-    constexpr int kChains = kMTiles * kAccN >= 8 ? 1 : 2;
+    constexpr int kChains = kMTiles * kAccN >= 8 && !kDeterministic ? 1 : 2;
     float part[kChains][kMTiles][kAccN][4];
     for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
 #pragma unroll
@@ -226,11 +298,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       else mma_16816<kBf16>(acc_odd[mt][q], a0, a1, a2, a3, b0, b1);
     };
     auto dequant = [&](int nt, int p, u32 (&b)[4]) {  // pairs: step 2p (b[0], b[1]), step 2p+1 (b[2], b[3])
-      int4_word_minus_zero<kBf16>(word(wv[nt], p), zq[nt], b);
-      if constexpr (!kScaleAfter) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) b[i] = mul2<kBf16>(b[i], s_pre[nt]);
-      }
+      dequant_pairs<kBits, kBf16, kMode, !kScaleAfter>(wv[nt], p, zq[nt], s_pre[nt], b);
     };
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
@@ -325,6 +393,28 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
   if constexpr (kSplitK == 1) {
     for_each_output(store);
+  } else if constexpr (kDeterministic) {
+    // Each split stores its partial tile in its own slice; the last block to arrive adds the slices
+    // in split order (the same order whichever block arrives last) and writes y.
+    for_each_output([&](int row, int col, float v) {
+      __stcg(ws + (static_cast<i64>(blockIdx.y) * M + row) * kN + col, v);
+    });
+    __threadfence();
+    __syncthreads();
+    __shared__ u32 is_last_det;
+    const int tile_id = blockIdx.z * gridDim.x + blockIdx.x;
+    if (threadIdx.x == 0) is_last_det = atomicAdd(counters + tile_id, 1u) == kSplitK - 1;
+    __syncthreads();
+    if (is_last_det) {
+      __threadfence();
+      for_each_output([&](int row, int col, float& v) {
+        v = 0.f;
+#pragma unroll
+        for (int sp = 0; sp < kSplitK; ++sp) v += __ldcg(ws + (static_cast<i64>(sp) * M + row) * kN + col);
+      });
+      for_each_output(store);
+      if (threadIdx.x == 0) counters[tile_id] = 0;
+    }
   } else {
     for_each_output([&](int row, int col, float v) { atomicAdd(ws + static_cast<i64>(row) * kN + col, v); });
     __threadfence();  // our partial sums are visible device-wide before we count ourselves in

@@ -23,7 +23,10 @@ struct WqFlags {
   int bits = 4;
   int group = 128;
   std::string act = "f16", out = "";
-  bool symmetric = false;
+  bool symmetric = false;    // --symmetric: same as --mode sym
+  std::string mode = "zp";   // zp | sym | fz | sz
+  bool act_order = false;
+  bool deterministic = false;
   std::string ms;      // "1,16,64"
   std::string config;  // "m_tiles,n_tiles,warps_n,warps_k,split_k"
   std::string model;   // preset name
@@ -39,6 +42,7 @@ std::optional<WqGemmConfig> parse_config(const std::string& s);
 
 // The (N, K) layers the flags name: --n/--k, a --model preset, or --cases standard.
 std::vector<std::pair<int64_t, int64_t>> wq_shapes(const WqFlags& f);
+DequantMode parse_mode(const std::string& s);  // zp, sym, fz, sz
 WqGemmProblem wq_problem(const WqFlags& f, int64_t n, int64_t k);
 std::vector<std::string> model_names();
 

@@ -25,7 +25,12 @@ void add_wq(CLI::App* app, WqFlags& f) {
   app->add_option("--group", f.group, "group size (0 = per-channel)")->default_val(128);
   app->add_option("--act", f.act, "activation dtype: f16 or bf16")->default_val("f16");
   app->add_option("--out", f.out, "output dtype (default: the activation dtype; or f32)");
-  app->add_flag("--symmetric", f.symmetric, "symmetric weights (no zero points)");
+  app->add_flag("--symmetric", f.symmetric, "symmetric weights (no zero points; same as --mode sym)");
+  app->add_option("--mode", f.mode,
+                  "dequantization: zp (q-z)*s integer zeros, sym, fz (q-z)*s float zeros (HQQ), sz q*s+z")
+      ->default_val("zp");
+  app->add_flag("--act-order", f.act_order, "weights packed from an act-order (g_idx) checkpoint");
+  app->add_flag("--deterministic", f.deterministic, "fixed-order split-K, same K order for every M bucket");
   app->add_option("--config", f.config, "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k[,stages]");
   app->add_option("--model", f.model,
                   "model preset: llama-3-8b, mistral-7b, qwen2.5-7b, llama-3-70b[-tp2|-tp4|-tp8], standard");
@@ -121,12 +126,22 @@ std::vector<std::pair<int64_t, int64_t>> wq_shapes(const WqFlags& f) {
   return {{f.n, f.k}};
 }
 
+DequantMode parse_mode(const std::string& s) {
+  if (s == "zp") return DequantMode::SubZeroThenScale;
+  if (s == "sym") return DequantMode::Symmetric;
+  if (s == "fz") return DequantMode::SubFloatZeroThenScale;
+  if (s == "sz") return DequantMode::ScaleThenAddZero;
+  LOWBIT_FAIL("--mode = '{}': must be zp, sym, fz or sz", s);
+}
+
 WqGemmProblem wq_problem(const WqFlags& f, int64_t n, int64_t k) {
   WqGemmProblem p;
   p.n = n, p.k = k, p.bits = f.bits, p.group_size = f.group;
   p.act = parse_dtype(f.act);
   p.out = f.out.empty() ? p.act : parse_dtype(f.out);
-  p.mode = f.symmetric ? DequantMode::Symmetric : DequantMode::SubZeroThenScale;
+  p.mode = parse_mode(f.symmetric ? "sym" : f.mode);
+  p.act_order = f.act_order;
+  p.deterministic = f.deterministic;
   std::string why;
   LOWBIT_CHECK(can_implement(p, &why), "{}", why);
   return p;

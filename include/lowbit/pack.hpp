@@ -1,16 +1,27 @@
 // Weight preparation: checkpoint formats → lowbit's layout.
 //
-// lowbit's 4-bit layout (what the kernels read):
-//   qweight: uint32[n_pad/8][k_pad/128][32 lanes][4 words]   (n_pad = N rounded up to 8,
-//            k_pad = K rounded up to 128; padding holds zeros). The 512 bytes of one (8 columns,
-//            128 k) tile are read by one warp with one 16-byte load per lane: lane (g = lane/4,
-//            t = lane%4) holds output column 8·tile + g and k = 128·chunk + 32·t + 8·p + e in
-//            word p (0..3), element e (0..7) at nibble (e/2) + 4·(e%2). That order lets the kernel
-//            turn each word into four half2 MMA operands with one mask-or each.
+// lowbit's layout (what the kernels read), for b = bits ∈ {1, 2, 3, 4, 8}:
+//   qweight: uint32[n_pad/8][k_pad/128][b·32]   (n_pad = N rounded up to 8, k_pad = K rounded up to
+//            128; padding holds zeros). One (8 columns, 128 k) tile is 128·b bytes, read by one warp:
+//            lane (g = lane/4, t = lane%4) owns output column 8·tile + g and the 32 values
+//            k = 128·chunk + 32·t + e (e = 0..31), held in b words of its own. The tile stores those
+//            words as [b/V][32 lanes][V words], V = 4 for b = 4, 8 (one or two 16-byte loads per
+//            lane), 2 for b = 2, 1 for b = 1, 3 — so every load instruction of a warp reads one
+//            contiguous run.
+//            Inside the lane's words, values go in pairs (e = 2j, 2j + 1) that land in the low and
+//            high 16-bit halves of one register with one shift and one mask:
+//              b = 1, 2, 4, 8: word j / (16/b), bit b·(j % (16/b)) for e = 2j, 16 bits higher for 2j + 1;
+//              b = 3: pairs 0..14 in word j / 5 at bit 3·(j % 5) (+16 for the odd value); pair 15
+//                     (e = 30, 31) has bit i of its two values at bits 15 and 31 of word i.
 //   scales:  act dtype [groups_pad][n_pad], groups_pad = k_pad / group_size (1 for per-channel).
-//   zeros:   uint8 [groups_pad][n_pad], the integer zero point z of (q − z)·s.
+//   zeros:   uint8 [groups_pad][n_pad] integer zero points (SubZeroThenScale), or act dtype
+//            [groups_pad][n_pad] float zero points (SubFloatZeroThenScale, ScaleThenAddZero).
+//   perm:    int32 [K] (act-order checkpoints only): packed position j holds checkpoint input
+//            feature perm[j]; the kernel reads activations x[:, perm[j]]. Empty when not needed.
+// Every packer checks sizes, ranges and formats and throws lowbit::Error naming the field.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "lowbit/wq_gemm.hpp"
@@ -20,19 +31,21 @@ namespace lowbit {
 // GPTQ checkpoints store qzeros as z − 1 (the "v1" format of AutoGPTQ / HF); "v2" stores z.
 enum class GptqZeros : uint8_t { StoredMinusOne, Exact };
 
-// Host views of a GPTQ layer (all row-major, as in the checkpoint).
+// Host views of a GPTQ layer (all row-major, as in the checkpoint). bits 2, 4 or 8 (GPTQ's 3-bit
+// packing crosses words: unpack it yourself and use UnpackedWeightsView).
 struct GptqWeightsView {
-  const int32_t* qweight = nullptr;  // [K/8, N]: 8 values of consecutive k per int32, low nibble first
-  const int32_t* qzeros = nullptr;   // [K/G, N/8]: 8 zeros of consecutive n per int32 (null: Symmetric)
+  const int32_t* qweight = nullptr;  // [K·bits/32, N]: 32/bits values of consecutive k per int32, low bits first
+  const int32_t* qzeros = nullptr;   // [K/G, N·bits/32]: zeros of consecutive n per int32 (null: Symmetric)
   const uint16_t* scales = nullptr;  // [K/G, N] fp16/bf16 bits
+  const int32_t* g_idx = nullptr;    // [K] group of each input feature (act-order), or null
   int64_t n = 0, k = 0;
   int bits = 4;
   int group_size = 128;  // 0 = per-channel
   GptqZeros zeros_format = GptqZeros::StoredMinusOne;
 };
 
-// Host views of an AWQ layer in the AutoAWQ "GEMM" layout: 8 values of consecutive output columns
-// per int32, column 8c + j at nibble {0, 4, 1, 5, 2, 6, 3, 7}[j]; zero points used as is, (q − z)·s.
+// Host views of an AWQ layer in the AutoAWQ "GEMM" layout (4-bit): 8 values of consecutive output
+// columns per int32, column 8c + j at nibble {0, 4, 1, 5, 2, 6, 3, 7}[j]; zeros used as is, (q − z)·s.
 struct AwqWeightsView {
   const int32_t* qweight = nullptr;  // [K, N/8]
   const int32_t* qzeros = nullptr;   // [K/G, N/8]
@@ -42,38 +55,70 @@ struct AwqWeightsView {
   int group_size = 128;  // 0 = per-channel
 };
 
+// HQQ / GemLite: unpacked uint8 W_q [N, K] (HQQ's unpacked tensor, GemLite's input), scales and
+// float zero points [N, K/G] (one row of groups per output channel), (q − z)·s.
+struct HqqWeightsView {
+  const uint8_t* w_q = nullptr;      // [N, K] values in [0, 2^bits)
+  const uint16_t* scales = nullptr;  // [N, K/G] fp16/bf16 bits
+  const uint16_t* zeros = nullptr;   // [N, K/G] fp16/bf16 bits
+  int64_t n = 0, k = 0;
+  int bits = 4;
+  int group_size = 64;  // 0 = per-channel
+};
+
 // Plain unpacked integers (one value per byte), for users who quantize themselves.
+// The mode follows from the pointers unless given: zeros → SubZeroThenScale, float_zeros →
+// SubFloatZeroThenScale, neither → Symmetric. ScaleThenAddZero must be named (it uses float_zeros).
 struct UnpackedWeightsView {
-  const uint8_t* q = nullptr;        // [N, K] values in [0, 2^bits)
-  const uint8_t* zeros = nullptr;    // [groups, N] (null: Symmetric)
-  const uint16_t* scales = nullptr;  // [groups, N] fp16/bf16 bits
+  const uint8_t* q = nullptr;             // [N, K] values in [0, 2^bits)
+  const uint8_t* zeros = nullptr;         // [groups, N] integer zero points, or null
+  const uint16_t* float_zeros = nullptr;  // [groups, N] fp16/bf16 bits, or null
+  const uint16_t* scales = nullptr;       // [groups, N] fp16/bf16 bits
+  const int32_t* g_idx = nullptr;         // [K] group of each input feature (act-order), or null
   int64_t n = 0, k = 0;
   int bits = 4;
   int group_size = 128;
+  std::optional<DequantMode> mode;
 };
 
-// Weights in lowbit's layout, on the host; upload the three vectors as they are.
+// Weights in lowbit's layout, on the host; upload the vectors as they are.
 struct PackedWeights {
   int64_t n = 0, k = 0, n_pad = 0, k_pad = 0, groups_pad = 0;
   int bits = 4;
   int group_size = 128;
+  DequantMode mode = DequantMode::SubZeroThenScale;
   std::vector<uint32_t> qweight;
   std::vector<uint16_t> scales;
-  std::vector<uint8_t> zeros;  // empty for Symmetric
+  std::vector<uint8_t> zeros;         // SubZeroThenScale only
+  std::vector<uint16_t> float_zeros;  // SubFloatZeroThenScale and ScaleThenAddZero only
+  std::vector<int32_t> perm;          // act-order only (empty when the order is the identity)
 
-  // Reads back one value (for references and round-trip checks).
-  uint8_t q_at(int64_t n_idx, int64_t k_idx) const;
-  uint16_t scale_at(int64_t n_idx, int64_t k_idx) const;
-  uint8_t zero_at(int64_t n_idx, int64_t k_idx) const;  // 2^(bits-1) for Symmetric
+  bool act_order() const { return !perm.empty(); }
+  // The problem fields these weights fix (bits, group_size, mode, act_order, n, k).
+  void apply_to(WqGemmProblem& problem) const;
+
+  // Reads back one value at packed position (n_idx, j) (j = k_idx without act-order).
+  uint8_t q_at(int64_t n_idx, int64_t j) const;
+  uint16_t scale_at(int64_t n_idx, int64_t j) const;
+  uint8_t zero_at(int64_t n_idx, int64_t j) const;  // integer modes; 2^(bits-1) for Symmetric
+  uint16_t float_zero_at(int64_t n_idx, int64_t j) const;
+  int64_t source_k(int64_t j) const { return perm.empty() ? j : perm[static_cast<std::size_t>(j)]; }
   std::size_t bytes() const;  // bytes the kernel reads
 };
 
 PackedWeights pack(const GptqWeightsView& gptq);
 PackedWeights pack(const AwqWeightsView& awq);
+PackedWeights pack(const HqqWeightsView& hqq);
 PackedWeights pack(const UnpackedWeightsView& plain);
 
-// The inverse of the GPTQ packing, for round-trip checks: writes the unpacked values back.
+// The inverses of the checkpoint packings, for round-trip checks: write the unpacked values back.
 void unpack_gptq(const GptqWeightsView& gptq, uint8_t* q_out /*[N,K]*/, uint8_t* zeros_out /*[groups,N]*/);
 void unpack_awq(const AwqWeightsView& awq, uint8_t* q_out /*[N,K]*/, uint8_t* zeros_out /*[groups,N]*/);
+
+// Where bit `bit` of value e (0..31) of a lane lives among its b words (see the layout above).
+struct LaneBit {
+  int word, shift;
+};
+LaneBit lane_bit(int bits, int e, int bit);
 
 }  // namespace lowbit

@@ -25,20 +25,30 @@ namespace lowbit {
 
 // How a quantized integer q becomes a weight.
 enum class DequantMode : uint8_t {
-  SubZeroThenScale,  // (q − z)·s with one integer zero per group (GPTQ / AWQ asymmetric)
-  Symmetric,         // (q − 2^(bits−1))·s (GPTQ sym)
+  SubZeroThenScale,       // (q − z)·s, one integer zero point per group (GPTQ / AWQ asymmetric)
+  Symmetric,              // (q − 2^(bits−1))·s (GPTQ sym)
+  SubFloatZeroThenScale,  // (q − z)·s, z a float in the act dtype (HQQ / GemLite)
+  ScaleThenAddZero,       // q·s + z, z a float in the act dtype
 };
 std::string_view to_string(DequantMode);
+bool has_int_zeros(DequantMode m);    // zeros are uint8
+bool has_float_zeros(DequantMode m);  // zeros are act dtype
 
 struct WqGemmProblem {
   int64_t m = 1;         // rows of x; any value ≥ 1 (the kernel is specialized on its bucket)
   int64_t n = 0;         // output features
   int64_t k = 0;         // input features; multiple of 8 and of group_size
-  int bits = 4;          // weight bits (4 in this version)
+  int bits = 4;          // weight bits: 1, 2, 3, 4 or 8
   int group_size = 128;  // 32, 64, 128, 256, or 0 for one scale per output channel
   DequantMode mode = DequantMode::SubZeroThenScale;
-  DType act = DType::F16;  // activations, scales and bias
+  DType act = DType::F16;  // activations, scales, float zeros and bias
   DType out = DType::F16;  // output: F16, BF16 (same as act) or F32
+  // The weights were packed from an act-order checkpoint (PackedWeights::perm not empty): the kernel
+  // reads activations through args.w.perm.
+  bool act_order = false;
+  // Split-K sums in a fixed order through the workspace instead of atomics, and every M bucket uses
+  // the same K decomposition: results are bitwise equal across runs and across M buckets.
+  bool deterministic = false;
   std::string str() const;  // WqGemmProblem(m=1, n=4096, ...)
 };
 
@@ -61,7 +71,10 @@ struct WqGemmConfig {
 struct WqWeights {
   const void* qweight = nullptr;  // packed integers, 16-byte aligned
   const void* scales = nullptr;   // [groups_padded, n_padded] in act dtype, 16-byte aligned
-  const void* zeros = nullptr;    // [groups_padded, n_padded] uint8, 8-byte aligned; null for Symmetric
+  // [groups_padded, n_padded]: uint8 (8-byte aligned) for SubZeroThenScale, act dtype (16-byte
+  // aligned) for the float-zero modes; null for Symmetric.
+  const void* zeros = nullptr;
+  const int32_t* perm = nullptr;  // [K] for act_order problems (16-byte aligned), else null
 };
 
 struct WqGemmArgs {
@@ -69,8 +82,9 @@ struct WqGemmArgs {
   WqWeights w;
   const void* bias = nullptr;  // [N] act dtype, or null
   void* y = nullptr;           // [M, N] row-major, out dtype
-  // Split-K workspace of workspace_bytes(problem) bytes: zero-filled once before its first use;
-  // every call leaves it zeroed again. One workspace may not serve two calls running at once.
+  // Split-K workspace of workspace_bytes(problem) bytes (or plan.workspace_bytes()): zero-filled
+  // once before its first use; every call leaves it as it must be for the next. One workspace may
+  // not serve two calls running at once.
   void* workspace = nullptr;
 };
 
@@ -104,6 +118,8 @@ class WqGemmPlan {
   void run(const WqGemmArgs& args, int64_t m, Stream stream) const;
 
   int64_t max_m() const;
+  // Workspace this plan's configs need when it does not own one (0 when no bucket splits K).
+  std::size_t workspace_bytes() const;
   const WqGemmConfig& config_for(int64_t m) const;
   const std::vector<KernelRecord>& records() const;  // one per bucket, as built
 
@@ -118,8 +134,8 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
                                           const std::vector<int64_t>& m_values,
                                           const std::optional<WqGemmConfig>& config = std::nullopt);
 
-// The config the library picks for a problem on an arch with sm_count SMs (heuristic; a tuning
-// database comes in a later version).
+// The config the heuristic picks for a problem on an arch with sm_count SMs (plans consult the
+// tuning database first).
 WqGemmConfig choose_config(const WqGemmProblem& problem, const Arch& arch, int sm_count);
 
 }  // namespace lowbit

@@ -17,13 +17,21 @@ std::string_view to_string(DequantMode m) {
   switch (m) {
     case DequantMode::SubZeroThenScale: return "sub_zero_then_scale";
     case DequantMode::Symmetric: return "symmetric";
+    case DequantMode::SubFloatZeroThenScale: return "sub_float_zero_then_scale";
+    case DequantMode::ScaleThenAddZero: return "scale_then_add_zero";
   }
   return "?";
 }
 
+bool has_int_zeros(DequantMode m) { return m == DequantMode::SubZeroThenScale; }
+bool has_float_zeros(DequantMode m) {
+  return m == DequantMode::SubFloatZeroThenScale || m == DequantMode::ScaleThenAddZero;
+}
+
 std::string WqGemmProblem::str() const {
-  return fmt::format("WqGemmProblem(m={}, n={}, k={}, bits={}, group_size={}, mode={}, act={}, out={})", m, n, k,
-                     bits, group_size, to_string(mode), to_string(act), to_string(out));
+  return fmt::format("WqGemmProblem(m={}, n={}, k={}, bits={}, group_size={}, mode={}, act={}, out={}{}{})", m, n, k,
+                     bits, group_size, to_string(mode), to_string(act), to_string(out),
+                     act_order ? ", act_order" : "", deterministic ? ", deterministic" : "");
 }
 
 std::string WqGemmConfig::str() const {
@@ -45,8 +53,13 @@ bool can_implement(const WqGemmProblem& p, std::string* why) {
   if (p.k < 1) return fail(why, fmt::format("k = {}: K must be ≥ 1", p.k));
   if (p.n > (int64_t{1} << 30) || p.k > (int64_t{1} << 30) || p.m > (int64_t{1} << 30))
     return fail(why, fmt::format("m, n, k = {}, {}, {}: each must be ≤ 2^30", p.m, p.n, p.k));
-  if (p.bits != 4)
-    return fail(why, fmt::format("bits = {}: this version of wq_gemm supports 4-bit weights only", p.bits));
+  if (p.bits != 1 && p.bits != 2 && p.bits != 3 && p.bits != 4 && p.bits != 8)
+    return fail(why, fmt::format("bits = {}: weights must have 1, 2, 3, 4 or 8 bits", p.bits));
+  if (p.mode != DequantMode::SubZeroThenScale && p.mode != DequantMode::Symmetric &&
+      p.mode != DequantMode::SubFloatZeroThenScale && p.mode != DequantMode::ScaleThenAddZero)
+    return fail(why, fmt::format("mode = {}: not a DequantMode", static_cast<int>(p.mode)));
+  if (p.act_order && p.group_size == 0)
+    return fail(why, "act_order with group_size = 0: per-channel scales have no groups to reorder");
   if (p.group_size != 0 && p.group_size != 32 && p.group_size != 64 && p.group_size != 128 && p.group_size != 256)
     return fail(why, fmt::format("group_size = {}: must be 32, 64, 128, 256, or 0 for per-channel scales",
                                  p.group_size));
@@ -69,10 +82,10 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
 }
 
 std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
-  // Per warp and stage: weight fragments (n_tiles × 32 × 16 B) + per tile and group of a chunk one
+  // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
   const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
-  const std::size_t slot = (static_cast<std::size_t>(c.n_tiles) * 32 + 2 * c.n_tiles * groups_per_chunk) * 16;
+  const std::size_t slot = (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
   return std::max(rings, reduction_smem_bytes(c));
 }
@@ -91,15 +104,19 @@ Layout layout(const WqGemmProblem& p) {
   l.k_pad = ceil_div(p.k, 128) * 128;
   l.groups_pad = p.group_size == 0 ? 1 : l.k_pad / p.group_size;
   l.chunks = l.k_pad / 128;
-  l.qweight_bytes = static_cast<std::size_t>(l.n_pad) * l.k_pad / 2;
+  l.qweight_bytes = static_cast<std::size_t>(l.n_pad) * l.k_pad / 8 * p.bits;
   l.scales_bytes = static_cast<std::size_t>(l.groups_pad) * l.n_pad * 2;
-  l.zeros_bytes = p.mode == DequantMode::SubZeroThenScale ? static_cast<std::size_t>(l.groups_pad) * l.n_pad : 0;
+  l.zeros_bytes = has_int_zeros(p.mode)     ? static_cast<std::size_t>(l.groups_pad) * l.n_pad
+                  : has_float_zeros(p.mode) ? static_cast<std::size_t>(l.groups_pad) * l.n_pad * 2
+                                            : 0;
+  l.perm_bytes = p.act_order ? static_cast<std::size_t>(p.k) * 4 : 0;
   return l;
 }
 
 std::size_t traffic_bytes(const WqGemmProblem& p) {
   const Layout l = layout(p);
-  return l.qweight_bytes + l.scales_bytes + l.zeros_bytes + static_cast<std::size_t>(p.m) * p.k * dtype_bytes(p.act) +
+  return l.qweight_bytes + l.scales_bytes + l.zeros_bytes + l.perm_bytes +
+         static_cast<std::size_t>(p.m) * p.k * dtype_bytes(p.act) +
          static_cast<std::size_t>(p.m) * p.n * dtype_bytes(p.out);
 }
 
@@ -115,8 +132,11 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
 }
 
 nlohmann::json to_json(const WqGemmProblem& p) {
-  return {{"n", p.n},         {"k", p.k}, {"bits", p.bits}, {"group_size", p.group_size}, {"mode", to_string(p.mode)},
-          {"act", to_string(p.act)}, {"out", to_string(p.out)}};
+  nlohmann::json j = {{"n", p.n},         {"k", p.k}, {"bits", p.bits}, {"group_size", p.group_size},
+                      {"mode", to_string(p.mode)}, {"act", to_string(p.act)}, {"out", to_string(p.out)}};
+  if (p.act_order) j["act_order"] = true;
+  if (p.deterministic) j["deterministic"] = true;
+  return j;
 }
 
 nlohmann::json to_json(const WqGemmConfig& c) {
@@ -138,9 +158,9 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
 
 tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   tune::TuningKey k;
-  k.format = fmt::format("w{}.{}.{}{}.{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
-                         to_string(p.act), p.out == DType::F32 ? ".o32" : "",
-                         p.mode == DequantMode::SubZeroThenScale ? "zp" : "sym");
+  k.format = fmt::format("w{}.{}.{}{}.{}{}{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
+                         to_string(p.act), p.out == DType::F32 ? ".o32" : "", mode_tag(p.mode),
+                         p.act_order ? ".ao" : "", p.deterministic ? ".det" : "");
   k.shape = {{"m", bucket}, {"n", p.n}, {"k", p.k}};
   return k;
 }
@@ -148,17 +168,18 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
 jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket) {
   const bool bf16 = p.act == DType::BF16;
   const bool upper_rows = !(bucket <= 8 && c.m_tiles == 1);
-  const bool zeros = p.mode == DequantMode::SubZeroThenScale;
+  auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
-                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), zeros ? "zp" : "sym",
-                       to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles,
-                       upper_rows ? "" : "h", c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages);
+  s.name = fmt::format("wq_gemm_w{}{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
+                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                       p.act_order ? "ao" : "", p.deterministic ? "det" : "", to_string(p.act),
+                       p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles,
+                       c.warps_n, c.warps_k, c.split_k, c.stages);
   s.name_expression = fmt::format(
-      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits, p.group_size,
-      p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, upper_rows ? "true" : "false",
-      bf16 ? "true" : "false", p.out == DType::F32 ? "true" : "false", zeros ? "true" : "false");
+      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits,
+      p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, b(upper_rows), b(bf16),
+      b(p.out == DType::F32), static_cast<int>(p.mode), b(p.act_order), b(p.deterministic));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
@@ -168,8 +189,9 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c, int64
   return s;
 }
 
-Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
-              const std::optional<WqGemmConfig>& forced) {
+namespace {
+Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
+                  const std::optional<WqGemmConfig>& forced) {
   if (forced) return {*forced, "forced"};
   WqGemmProblem pb = problem;
   pb.m = bucket;
@@ -186,6 +208,27 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                           hit->key, why));
   }
   return {choose_config(pb, ctx.arch(), ctx.sm_count()), "heuristic"};
+}
+}  // namespace
+
+Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
+              const std::optional<WqGemmConfig>& forced) {
+  Choice choice = choose_any(ctx, problem, bucket, forced);
+  if (!problem.deterministic || bucket == 1) return choice;
+  // Deterministic: every bucket sums K in the order of the M = 1 choice (same warps_k and split_k),
+  // so a row's result does not depend on how many rows come with it.
+  const WqGemmConfig k_order = choose_any(ctx, problem, 1, forced).config;
+  WqGemmProblem pb = problem;
+  pb.m = bucket;
+  WqGemmConfig c = choice.config;
+  c.warps_k = k_order.warps_k, c.split_k = k_order.split_k;
+  // Fewer columns per block until the shared memory fits (the K split is fixed).
+  while (!can_implement(pb, c, ctx.arch()) && (c.n_tiles > 1 || c.warps_n > 1 || c.m_tiles > 1)) {
+    if (c.warps_n > 1) c.warps_n /= 2;
+    else if (c.n_tiles > 1) c.n_tiles /= 2;
+    else c.m_tiles /= 2;
+  }
+  return {c, choice.source + ", K split of the M = 1 choice (deterministic)"};
 }
 
 }  // namespace wq
@@ -204,6 +247,10 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   const int64_t chunks = wq::layout(p).chunks;
   if (c.split_k < 1 || c.split_k > 64 || c.split_k > chunks)
     return fail(why, fmt::format("split_k = {}: must be 1..min(64, K_pad/128 = {})", c.split_k, chunks));
+  if (p.deterministic && c.split_k > wq::kMaxDeterministicSplit)
+    return fail(why, fmt::format("split_k = {}: deterministic problems split K at most {} ways (one fp32 slice of "
+                                 "M·N per split in the workspace)",
+                                 c.split_k, wq::kMaxDeterministicSplit));
   if (c.stages < 2 || c.stages > 8) return fail(why, fmt::format("stages = {}: must be 2..8", c.stages));
   if (wq::smem_bytes(p, c) > wq::smem_limit(arch))
     return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}", c.str(),
@@ -219,13 +266,24 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   return true;
 }
 
+namespace wq {
+std::size_t counter_bytes(int64_t n, int64_t m) {
+  // Counters for the largest grid any config makes (8-column blocks, 16-row blocks).
+  const std::size_t counters = static_cast<std::size_t>(ceil_div(n, 8)) * ceil_div(m, 16);
+  return (counters * 4 + 255) / 256 * 256;
+}
+std::size_t workspace_bytes(const WqGemmProblem& p, int split_k) {
+  if (split_k <= 1) return 0;
+  // Atomic split-K adds into one fp32 M×N slice; deterministic split-K writes one per split.
+  const std::size_t slices = p.deterministic ? static_cast<std::size_t>(split_k) : 1;
+  return counter_bytes(p.n, p.m) + slices * static_cast<std::size_t>(p.m) * p.n * 4;
+}
+}  // namespace wq
+
 std::size_t workspace_bytes(const WqGemmProblem& p) {
   std::string why;
   LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
-  // Counters for the largest grid any config makes (8-column blocks, 16-row blocks), then fp32 sums.
-  const std::size_t counters = static_cast<std::size_t>(ceil_div(p.n, 8)) * ceil_div(p.m, 16);
-  const std::size_t counter_bytes = (counters * 4 + 255) / 256 * 256;
-  return counter_bytes + static_cast<std::size_t>(p.m) * p.n * 4;
+  return wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2);
 }
 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
@@ -252,12 +310,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   }
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
   while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
+  const int64_t max_split = p.deterministic ? 8 : 64;
   // Split K only when the grid would leave most SMs idle: each split adds a pipeline ramp per warp
   // and a reduction, and measured slower even with half the SMs busy (4096² M=16: 9.9 µs unsplit,
   // 12.6 split in two). So: fewer than SMs/4 blocks, and ≥ 2 chunks per warp after the split.
   const int64_t blocks = col_blocks * row_blocks;
   int64_t split = 1;
-  while (4 * blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 2LL * c.warps_k && split < 64)
+  while (4 * blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 2LL * c.warps_k && split < max_split)
     split *= 2;
   c.split_k = static_cast<int>(split);
   return c;
@@ -276,7 +335,7 @@ struct WqGemmPlan::Impl {
   std::vector<Bucket> buckets;  // ascending max_m
   std::vector<KernelRecord> records;
   jit::DeviceBuffer workspace;
-  bool needs_workspace = false;
+  std::size_t workspace_bytes = 0;  // what the splitting buckets need at their largest M
 };
 
 namespace {
@@ -347,13 +406,13 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
                                                      static_cast<int>(wq::smem_bytes(problem, c))));
     impl_->records.push_back(rec);
     impl_->buckets.push_back({bucket, c, &k});
-    impl_->needs_workspace |= c.split_k > 1;
+    WqGemmProblem pb = problem;
+    pb.m = bucket;
+    impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.split_k));
   }
-  if (impl_->needs_workspace && options.allocate_workspace) {
-    WqGemmProblem pmax = problem;
-    pmax.m = impl_->buckets.back().max_m;
-    impl_->workspace = jit::DeviceBuffer(workspace_bytes(pmax));
-    impl_->workspace.fill_bytes(0);  // the kernels keep it zero from here on
+  if (impl_->workspace_bytes > 0 && options.allocate_workspace) {
+    impl_->workspace = jit::DeviceBuffer(impl_->workspace_bytes);
+    impl_->workspace.fill_bytes(0);  // the kernels keep the counters (and atomic sums) zero from here on
   }
 }
 
@@ -362,6 +421,7 @@ WqGemmPlan::WqGemmPlan(WqGemmPlan&&) noexcept = default;
 WqGemmPlan& WqGemmPlan::operator=(WqGemmPlan&&) noexcept = default;
 
 int64_t WqGemmPlan::max_m() const { return impl_->buckets.back().max_m; }
+std::size_t WqGemmPlan::workspace_bytes() const { return impl_->workspace_bytes; }
 const std::vector<KernelRecord>& WqGemmPlan::records() const { return impl_->records; }
 
 const WqGemmConfig& WqGemmPlan::config_for(int64_t m) const {
@@ -386,31 +446,37 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(aligned(a.w.qweight, 16), "args.w.qweight = {}: must be 16-byte aligned", a.w.qweight);
   LOWBIT_CHECK(a.w.scales != nullptr, "args.w.scales is null");
   LOWBIT_CHECK(aligned(a.w.scales, 16), "args.w.scales = {}: must be 16-byte aligned", a.w.scales);
-  LOWBIT_CHECK(aligned(a.w.zeros, 8), "args.w.zeros = {}: must be 8-byte aligned", a.w.zeros);
-  LOWBIT_CHECK(p.mode != DequantMode::SubZeroThenScale || a.w.zeros != nullptr,
-               "args.w.zeros is null but mode = sub_zero_then_scale needs zero points");
+  if (has_int_zeros(p.mode) || has_float_zeros(p.mode)) {
+    LOWBIT_CHECK(a.w.zeros != nullptr, "args.w.zeros is null but mode = {} needs zero points", to_string(p.mode));
+    const std::size_t za = has_int_zeros(p.mode) ? 8 : 16;
+    LOWBIT_CHECK(aligned(a.w.zeros, za), "args.w.zeros = {}: must be {}-byte aligned", a.w.zeros, za);
+  }
+  if (p.act_order) {
+    LOWBIT_CHECK(a.w.perm != nullptr, "args.w.perm is null but problem.act_order is set (PackedWeights::perm)");
+    LOWBIT_CHECK(aligned(a.w.perm, 16), "args.w.perm = {}: must be 16-byte aligned", static_cast<const void*>(a.w.perm));
+  } else {
+    LOWBIT_CHECK(a.w.perm == nullptr, "args.w.perm is set but problem.act_order is false");
+  }
   LOWBIT_CHECK(aligned(a.bias, 2), "args.bias = {}: must be 2-byte aligned", a.bias);
   LOWBIT_CHECK(a.y != nullptr, "args.y is null");
   LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y, dtype_bytes(p.out));
-  WqGemmProblem pm = p;
-  pm.m = m;
   void* ws = a.workspace;
   if (b->config.split_k > 1) {
     if (ws == nullptr) ws = im.workspace.get();
     LOWBIT_CHECK(ws != nullptr,
-                 "args.workspace is null, but {} splits K and needs workspace_bytes(problem) = {} bytes (zero-filled "
+                 "args.workspace is null, but {} splits K and needs plan.workspace_bytes() = {} bytes (zero-filled "
                  "once)",
-                 b->config.str(), workspace_bytes(pm));
+                 b->config.str(), im.workspace_bytes);
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
   const wq::Geometry geo = wq::geometry(p, b->config, m);
-  // Workspace = counters, then fp32 sums, laid out for this M (workspace_bytes(pm)). Where they
-  // fall does not matter between calls: every call leaves all of it zero.
-  const std::size_t sums_offset = workspace_bytes(pm) - static_cast<std::size_t>(m) * p.n * 4;
-  float* sums = ws ? reinterpret_cast<float*>(static_cast<char*>(ws) + sums_offset) : nullptr;
+  // Workspace = counters, then fp32 sums, laid out for this M. Where they fall does not matter
+  // between calls: every call leaves the counters (and atomic sums) zero.
+  float* sums = ws ? reinterpret_cast<float*>(static_cast<char*>(ws) + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = static_cast<unsigned*>(ws);
   int mi = static_cast<int>(m);
-  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &a.x, &a.bias, &a.y, &sums, &counters, &mi};
+  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &a.w.perm, &a.x,
+                        &a.bias,      &a.y,        &sums,      &counters,  &mi};
   im.ctx->make_current();
   LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z, geo.block,
                                                1, 1, static_cast<unsigned>(geo.smem), stream,

@@ -28,9 +28,23 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& co
 // Derived sizes of lowbit's packed layout for a problem.
 struct Layout {
   int64_t n_pad, k_pad, groups_pad, chunks;
-  std::size_t qweight_bytes, scales_bytes, zeros_bytes;
+  std::size_t qweight_bytes, scales_bytes, zeros_bytes, perm_bytes;
 };
 Layout layout(const WqGemmProblem& problem);
+// Words per load of one lane's weight fragment (pack.hpp): 4 for 4/8 bits, 2 for 2, 1 for 1 and 3.
+constexpr int vector_words(int bits) { return bits % 4 == 0 ? 4 : bits == 2 ? 2 : 1; }
+// Short name of a mode in kernel names and tuning keys: zp, sym, fz, sz.
+constexpr const char* mode_tag(DequantMode m) {
+  return m == DequantMode::SubZeroThenScale ? "zp"
+         : m == DequantMode::Symmetric      ? "sym"
+         : m == DequantMode::SubFloatZeroThenScale ? "fz"
+                                                   : "sz";
+}
+
+// Split-K workspace: arrival counters (sized for the finest grid at M = m), then fp32 sums.
+constexpr int kMaxDeterministicSplit = 16;
+std::size_t counter_bytes(int64_t n, int64_t m);
+std::size_t workspace_bytes(const WqGemmProblem& problem, int split_k);  // 0 without split
 
 // Shared-memory bytes of the intra-block reduction.
 std::size_t reduction_smem_bytes(const WqGemmConfig& config);

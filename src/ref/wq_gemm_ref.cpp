@@ -10,6 +10,16 @@ namespace {
 double to_double(uint16_t h, DType t) { return t == DType::BF16 ? bf16_to_float(h) : f16_to_float(h); }
 }  // namespace
 
+double dequantize(DequantMode mode, int bits, int q, int z_int, double z_float, double scale) {
+  switch (mode) {
+    case DequantMode::SubZeroThenScale: return (q - z_int) * scale;
+    case DequantMode::Symmetric: return (q - (1 << (bits - 1))) * scale;
+    case DequantMode::SubFloatZeroThenScale: return (q - z_float) * scale;
+    case DequantMode::ScaleThenAddZero: return q * scale + z_float;
+  }
+  return 0;
+}
+
 std::vector<double> wq_gemm_reference(const WqGemmProblem& p, const PackedWeights& w, const uint16_t* x,
                                       const uint16_t* bias, const std::vector<int64_t>& cols_in, unsigned threads) {
   std::vector<int64_t> cols = cols_in;
@@ -26,9 +36,12 @@ std::vector<double> wq_gemm_reference(const WqGemmProblem& p, const PackedWeight
     std::vector<double> wcol(static_cast<std::size_t>(K));
     for (int64_t ci = c_begin; ci < c_end; ++ci) {
       const int64_t n = cols[ci];
-      for (int64_t k = 0; k < K; ++k) {
-        const double s = to_double(w.scale_at(n, k), p.act);
-        wcol[k] = (static_cast<double>(w.q_at(n, k)) - static_cast<double>(w.zero_at(n, k))) * s;
+      // Packed position j holds input feature source_k(j); wcol is indexed by input feature.
+      for (int64_t j = 0; j < K; ++j) {
+        const double s = to_double(w.scale_at(n, j), p.act);
+        const bool fz = has_float_zeros(w.mode);
+        wcol[w.source_k(j)] = dequantize(w.mode, w.bits, w.q_at(n, j), fz ? 0 : w.zero_at(n, j),
+                                         fz ? to_double(w.float_zero_at(n, j), p.act) : 0.0, s);
       }
       const double b = bias ? to_double(bias[n], p.act) : 0.0;
       for (int64_t m = 0; m < M; ++m) {
@@ -48,15 +61,17 @@ std::vector<double> wq_gemm_reference(const WqGemmProblem& p, const PackedWeight
 }
 
 std::vector<double> wq_gemm_naive(const WqGemmProblem& p, const uint8_t* q, const uint8_t* zeros,
-                                  const uint16_t* scales, const uint16_t* x, const uint16_t* bias) {
+                                  const uint16_t* scales, const uint16_t* x, const uint16_t* bias,
+                                  const uint16_t* float_zeros, const int32_t* g_idx) {
   std::vector<double> y(static_cast<std::size_t>(p.m * p.n));
   for (int64_t m = 0; m < p.m; ++m)
     for (int64_t n = 0; n < p.n; ++n) {
       double acc = 0;
       for (int64_t k = 0; k < p.k; ++k) {
-        const int64_t g = p.group_size == 0 ? 0 : k / p.group_size;
-        const double z = zeros ? zeros[g * p.n + n] : static_cast<double>(1 << (p.bits - 1));
-        const double wv = (q[n * p.k + k] - z) * to_double(scales[g * p.n + n], p.act);
+        const int64_t g = g_idx ? g_idx[k] : p.group_size == 0 ? 0 : k / p.group_size;
+        const double wv = dequantize(p.mode, p.bits, q[n * p.k + k], zeros ? zeros[g * p.n + n] : 0,
+                                     float_zeros ? to_double(float_zeros[g * p.n + n], p.act) : 0.0,
+                                     to_double(scales[g * p.n + n], p.act));
         acc += to_double(x[m * p.k + k], p.act) * wv;
       }
       y[m * p.n + n] = acc + (bias ? to_double(bias[n], p.act) : 0.0);

@@ -1,5 +1,6 @@
 #include "tune/wq_bench.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -22,22 +23,40 @@ namespace {
 uint16_t to_bits(float v, DType t) { return t == DType::BF16 ? ref::float_to_bf16(v) : ref::float_to_f16(v); }
 double from_bits(uint16_t h, DType t) { return t == DType::BF16 ? ref::bf16_to_float(h) : ref::f16_to_float(h); }
 
-// Random weights directly in the packed layout (every nibble uniform), so a 16384² layer is
-// generated in a moment; the reference reads them back through PackedWeights.
+// Random weights directly in the packed layout (every value uniform), so a 16384² layer is
+// generated in a moment; the reference reads them back through PackedWeights. Act-order problems
+// get a random permutation of K that keeps each group's features together after sorting.
 PackedWeights random_packed(const WqGemmProblem& p, std::mt19937_64& rng) {
   const wq::Layout l = wq::layout(p);
   PackedWeights w;
   w.n = p.n, w.k = p.k, w.n_pad = l.n_pad, w.k_pad = l.k_pad, w.groups_pad = l.groups_pad;
-  w.bits = p.bits, w.group_size = p.group_size;
+  w.bits = p.bits, w.group_size = p.group_size, w.mode = p.mode;
   w.qweight.resize(l.qweight_bytes / 4);
   for (auto& v : w.qweight) v = static_cast<uint32_t>(rng());
   std::uniform_real_distribution<float> sd(0.5f, 1.5f);
   const float base = 1.0f / std::sqrt(static_cast<float>(p.k)) / 4.0f;
   w.scales.resize(l.scales_bytes / 2);
   for (auto& v : w.scales) v = to_bits(base * sd(rng), p.act);
-  if (p.mode == DequantMode::SubZeroThenScale) {
+  if (has_int_zeros(p.mode)) {
     w.zeros.resize(l.zeros_bytes);
-    for (auto& v : w.zeros) v = static_cast<uint8_t>(rng() & 0xf);
+    for (auto& v : w.zeros) v = static_cast<uint8_t>(rng() & ((1u << p.bits) - 1));
+  }
+  if (has_float_zeros(p.mode)) {
+    // HQQ-like zeros: around the middle of the range for (q − z)·s, around −mid·s for q·s + z.
+    w.float_zeros.resize(l.zeros_bytes / 2);
+    std::uniform_real_distribution<float> zd(0.f, static_cast<float>((1 << p.bits) - 1));
+    for (std::size_t i = 0; i < w.float_zeros.size(); ++i) {
+      const float z = zd(rng);
+      w.float_zeros[i] = to_bits(p.mode == DequantMode::ScaleThenAddZero
+                                     ? -z * static_cast<float>(from_bits(w.scales[i], p.act))
+                                     : z,
+                                 p.act);
+    }
+  }
+  if (p.act_order) {
+    w.perm.resize(static_cast<std::size_t>(p.k));
+    for (int64_t i = 0; i < p.k; ++i) w.perm[i] = static_cast<int32_t>(i);
+    std::shuffle(w.perm.begin(), w.perm.end(), rng);
   }
   return w;
 }
@@ -55,7 +74,8 @@ WqBenchSetup::WqBenchSetup(Runtime& rt, const WqGemmProblem& base, int64_t max_m
   w_ = random_packed(base, rng_);
   off_s_ = align256(w_.qweight.size() * 4);
   off_z_ = off_s_ + align256(w_.scales.size() * 2);
-  const std::size_t weight_bytes = off_z_ + align256(w_.zeros.size());
+  const std::size_t zero_bytes = w_.zeros.size() + w_.float_zeros.size() * 2;
+  const std::size_t weight_bytes = off_z_ + align256(zero_bytes);
   const std::size_t x_bytes_max = static_cast<std::size_t>(max_m) * base.k * dtype_bytes(base.act);
   copies_ = static_cast<int>(std::max<int64_t>(
       1, (4 * ctx_.device().l2_bytes + static_cast<int64_t>(w_.bytes()) - 1) / static_cast<int64_t>(w_.bytes())));
@@ -64,7 +84,9 @@ WqBenchSetup::WqBenchSetup(Runtime& rt, const WqGemmProblem& base, int64_t max_m
     regions_.back().upload(w_.qweight.data(), w_.qweight.size() * 4, 0);
     regions_.back().upload(w_.scales.data(), w_.scales.size() * 2, off_s_);
     if (!w_.zeros.empty()) regions_.back().upload(w_.zeros.data(), w_.zeros.size(), off_z_);
+    if (!w_.float_zeros.empty()) regions_.back().upload(w_.float_zeros.data(), w_.float_zeros.size() * 2, off_z_);
   }
+  if (!w_.perm.empty()) perm_dev_ = jit::DeviceBuffer::from(w_.perm);
   x_.resize(static_cast<std::size_t>(max_m * base.k));
   std::uniform_real_distribution<float> xd(-1.f, 1.f);
   for (auto& v : x_) v = to_bits(xd(rng_), base.act);
@@ -79,7 +101,9 @@ WqGemmArgs WqBenchSetup::args(int copy) const {
   a.y = y_dev_.get();
   a.w.qweight = reinterpret_cast<const void*>(b);
   a.w.scales = reinterpret_cast<const void*>(b + off_s_);
-  a.w.zeros = w_.zeros.empty() ? nullptr : reinterpret_cast<const void*>(b + off_z_);
+  a.w.zeros = has_int_zeros(base_.mode) || has_float_zeros(base_.mode) ? reinterpret_cast<const void*>(b + off_z_)
+                                                                         : nullptr;
+  a.w.perm = w_.perm.empty() ? nullptr : static_cast<const int32_t*>(perm_dev_.get());
   return a;
 }
 

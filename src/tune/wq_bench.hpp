@@ -39,7 +39,7 @@ class WqBenchSetup {
   int copies_ = 1;
   std::vector<jit::DeviceBuffer> regions_;
   std::vector<uint16_t> x_;
-  jit::DeviceBuffer x_dev_, y_dev_;
+  jit::DeviceBuffer x_dev_, y_dev_, perm_dev_;
 };
 
 struct WqBenchOptions {

@@ -16,6 +16,16 @@ __device__ __forceinline__ void cp_async_16(u32 smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_8(u32 smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem), "l"(gmem) : "memory");
 }
+__device__ __forceinline__ void cp_async_4(u32 smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem), "l"(gmem) : "memory");
+}
+// A copy of kWords 32-bit words (1, 2 or 4), the widest cp.async that size allows.
+template <int kWords>
+__device__ __forceinline__ void cp_async_words(u32 smem, const void* gmem) {
+  if constexpr (kWords == 4) cp_async_16(smem, gmem);
+  else if constexpr (kWords == 2) cp_async_8(smem, gmem);
+  else cp_async_4(smem, gmem);
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // Waits until at most kPending of this thread's committed groups are still in flight.
 template <int kPending>

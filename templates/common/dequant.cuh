@@ -15,7 +15,7 @@ struct Magic {
   static constexpr u32 kBase = kBf16 ? 0x4300u : 0x6400u;
 };
 
-// half2 (or bfloat162) holding base + z in both halves; z < 128.
+// half2 (or bfloat162) holding base + z in both halves; z < 128 for bf16, < 1024 for fp16.
 template <bool kBf16>
 __device__ __forceinline__ u32 biased_zero2(u32 z) {
   const u32 h = Magic<kBf16>::kBase + z;
@@ -95,6 +95,68 @@ __device__ __forceinline__ void int4_word_minus_zero(u32 w, u32 z, u32 (&out)[4]
   }
 }
 
+// ---- any bit width (layout: include/lowbit/pack.hpp) ------------------------------------------
+
+// Pair j (0..15) of a lane's 32 values (e = 2j low half, 2j + 1 high half) as base + q, from the
+// lane's kBits words. j is a compile-time constant in unrolled loops, so the indexing folds.
+template <int kBits, bool kBf16>
+__device__ __forceinline__ u32 raw_pair(const u32 (&w)[kBits], int j) {
+  constexpr u32 magic = Magic<kBf16>::kBase2;
+  if constexpr (kBits == 3) {
+    if (j < 15) return and_or(w[j / 5] >> (3 * (j % 5)), 0x00070007u, magic);
+    // Pair 15 keeps bit i of both values in bits 15 and 31 of word i.
+    return ((w[0] >> 15) & 0x00010001u) | ((w[1] >> 14) & 0x00020002u) | ((w[2] >> 13) & 0x00040004u) | magic;
+  } else {
+    constexpr int kPairsPerWord = 16 / kBits;
+    constexpr u32 mask = ((1u << kBits) - 1) * 0x00010001u;
+    return and_or(w[j / kPairsPerWord] >> (kBits * (j % kPairsPerWord)), mask, magic);
+  }
+}
+
+// a − b on pairs (bf16: through fma, which sm_80 has; a·1 − b rounds once, exactly like a sub).
+template <bool kBf16>
+__device__ __forceinline__ u32 sub2(u32 a, u32 b) {
+  u32 r;
+  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(0x3f803f80u), "r"(b ^ 0x80008000u));
+  else asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <bool kBf16>
+__device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
+  u32 r;
+  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+
+// 8-bit values in bf16: 128 + q does not fit bf16's 7 mantissa bits, so go through fp32
+// (2^23 + q, exact) and subtract there; q − z (|q − z| ≤ 255) converts to bf16 exactly.
+__device__ __forceinline__ u32 u8_pair_minus_zero_bf16(const u32 (&w)[8], int j, u32 z) {
+  const u32 wd = w[j / 2];
+  const u32 byte = j % 2;  // values 2j, 2j + 1 sit in bytes j%2 and j%2 + 2 of word j/2
+  u32 lo, hi, r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(lo) : "r"(wd), "r"(0x4b000000u), "r"(0x7440u + byte));
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(hi) : "r"(wd), "r"(0x4b000000u), "r"(0x7442u + byte));
+  const float zb = 8388608.f + static_cast<float>(z);
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__uint_as_float(hi) - zb), "f"(__uint_as_float(lo) - zb));
+  return r;
+}
+
+// Pairs 4p .. 4p + 3 of a lane's values as q − z, exactly (z an integer; 0 gives q).
+template <int kBits, bool kBf16>
+__device__ __forceinline__ void pairs_minus_zero(const u32 (&w)[kBits], int p, u32 z, u32 (&out)[4]) {
+  if constexpr (kBits == 4) {
+    int4_word_minus_zero<kBf16>(w[p], z, out);
+  } else if constexpr (kBits == 8 && kBf16) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = u8_pair_minus_zero_bf16(w, 4 * p + i, z);
+  } else {
+    const u32 zb = biased_zero2<kBf16>(z);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = sub2<kBf16>(raw_pair<kBits, kBf16>(w, 4 * p + i), zb);
+  }
+}
+
 // Multiplies a pair by the scale pair (one rounding).
 template <bool kBf16>
 __device__ __forceinline__ u32 mul2(u32 a, u32 s2) {
@@ -102,6 +164,25 @@ __device__ __forceinline__ u32 mul2(u32 a, u32 s2) {
   if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(s2), "r"(0x80008000u));
   else asm("mul.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(s2));
   return r;
+}
+
+// Pairs 4p .. 4p + 3 of a lane's values as weights of a DequantMode (0: (q − z)·s, 1: symmetric,
+// 2: (q − z)·s with a float z, 3: q·s + z). Integer modes leave the scale out unless kPreScale
+// (it then multiplies the MMA's partial sums); z is the integer zero, or the float zero pair.
+template <int kBits, bool kBf16, int kMode, bool kPreScale>
+__device__ __forceinline__ void dequant_pairs(const u32 (&w)[kBits], int p, u32 z, u32 s2, u32 (&out)[4]) {
+  if constexpr (kMode <= 1) {
+    pairs_minus_zero<kBits, kBf16>(w, p, z, out);
+    if constexpr (kPreScale) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[i] = mul2<kBf16>(out[i], s2);
+    }
+  } else {
+    pairs_minus_zero<kBits, kBf16>(w, p, 0u, out);  // q, exactly
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      out[i] = kMode == 2 ? mul2<kBf16>(sub2<kBf16>(out[i], z), s2) : fma2<kBf16>(out[i], s2, z);
+  }
 }
 
 }  // namespace lowbit::kern
