@@ -21,11 +21,17 @@ struct DeviceLayer {
   WqGemmProblem problem;  // m = max_m
   PackedWeights packed;
   std::vector<uint16_t> x, bias;
-  jit::DeviceBuffer qweight, scales, zeros, x_dev, bias_dev, y_dev;
+  jit::DeviceBuffer qweight, scales, zeros, perm, x_dev, bias_dev, y_dev;
   std::vector<double> ref;  // [max_m, N]
   WqGemmArgs args(bool with_bias) const;
 };
+// problem.mode picks the zeros (integer, none, or float: HQQ-like for SubFloatZeroThenScale,
+// −z·s for ScaleThenAddZero); problem.act_order packs through a random g_idx.
 std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& problem, bool with_bias);
+// Builds plans on all cores at once (compiles dominate the GPU suite); same order as `problems`.
+std::vector<std::unique_ptr<WqGemmPlan>> build_plans(const std::vector<WqGemmProblem>& problems,
+                                                     const std::vector<int64_t>& m_values,
+                                                     const std::vector<WqGemmPlanOptions>& options = {});
 
 // Poisons y, runs, and checks rows [0, m): every element finite and ‖y − ref‖/‖ref‖ within the
 // tolerance for the output dtype. Returns the relative error.

@@ -1,0 +1,200 @@
+// wq_gemm formats on the GPU against the CPU reference: every bits × group × mode × dtype at small
+// sizes, real and tensor-parallel shapes for the new bit widths, act-order, and deterministic
+// split-K (bitwise equal across runs and across M buckets).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "gpu/gpu_fixture.hpp"
+#include "jit/driver.hpp"
+#include "support/catch.hpp"
+
+using namespace lowbit;
+using namespace lowbit::test;
+
+namespace {
+
+WqGemmProblem make_problem(int64_t n, int64_t k, int bits, int group, DequantMode mode, DType act, int64_t max_m) {
+  WqGemmProblem p;
+  p.m = max_m, p.n = n, p.k = k, p.bits = bits, p.group_size = group, p.mode = mode, p.act = act, p.out = act;
+  return p;
+}
+
+WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk) {
+  WqGemmPlanOptions o;
+  o.config = WqGemmConfig{mt, nt, wn, wk, sk, 3};
+  return o;
+}
+
+const DequantMode kModes[] = {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
+                              DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero};
+
+// Raw output bytes of rows [0, m).
+std::vector<unsigned char> raw_y(const DeviceLayer& L, int64_t m) {
+  std::vector<unsigned char> out(static_cast<std::size_t>(m * L.problem.n) * dtype_bytes(L.problem.out));
+  L.y_dev.download(out.data(), out.size());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
+  std::vector<WqGemmProblem> problems;
+  std::vector<bool> biased;
+  for (int bits : {1, 2, 3, 4, 8})
+    for (int group : {32, 64, 128, 256, 0})
+      for (DequantMode mode : kModes)
+        for (DType act : {DType::F16, DType::BF16}) {
+          WqGemmProblem p = make_problem(264, 1024, bits, group, mode, act, 17);
+          if (group == 128 && bits % 2 == 1) p.out = DType::F32;  // f32 output for a slice of the space
+          problems.push_back(p);
+          biased.push_back(group == 64);
+        }
+  const auto plans = build_plans(problems, {17});
+  // The same problems again, split along K (the forced config fits every problem above).
+  std::vector<WqGemmProblem> split_problems;
+  for (const auto& p : problems)
+    if (p.group_size == 128 || p.group_size == 32) split_problems.push_back(p);
+  const auto split_plans = build_plans(split_problems, {17},
+                                       std::vector<WqGemmPlanOptions>(split_problems.size(), forced(1, 2, 2, 2, 3)));
+  std::size_t s = 0;
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    auto L = make_layer(problems[i], biased[i]);
+    for (int64_t m : {1, 5, 17}) run_and_check(*L, *plans[i], m, biased[i]);
+    if (problems[i].group_size == 128 || problems[i].group_size == 32) {
+      for (int64_t m : {1, 17}) run_and_check(*L, *split_plans[s], m, biased[i]);
+      ++s;
+    }
+  }
+}
+
+TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zeros", "[gpu]") {
+  struct Case {
+    int64_t n, k;
+    int bits, group;
+    DequantMode mode;
+    DType act;
+  };
+  const Case cases[] = {
+      {4096, 4096, 2, 128, DequantMode::SubZeroThenScale, DType::F16},
+      {4096, 4096, 8, 128, DequantMode::Symmetric, DType::BF16},
+      {1792, 5504, 3, 64, DequantMode::SubFloatZeroThenScale, DType::F16},   // 14336/8 × 11008/2
+      {5504, 4096, 8, 64, DequantMode::SubFloatZeroThenScale, DType::BF16},  // 11008/2
+      {4000, 4160, 4, 64, DequantMode::ScaleThenAddZero, DType::F16},        // K not a multiple of 128
+      {1792, 5504, 1, 128, DequantMode::SubZeroThenScale, DType::BF16},
+  };
+  const std::vector<int64_t> ms = {1, 3, 16, 64, 130};
+  std::vector<WqGemmProblem> problems;
+  for (const Case& c : cases) problems.push_back(make_problem(c.n, c.k, c.bits, c.group, c.mode, c.act, 130));
+  const auto plans = build_plans(problems, ms);
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    auto L = make_layer(problems[i], true);
+    for (int64_t m : ms) run_and_check(*L, *plans[i], m, true);
+  }
+}
+
+TEST_CASE("wq_gemm act-order: weights packed through a random g_idx", "[gpu]") {
+  std::vector<WqGemmProblem> problems;
+  std::vector<WqGemmPlanOptions> options;
+  for (int bits : {4, 2, 8})
+    for (DType act : {DType::F16, DType::BF16})
+      for (int variant = 0; variant < 2; ++variant) {  // the library's choice, then split along K
+        WqGemmProblem p = make_problem(bits == 4 ? 4096 : 1032, 4096, bits, bits == 2 ? 64 : 128,
+                                       bits == 8 ? DequantMode::SubFloatZeroThenScale : DequantMode::SubZeroThenScale,
+                                       act, 130);
+        p.act_order = true;
+        problems.push_back(p);
+        options.push_back(variant == 0 ? WqGemmPlanOptions{} : forced(1, 4, 1, 2, 4));
+      }
+  const std::vector<int64_t> ms = {1, 3, 16, 64, 130};
+  const auto plans = build_plans(problems, ms, options);
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    auto L = make_layer(problems[i], false);
+    for (int64_t m : ms) run_and_check(*L, *plans[i], m, false);
+  }
+}
+
+TEST_CASE("wq_gemm deterministic: bitwise equal across 20 runs and across M buckets", "[gpu]") {
+  // 512 × 8192 leaves most SMs idle, so the library splits K; a forced split checks 2 more shapes.
+  struct Case {
+    int64_t n, k;
+    int bits;
+    DType act;
+    std::optional<WqGemmConfig> config;
+  };
+  const Case cases[] = {{512, 8192, 4, DType::F16, std::nullopt},
+                        {520, 4096, 2, DType::BF16, std::nullopt},
+                        {1032, 2048, 8, DType::F16, WqGemmConfig{1, 4, 1, 2, 5, 3}}};
+  const std::vector<int64_t> ms = {1, 3, 16, 64, 130};
+  for (const Case& c : cases) {
+    WqGemmProblem p = make_problem(c.n, c.k, c.bits, 128, DequantMode::SubZeroThenScale, c.act, 130);
+    p.deterministic = true;
+    WqGemmPlanOptions o;
+    o.config = c.config;
+    WqGemmPlan plan(gpu_runtime(), p, ms, o);
+    if (!c.config) REQUIRE(plan.config_for(1).split_k > 1);  // else this tests nothing new
+    for (int64_t m : ms) {
+      INFO(m << ": " << plan.config_for(m).str());
+      CHECK(plan.config_for(m).split_k == plan.config_for(1).split_k);
+      CHECK(plan.config_for(m).warps_k == plan.config_for(1).warps_k);
+    }
+    auto L = make_layer(p, true);
+    run_and_check(*L, plan, 130, true);
+    const auto first = raw_y(*L, 130);
+    for (int rep = 0; rep < 20; ++rep) {
+      L->y_dev.fill_bytes(0xff);
+      plan.run(L->args(true), 130, nullptr);
+      LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+      INFO("run " << rep);
+      REQUIRE(raw_y(*L, 130) == first);
+    }
+    // Row r of an M-row call must equal row r of the 130-row call, for every bucket.
+    const std::size_t row_bytes = static_cast<std::size_t>(p.n) * dtype_bytes(p.out);
+    for (int64_t m : ms) {
+      run_and_check(*L, plan, m, true);
+      const auto y = raw_y(*L, m);
+      INFO("m = " << m << " " << plan.config_for(m).str());
+      REQUIRE(std::memcmp(y.data(), first.data(), static_cast<std::size_t>(m) * row_bytes) == 0);
+    }
+  }
+}
+
+TEST_CASE("wq_gemm act-order and zero-point arguments are checked before launch", "[gpu]") {
+  WqGemmProblem p = make_problem(512, 1024, 4, 128, DequantMode::SubFloatZeroThenScale, DType::F16, 4);
+  p.act_order = true;
+  auto L = make_layer(p, false);
+  WqGemmPlan plan(gpu_runtime(), p, {4});
+  auto expect_error = [&](WqGemmArgs a, const std::string& needle) {
+    L->y_dev.fill_bytes(0xff);
+    bool threw = false;
+    try {
+      plan.run(a, 4, nullptr);
+    } catch (const Error& e) {
+      threw = true;
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(needle) != std::string::npos);
+    }
+    REQUIRE(threw);
+    LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+    for (double v : download_y(*L, 4)) REQUIRE(std::isnan(v));
+  };
+  WqGemmArgs a = L->args(false);
+  a.w.perm = nullptr;
+  expect_error(a, "args.w.perm is null");
+  a = L->args(false);
+  a.w.zeros = static_cast<const char*>(a.w.zeros) + 8;  // float zeros need 16 bytes
+  expect_error(a, "16-byte aligned");
+  run_and_check(*L, plan, 4, false);
+
+  WqGemmProblem plain = p;
+  plain.act_order = false;
+  WqGemmPlan plain_plan(gpu_runtime(), plain, {4});
+  bool threw = false;
+  try {
+    plain_plan.run(L->args(false), 4, nullptr);
+  } catch (const Error& e) {
+    threw = std::string(e.what()).find("act_order is false") != std::string::npos;
+  }
+  REQUIRE(threw);
+}
