@@ -284,7 +284,9 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
     UnpackedWeightsView u = unpacked_view(L, true);
     u.q = nullptr;
     msg = lowbit::test::error_of([&] { (void)lowbit::pack(u); });
-    CHECK(lowbit::test::contains(msg, "q is null"));
+    INFO(msg);
+    CHECK(lowbit::test::contains(msg, "pack(unpacked)"));
+    CHECK(lowbit::test::contains(msg, "quantized weights are null"));
   }
   SECTION("StoredMinusOne cannot encode z = 16") {
     const Gptq g = to_gptq(L, GptqZeros::Exact, true);
@@ -305,10 +307,39 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
     u.group_size = 48;
     msg = lowbit::test::error_of([&] { (void)lowbit::pack(u); });
     CHECK(lowbit::test::contains(msg, "group_size = 48"));
-    u = unpacked_view(L, true);
-    u.bits = 3;
-    msg = lowbit::test::error_of([&] { (void)lowbit::pack(u); });
+    for (int bits : {5, 6, 0}) {
+      u = unpacked_view(L, true);
+      u.bits = bits;
+      msg = lowbit::test::error_of([&] { (void)lowbit::pack(u); });
+      INFO(msg);
+      CHECK(lowbit::test::contains(msg, "pack(unpacked)"));
+      CHECK(lowbit::test::contains(msg, "bits = " + std::to_string(bits)));
+    }
+  }
+  SECTION("GPTQ packs 2, 4 and 8 bits: 3-bit GPTQ (values across words) is refused by name") {
+    const Gptq g = to_gptq(L, GptqZeros::Exact, true);
+    GptqWeightsView v = gptq_view(L, g, GptqZeros::Exact);
+    v.bits = 3;
+    const std::string msg = lowbit::test::error_of([&] { (void)lowbit::pack(v); });
+    INFO(msg);
+    CHECK(lowbit::test::contains(msg, "pack(gptq)"));
     CHECK(lowbit::test::contains(msg, "bits = 3"));
+    std::vector<uint8_t> q(L.q.size()), z(L.zeros.size());
+    const std::string msg2 = lowbit::test::error_of([&] { lowbit::unpack_gptq(v, q.data(), z.data()); });
+    CHECK(lowbit::test::contains(msg2, "bits = 3"));
+  }
+  SECTION("the AutoAWQ GEMM layout is 4-bit only") {
+    std::vector<int32_t> qweight(static_cast<std::size_t>(L.k * L.n / 8), 0);
+    lowbit::AwqWeightsView a;
+    a.qweight = qweight.data(), a.scales = L.scales.data(), a.n = L.n, a.k = L.k, a.group_size = 128;
+    for (int bits : {2, 3, 8}) {
+      a.bits = bits;
+      const std::string msg = lowbit::test::error_of([&] { (void)lowbit::pack(a); });
+      INFO(msg);
+      CHECK(lowbit::test::contains(msg, "pack(awq)"));
+      CHECK(lowbit::test::contains(msg, "bits = " + std::to_string(bits)));
+      CHECK(lowbit::test::contains(msg, "4-bit only"));
+    }
   }
 }
 

@@ -47,6 +47,18 @@ TEST_CASE("can_implement(problem) accepts a normal problem", "[checks]") {
   p.act = DType::BF16, p.out = DType::F32, p.group_size = 0, p.mode = lowbit::DequantMode::Symmetric;
   p.m = 300, p.n = 20, p.k = 200;  // odd N and K are padded, not rejected
   CHECK(lowbit::can_implement(p, &why));
+  // Every supported width, every mode, act-order and deterministic split-K.
+  for (int bits : {1, 2, 3, 4, 8})
+    for (lowbit::DequantMode mode : {lowbit::DequantMode::SubZeroThenScale, lowbit::DequantMode::Symmetric,
+                                     lowbit::DequantMode::SubFloatZeroThenScale,
+                                     lowbit::DequantMode::ScaleThenAddZero}) {
+      WqGemmProblem q = normal_problem();
+      q.bits = bits, q.mode = mode, q.act_order = true, q.deterministic = true;
+      INFO(q.str());
+      CHECK(lowbit::can_implement(q, &why));
+      INFO("why: " << why);
+      CHECK(lowbit::can_implement(q, WqGemmConfig{1, 4, 1, 4, 1}, Arch::parse("sm_90a"), &why));
+    }
 }
 
 TEST_CASE("can_implement(problem) rejects and names the field", "[checks]") {
@@ -60,8 +72,16 @@ TEST_CASE("can_implement(problem) rejects and names the field", "[checks]") {
   check_rejected(p, "multiple of 8");
   p = normal_problem(), p.k = 0;
   check_rejected(p, "k = 0");
-  p = normal_problem(), p.bits = 3;
-  check_rejected(p, "bits = 3");
+  // Weights have 1, 2, 3, 4 or 8 bits; anything else is refused by name.
+  for (int bits : {0, 5, 6, 7, 16, -4}) {
+    p = normal_problem(), p.bits = bits;
+    check_rejected(p, "bits = " + std::to_string(bits));
+  }
+  p = normal_problem(), p.mode = static_cast<lowbit::DequantMode>(9);
+  check_rejected(p, "mode = 9");
+  p = normal_problem(), p.act_order = true, p.group_size = 0;
+  check_rejected(p, "act_order");
+  check_rejected(p, "group_size = 0");
   p = normal_problem(), p.group_size = 48;
   check_rejected(p, "group_size = 48");
   p = normal_problem(), p.k = 4160, p.group_size = 128;
@@ -105,8 +125,8 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
   check_rejected(p, good, Arch::parse("sm_75"), "sm_80");
   // A bad problem is reported even with a good config.
   WqGemmProblem bad = p;
-  bad.bits = 3;
-  check_rejected(bad, good, sm90a, "bits = 3");
+  bad.bits = 6;
+  check_rejected(bad, good, sm90a, "bits = 6");
 }
 
 TEST_CASE("Arch::parse", "[checks]") {
