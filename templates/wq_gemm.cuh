@@ -11,7 +11,8 @@
 // | bias     | f16/bf16     | [N]                            | or null                                     |
 // | y        | f16/bf16/f32 | [M][N]                         | row-major                                   |
 // | ws       | f32          | [M][N] or [kSplitK][M][N]      | split-K sums: atomic, zero on entry & exit; |
-// |          |              |                                | deterministic: one slice per split          |
+// |          |              |                                | deterministic: one slice per split, zero on |
+// |          |              |                                | entry & exit too                            |
 // | counters | u32          | [grid.x · grid.z]              | split-K arrival counters; zero on entry/exit|
 //
 // Decomposition: grid = (N tiles / (kNTiles·kWarpsN), kSplitK, ceil(M / (16·kMTiles))). Each warp
@@ -102,6 +103,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kHasZeros = kMode != 1;
   constexpr bool kScaleAfter = kIntMode && (kGroup == 0 || kGroup >= 128);  // one scale per lane per chunk
   constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;                     // one per column for all of K
+  // With the scale after the MMA the zero can come after it too: the MMA runs on base + q (one
+  // mask-or per pair, no subtraction) and (base + z)·Σx leaves the chunk's sum, Σx coming from one
+  // more MMA per step against ones. Not for fp16 4-bit (its dequant folds the zero in for free) nor
+  // bf16 8-bit (base + q does not fit bf16).
+  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 4 && !kBf16) && !(kBits == 8 && kBf16);
+  constexpr float kBase = kBf16 ? 128.f : 1024.f;  // the magic base of dequant.cuh
+  constexpr u32 kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;               // words per fragment load
   constexpr int kTileWords = 32 * kBits;                                   // one (8 n, 128 k) tile
   const u8* zeros8 = static_cast<const u8*>(zeros);
@@ -252,6 +260,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;  // group within the chunk
     u32 zq[kNTiles], s_pre[kNTiles];
     float s_post[kNTiles][2];  // swapped: both entries hold the scale of column g
+    float z_post[kNTiles][2];  // kZeroAfter: base + z of the same columns
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if constexpr (kGroup == 0) {
@@ -267,6 +276,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         if constexpr (kScaleAfter) {
           s_post[nt][0] = to_f32<kBf16>(srow[kSwap ? g : 2 * t]);
           s_post[nt][1] = to_f32<kBf16>(srow[kSwap ? g : 2 * t + 1]);
+        }
+        if constexpr (kZeroAfter) {
+          const u8* zrow = reinterpret_cast<const u8*>(meta + kMetaRows + row);
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            z_post[nt][i] = kBase + (kHasZeros ? static_cast<float>(zrow[kSwap ? g : 2 * t + i]) : float(1 << (kBits - 1)));
         }
       }
     }
@@ -298,8 +313,20 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       else mma_16816<kBf16>(acc_odd[mt][q], a0, a1, a2, a3, b0, b1);
     };
     auto dequant = [&](int nt, int p, u32 (&b)[4]) {  // pairs: step 2p (b[0], b[1]), step 2p+1 (b[2], b[3])
-      dequant_pairs<kBits, kBf16, kMode, !kScaleAfter>(wv[nt], p, zq[nt], s_pre[nt], b);
+      if constexpr (kZeroAfter) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) b[i] = raw_pair<kBits, kBf16>(wv[nt], 4 * p + i);
+      } else {
+        dequant_pairs<kBits, kBf16, kMode, !kScaleAfter>(wv[nt], p, zq[nt], s_pre[nt], b);
+      }
     };
+    // kZeroAfter: Σx of this chunk per row, laid out like the accumulators (element r of an MMA
+    // against ones holds the sum of the row that accumulator element r belongs to).
+    float xsum[kMTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) xsum[mt][r] = 0.f;
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       const uint4(&xp)[kMTiles][kHalves] = xa[p];
@@ -314,6 +341,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
             mma_step(hs, 0, q, lo[2 * hs], hi[2 * hs], lo[2 * hs + 1], hi[2 * hs + 1], word(xp[0][0], 2 * hs),
                      word(xp[0][0], 2 * hs + 1));
         }
+        if constexpr (kZeroAfter)
+#pragma unroll
+          for (int hs = 0; hs < 2; ++hs)
+            mma_16816<kBf16>(xsum[0], kOne2, kOne2, kOne2, kOne2, word(xp[0][0], 2 * hs), word(xp[0][0], 2 * hs + 1));
       } else {
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
@@ -329,12 +360,22 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
               mma_step(hs, mt, nt, a0, a1, a2, a3, b[2 * hs], b[2 * hs + 1]);
             }
         }
+        if constexpr (kZeroAfter)
+#pragma unroll
+          for (int hs = 0; hs < 2; ++hs)
+#pragma unroll
+            for (int mt = 0; mt < kMTiles; ++mt) {
+              const u32 a1 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs) : 0u;
+              const u32 a3 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs + 1) : 0u;
+              mma_16816<kBf16>(xsum[mt], word(xp[mt][0], 2 * hs), a1, word(xp[mt][0], 2 * hs + 1), a3, kOne2, kOne2);
+            }
       }
     }
     if constexpr (kScaleAfter && !kScaleAtEnd) {
       for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
         const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
-        const float sum = kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r];
+        float sum = kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r];
+        if constexpr (kZeroAfter) sum = fmaf(-(kSwap ? z_post[2 * q + (r >> 1)][0] : z_post[q][r & 1]), xsum[mt][r], sum);
         acc[mt][q][r] = fmaf(sum, sc, acc[mt][q][r]);
       });
     }
@@ -412,7 +453,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
         for (int sp = 0; sp < kSplitK; ++sp) v += __ldcg(ws + (static_cast<i64>(sp) * M + row) * kN + col);
       });
-      for_each_output(store);
+      // Zero the slices again: the workspace is all zeros between calls whatever M each call has
+      // (the counters of a later, larger M overlap where these slices were).
+      for_each_output([&](int row, int col, float v) {
+        store(row, col, v);
+#pragma unroll
+        for (int sp = 0; sp < kSplitK; ++sp) __stcg(ws + (static_cast<i64>(sp) * M + row) * kN + col, 0.f);
+      });
       if (threadIdx.x == 0) counters[tile_id] = 0;
     }
   } else {

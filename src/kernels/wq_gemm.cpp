@@ -412,7 +412,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   }
   if (impl_->workspace_bytes > 0 && options.allocate_workspace) {
     impl_->workspace = jit::DeviceBuffer(impl_->workspace_bytes);
-    impl_->workspace.fill_bytes(0);  // the kernels keep the counters (and atomic sums) zero from here on
+    impl_->workspace.fill_bytes(0);  // the kernels keep it zero from here on
   }
 }
 
@@ -471,7 +471,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   }
   const wq::Geometry geo = wq::geometry(p, b->config, m);
   // Workspace = counters, then fp32 sums, laid out for this M. Where they fall does not matter
-  // between calls: every call leaves the counters (and atomic sums) zero.
+  // between calls: every call leaves all of it zero (counters, atomic sums and deterministic slices).
   float* sums = ws ? reinterpret_cast<float*>(static_cast<char*>(ws) + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = static_cast<unsigned*>(ws);
   int mi = static_cast<int>(m);
