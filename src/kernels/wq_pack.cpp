@@ -92,7 +92,7 @@ std::vector<int32_t> perm_from_g_idx(const int32_t* g_idx, int64_t k, int group_
 
 PackedWeights pack_canonical(const Canonical& c, const char* what) {
   check_shape(c.n, c.k, c.bits, c.group_size, what);
-  LOWBIT_CHECK(c.q != nullptr, "pack({}): the quantized weights are null", what);
+  LOWBIT_CHECK(c.q != nullptr, "pack({}): {} is null", what, std::string_view(what) == "hqq" ? "w_q" : "q");
   LOWBIT_CHECK(c.scales != nullptr, "pack({}): scales is null", what);
   LOWBIT_CHECK(!has_int_zeros(c.mode) || c.zeros, "pack({}): mode = {} needs integer zeros", what, to_string(c.mode));
   LOWBIT_CHECK(!has_float_zeros(c.mode) || c.float_zeros, "pack({}): mode = {} needs float zeros", what,
@@ -281,6 +281,7 @@ uint8_t PackedWeights::zero_at(int64_t n_idx, int64_t j) const {
 }
 
 uint16_t PackedWeights::float_zero_at(int64_t n_idx, int64_t j) const {
+  LOWBIT_CHECK(has_float_zeros(mode), "float_zero_at: mode = {} has no float zeros", to_string(mode));
   const int64_t g = group_size == 0 ? 0 : j / group_size;
   return float_zeros.at(static_cast<std::size_t>(g * n_pad + n_idx));
 }

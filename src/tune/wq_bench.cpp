@@ -80,7 +80,8 @@ WqBenchSetup::WqBenchSetup(Runtime& rt, const WqGemmProblem& base, int64_t max_m
   copies_ = static_cast<int>(std::max<int64_t>(
       1, (4 * ctx_.device().l2_bytes + static_cast<int64_t>(w_.bytes()) - 1) / static_cast<int64_t>(w_.bytes())));
   for (int c = 0; c < copies_; ++c) {
-    regions_.emplace_back(weight_bytes + align256(x_bytes_max));
+    // Room for x and the act-order permutation too: the ceiling copies a call's whole input.
+    regions_.emplace_back(weight_bytes + align256(x_bytes_max) + align256(w_.perm.size() * 4));
     regions_.back().upload(w_.qweight.data(), w_.qweight.size() * 4, 0);
     regions_.back().upload(w_.scales.data(), w_.scales.size() * 2, off_s_);
     if (!w_.zeros.empty()) regions_.back().upload(w_.zeros.data(), w_.zeros.size(), off_z_);

@@ -286,7 +286,7 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
     msg = lowbit::test::error_of([&] { (void)lowbit::pack(u); });
     INFO(msg);
     CHECK(lowbit::test::contains(msg, "pack(unpacked)"));
-    CHECK(lowbit::test::contains(msg, "quantized weights are null"));
+    CHECK(lowbit::test::contains(msg, "pack(unpacked): q is null"));
   }
   SECTION("StoredMinusOne cannot encode z = 16") {
     const Gptq g = to_gptq(L, GptqZeros::Exact, true);
