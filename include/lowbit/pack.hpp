@@ -121,4 +121,27 @@ struct LaneBit {
 };
 LaneBit lane_bit(int bits, int e, int bit);
 
+// Device-side packing: the same layout as pack(), computed by a kernel on `stream`. Inputs are
+// device pointers in the checkpoint layouts below; outputs are device buffers of
+// packed_sizes(...) bytes (16-byte aligned). No host round trip, no allocation.
+// Shapes, bits and modes are checked on the host first (pack()'s rules); the values themselves are
+// not (q and zeros out of range, v1 qzeros of 2^bits − 1): pack() reports those.
+// Act-order (g_idx set) is refused: the permutation is computed on the host, so use pack().
+struct PackedSizes {
+  std::size_t qweight_bytes = 0, scales_bytes = 0, zeros_bytes = 0;
+};
+PackedSizes packed_sizes(const WqGemmProblem& problem);  // from n, k, bits, group_size, mode
+struct DevicePackedWeights {
+  void* qweight = nullptr;
+  void* scales = nullptr;
+  void* zeros = nullptr;  // null for Symmetric
+};
+void pack_on_device(Runtime& rt, const UnpackedWeightsView& device_view, const DevicePackedWeights& out,
+                    Stream stream);
+void pack_on_device(Runtime& rt, const GptqWeightsView& device_view, const DevicePackedWeights& out,
+                    Stream stream);
+// Compiles (no device needed) the device packer's kernels for `bits`: unpacked, and GPTQ for 2, 4
+// and 8 bits; for caches built ahead (LOWBIT_NO_COMPILE deployments) and tests.
+std::vector<KernelRecord> compile_pack_on_device(Runtime& rt, int bits);
+
 }  // namespace lowbit

@@ -1,0 +1,154 @@
+// wq_pack: checkpoint weights already on the device → lowbit's packed layout (include/lowbit/pack.hpp).
+// The host packer (src/kernels/wq_pack.cpp) is the reference: the output must match it byte for byte.
+//
+// | arg        | dtype          | shape                              | layout                               |
+// |------------|----------------|------------------------------------|--------------------------------------|
+// | src_q      | u8 / u32       | [N][K] / [K·bits/32][N]            | unpacked bytes / GPTQ qweight        |
+// | src_zeros  | u8 / u32 / u16 | [G][N] / [G][N·bits/32] / [G][N]   | unpacked int / GPTQ qzeros / float   |
+// | src_scales | u16            | [G][N]                             | G = source groups (1 per channel)    |
+// | qweight    | u32            | [N_pad/8][K_pad/128][bits·32]      | lowbit's tiles (pack.hpp)            |
+// | scales     | u16            | [G_pad][N_pad]                     | zero padding                         |
+// | zeros      | u8 / u16       | [G_pad][N_pad]                     | integer or float zeros; zero padding |
+//
+// One launch, two parts: blocks [0, qweight_blocks) write one qweight word per thread, the others
+// one (scale, zero) entry of [G_pad][N_pad] per thread. Every output byte is written, padding as
+// zero, so the buffers need no clearing first.
+//
+// Values are masked to kBits so that a bad one cannot spill into its neighbours; out-of-range
+// values and zeros are not reported here (that needs a host round trip: pack() checks them).
+#pragma once
+#include "common/types.cuh"
+
+namespace lowbit::kern {
+
+constexpr int kPackThreads = 256;  // block size; the host launches with the same
+// Which zero points a launch writes; the host passes the same numbers.
+constexpr int kPackNoZeros = 0, kPackIntZeros = 1, kPackFloatZeros = 2;
+
+struct PackLaneBit {
+  int word, shift;
+};
+
+// Where bit `bit` of value e (0..31) of a lane lives among its kBits words: lane_bit() of
+// src/kernels/wq_pack.cpp, kept in step with it (the GPU test compares the two packers).
+template <int kBits>
+__device__ __forceinline__ PackLaneBit pack_lane_bit(int e, int bit) {
+  if constexpr (kBits == 3) {
+    if (e >= 30) return {bit, 15 + 16 * (e - 30)};  // the 16th pair: bit i of both values in word i
+    const int j = e / 2;
+    return {j / 5, 3 * (j % 5) + 16 * (e % 2) + bit};
+  } else {
+    constexpr int kPairsPerWord = 16 / kBits;
+    const int j = e / 2;
+    return {j / kPairsPerWord, kBits * (j % kPairsPerWord) + 16 * (e % 2) + bit};
+  }
+}
+
+// Whether value e puts any bit into word w: only then is it read.
+template <int kBits>
+__device__ __forceinline__ bool value_touches_word(int e, int w) {
+  if (kBits == 3 && e >= 30) return true;
+  return pack_lane_bit<kBits>(e, 0).word == w;
+}
+
+// Plain unpacked integers, one per byte: q [N][K], integer zeros [G][N].
+struct UnpackedSource {
+  template <int kBits>
+  static __device__ __forceinline__ u32 value(const void* q, int /*N*/, int K, int n, int k) {
+    return static_cast<const u8*>(q)[static_cast<i64>(n) * K + k];
+  }
+  template <int kBits>
+  static __device__ __forceinline__ u32 int_zero(const void* zeros, int N, int g, int n) {
+    return static_cast<const u8*>(zeros)[static_cast<i64>(g) * N + n];
+  }
+};
+
+// GPTQ: qweight [K·bits/32][N] holds 32/bits values of consecutive k per int32, low bits first;
+// qzeros [G][N·bits/32] holds 32/bits zeros of consecutive n per int32 (as stored: v1 adds 1 later).
+struct GptqSource {
+  template <int kBits>
+  static __device__ __forceinline__ u32 value(const void* q, int N, int /*K*/, int n, int k) {
+    static_assert(kBits == 2 || kBits == 4 || kBits == 8, "GPTQ packing is 2, 4 or 8 bits");
+    constexpr int kPerWord = 32 / kBits;
+    const u32 w = static_cast<const u32*>(q)[static_cast<i64>(k / kPerWord) * N + n];
+    return w >> (kBits * (k % kPerWord));
+  }
+  template <int kBits>
+  static __device__ __forceinline__ u32 int_zero(const void* zeros, int N, int g, int n) {
+    constexpr int kPerWord = 32 / kBits;
+    const u32 w = static_cast<const u32*>(zeros)[static_cast<i64>(g) * (N / kPerWord) + n / kPerWord];
+    return (w >> (kBits * (n % kPerWord))) & ((1u << kBits) - 1);
+  }
+};
+
+__device__ __forceinline__ int pack_round_up(int a, int b) { return (a + b - 1) / b * b; }
+
+// Word `index` of qweight: its tile, lane and word number, then the bits of the lane's values
+// that land in that word.
+template <class Source, int kBits>
+__device__ __forceinline__ void write_qweight_word(const void* src_q, u32* qweight, int N, int K, i64 index) {
+  constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // a tile is [kBits/kV][32 lanes][kV]
+  constexpr int kTileWords = 32 * kBits;
+  constexpr u32 kMask = (1u << kBits) - 1;
+  const int chunks = pack_round_up(K, 128) / 128;
+  if (index >= static_cast<i64>(pack_round_up(N, 8) / 8) * chunks * kTileWords) return;
+  const i64 tile_chunk = index / kTileWords;
+  const int in_tile = static_cast<int>(index % kTileWords);
+  const int lane = (in_tile / kV) % 32;
+  const int w = in_tile / (32 * kV) * kV + in_tile % kV;
+  const int n = static_cast<int>(tile_chunk / chunks) * 8 + lane / 4;
+  const int k0 = static_cast<int>(tile_chunk % chunks) * 128 + 32 * (lane % 4);
+  u32 word = 0;
+  if (n < N) {
+#pragma unroll
+    for (int e = 0; e < 32; ++e) {
+      if (!value_touches_word<kBits>(e, w) || k0 + e >= K) continue;
+      const u32 v = Source::template value<kBits>(src_q, N, K, n, k0 + e) & kMask;
+#pragma unroll
+      for (int b = 0; b < kBits; ++b) {
+        const PackLaneBit lb = pack_lane_bit<kBits>(e, b);
+        if (lb.word == w) word |= ((v >> b) & 1u) << lb.shift;
+      }
+    }
+  }
+  qweight[index] = word;
+}
+
+// Entry `index` of [G_pad][N_pad]: the scale and zero point of (group, column), zero in the padding.
+template <class Source, int kBits>
+__device__ __forceinline__ void write_group_entry(const u16* src_scales, const void* src_zeros, u16* scales,
+                                                  void* zeros, int N, int groups, int groups_pad, int zero_kind,
+                                                  int zero_offset, i64 index) {
+  const int n_pad = pack_round_up(N, 8);
+  if (index >= static_cast<i64>(groups_pad) * n_pad) return;
+  const int g = static_cast<int>(index / n_pad);
+  const int n = static_cast<int>(index % n_pad);
+  const bool inside = g < groups && n < N;
+  const i64 src = static_cast<i64>(g) * N + n;
+  scales[index] = inside ? src_scales[src] : u16(0);
+  if (zero_kind == kPackIntZeros) {
+    const u32 z = inside ? Source::template int_zero<kBits>(src_zeros, N, g, n) + zero_offset : 0u;
+    static_cast<u8*>(zeros)[index] = static_cast<u8>(z);
+  } else if (zero_kind == kPackFloatZeros) {
+    static_cast<u16*>(zeros)[index] = inside ? static_cast<const u16*>(src_zeros)[src] : u16(0);
+  }
+}
+
+template <class Source, int kBits>
+__global__ void __launch_bounds__(kPackThreads)
+    wq_pack_kernel(const void* __restrict__ src_q, const void* __restrict__ src_zeros,
+                   const u16* __restrict__ src_scales, u32* __restrict__ qweight, u16* __restrict__ scales,
+                   void* __restrict__ zeros, int N, int K, int groups, int groups_pad, int zero_kind,
+                   int zero_offset, unsigned qweight_blocks) {
+  static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
+  if (blockIdx.x < qweight_blocks) {
+    const i64 index = static_cast<i64>(blockIdx.x) * kPackThreads + threadIdx.x;
+    write_qweight_word<Source, kBits>(src_q, qweight, N, K, index);
+  } else {
+    const i64 index = static_cast<i64>(blockIdx.x - qweight_blocks) * kPackThreads + threadIdx.x;
+    write_group_entry<Source, kBits>(src_scales, src_zeros, scales, zeros, N, groups, groups_pad, zero_kind,
+                                     zero_offset, index);
+  }
+}
+
+}  // namespace lowbit::kern
