@@ -106,7 +106,7 @@ PackJob unpacked_job(const UnpackedWeightsView& v) {
   job.format = SourceFormat::Unpacked;
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
   check_shape(job.problem, what);
-  LOWBIT_CHECK(v.q != nullptr, "pack_on_device(unpacked): the quantized weights are null");
+  LOWBIT_CHECK(v.q != nullptr, "pack_on_device(unpacked): q is null");
   LOWBIT_CHECK(v.scales != nullptr, "pack_on_device(unpacked): scales is null");
   LOWBIT_CHECK(aligned(v.scales, 2), "pack_on_device(unpacked): scales = {}: must be 2-byte aligned",
                static_cast<const void*>(v.scales));

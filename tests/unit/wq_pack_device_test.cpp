@@ -154,7 +154,7 @@ TEST_CASE("pack_on_device refuses bad views on the host, before any device use",
     expect(pack_error(rt, u), {"scales is null"});
     u = unpacked_view(4);
     u.q = nullptr;
-    expect(pack_error(rt, u), {"quantized weights are null"});
+    expect(pack_error(rt, u), {"q is null"});
   }
   SECTION("outputs: present and aligned for wq_gemm") {
     DevicePackedWeights o = outputs();
