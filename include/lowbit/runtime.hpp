@@ -44,7 +44,7 @@ struct RuntimeOptions {
   // Tuning database directory holding one <gpu>.json per device; empty = the installed one (or the
   // source tree's tuning_db/). $LOWBIT_TUNING_DB names a user file laid over it.
   std::string tuning_dir;
-  bool no_tuning_db = false;  // heuristics only
+  bool no_tuning_db = false;  // heuristics only (also LOWBIT_NO_TUNING_DB=1)
 };
 
 // What happened when one kernel was asked for; returned by compile-ahead calls and the CLI.

@@ -77,7 +77,7 @@ Context::Context(const RuntimeOptions& options) {
   const bool no_compile = options.no_compile || env_flag("LOWBIT_NO_COMPILE");
   cache_ = std::make_unique<ModuleCache>(*arch, no_disk ? std::string() : default_cache_root(options.cache_dir),
                                          no_compile);
-  if (!options.no_tuning_db) tuning_ = load_tuning(options.tuning_dir, *arch, device_ ? device_->name : "");
+  if (!options.no_tuning_db && !env_flag("LOWBIT_NO_TUNING_DB")) tuning_ = load_tuning(options.tuning_dir, *arch, device_ ? device_->name : "");
 }
 
 Context::~Context() {
