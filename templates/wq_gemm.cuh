@@ -80,44 +80,18 @@ __device__ __forceinline__ void load_fragment(const u32* tile, int lane, u32 (&w
   }
 }
 
-// Up to 8 rows a warp needs ~80 registers once x rides in the ring: ask for up to 24 warps per
-// SM (3 blocks of 8) so the compiler keeps it there, as far as the rings fit in shared memory
-// (more blocks than fit would only cost spills). Larger tiles: no floor.
-#if __CUDA_ARCH__ == 900 || __CUDA_ARCH__ >= 1000
-constexpr int kSmemPerSm = 227 * 1024;
-#elif __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870
-constexpr int kSmemPerSm = 163 * 1024;
-#else
-constexpr int kSmemPerSm = 99 * 1024;
-#endif
-constexpr int min_blocks_per_sm(int warps, int rows, int ring_bytes_per_warp) {
-  if (rows > 8 || warps > 8) return 1;
-  const int by_smem = kSmemPerSm / (warps * ring_bytes_per_warp);
-  const int wanted = 24 / warps;
-  return by_smem < 1 ? 1 : by_smem < wanted ? by_smem : wanted;
-}
-
-// Bytes of one warp's ring (kStages slots; see kSlot in the kernel).
-constexpr int wq_ring_bytes_per_warp(int bits, int group, int n_tiles, int stages, int rows, bool x_ring) {
-  const int groups_per_chunk = group == 0 ? 0 : (group >= 128 ? 1 : 128 / group);
-  return stages * 16 * (n_tiles * 8 * bits + 2 * n_tiles * groups_per_chunk + (x_ring ? 16 * rows : 0));
-}
-
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kSplitK,
-          int kStages, int kRows, bool kBf16, bool kOutF32, int kMode, bool kActOrder, bool kDeterministic>
-__global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, min_blocks_per_sm(kWarpsN * kWarpsK, kRows, wq_ring_bytes_per_warp(kBits, kGroup, kNTiles, kStages, kRows, kMTiles == 1 && !kActOrder)))
+          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kActOrder, bool kDeterministic>
+__global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales, const void* __restrict__ zeros,
                    const int* __restrict__ perm, const u16* __restrict__ x, const u16* __restrict__ bias,
                    void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M) {
   static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
   static_assert(kMode >= 0 && kMode <= 3, "DequantMode 0..3");
-  // kRows: the rows one block serves (1, 2, 4, 8 for buckets ≤ 8 with one tile, else 16·kMTiles).
-  static_assert(kRows == 16 * kMTiles || (kMTiles == 1 && (kRows == 1 || kRows == 2 || kRows == 4 || kRows == 8)),
-                "rows per block: 16·kMTiles, or 1-8 with one tile");
-  constexpr bool kUpperRows = kRows > 8;  // rows 8..15 of the 16-row tiles hold data
   static_assert(kGroup == 0 || (kGroup % 32 == 0 && (kGroup <= 128 ? 128 % kGroup == 0 : kGroup % 128 == 0)),
                 "group size must be 32, 64, 128, a multiple of 128, or 0 (per channel)");
   static_assert(kStages >= 2, "at least one chunk in flight");
+  static_assert(kUpperRows || kMTiles == 1, "rows 8..15 may be skipped only with one 16-row tile");
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
   constexpr int kKPad = (kK + 127) / 128 * 128;
@@ -203,23 +177,16 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, min_blocks_per_sm(kWarp
           dst[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
     }
   };
-  // With one 16-row tile the activations of a chunk ride in the ring with its weights: each lane
-  // copies the 64 bytes per row it will read itself (no sync needed), so x holds no registers
-  // while in flight and costs no load latency inside the loop. Act-order gathers 2-byte values,
-  // which cp.async cannot: there one tile prefetches x a chunk ahead into registers, and more
-  // tiles load a chunk's x at the top of its iteration.
-  constexpr bool kXRing = kMTiles == 1 && !kActOrder;
-  constexpr bool kPrefetchX = kMTiles == 1 && !kXRing;
-  // x in a slot: [p][row][t] (16 bytes each), rows of one p contiguous so the reads do not conflict.
-  constexpr int kXUnits = kXRing ? 4 * kRows * 4 : 0;
+  // With one 16-row tile the chunk's activations are prefetched a chunk ahead (16 registers when
+  // rows 8..15 are skipped); with more, all of a chunk's are loaded at the top of its iteration.
+  constexpr bool kPrefetchX = kMTiles == 1;
 
   // This warp's ring: kStages slots, each holding the weight tiles (kNTiles × 128·kBits B) and, per
   // tile and group of the chunk, the 8 scales (16 B) and 8 zeros (8 B integer, 16 B float) of its
   // columns, so scales and zeros arrive with the weights instead of costing a dependent load per chunk.
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kNTiles * kGroupsPerChunk;
-  constexpr int kXOffset = kNTiles * 8 * kBits + 2 * kMetaRows;  // uint4 offset of x in a slot
-  constexpr int kSlot = kXOffset + kXUnits;                      // uint4 per slot (wq::smem_bytes)
+  constexpr int kSlot = kNTiles * 8 * kBits + 2 * kMetaRows;  // uint4 per slot
   // When every block's tiles exist (N a multiple of the block's columns) no tile check is needed.
   constexpr bool kAllTiles = kTilesTotal % (kNTiles * kWarpsN) == 0;
   uint4* ring = smem + warp * (kStages * kSlot);
@@ -227,7 +194,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, min_blocks_per_sm(kWarp
   const u32* wsrc = qweight + (static_cast<i64>(tile0) * kChunks + c_begin) * kTileWords + lane * kV;
   auto issue = [&](int j) {  // chunk j of this warp → slot j % kStages
     const u32 slot = ring_addr + (j % kStages) * (kSlot * 16);
-    const int c = c_begin + j * kWarpsK;
     const u32* src = wsrc + j * (kWarpsK * kTileWords);
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt)
@@ -235,17 +201,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, min_blocks_per_sm(kWarp
 #pragma unroll
         for (int v = 0; v < kBits / kV; ++v)
           cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4, src + nt * (kChunks * kTileWords) + v * 32 * kV);
-    if constexpr (kXRing) {
-      const u32 xdst = slot - lane * kV * 4 + kXOffset * 16;
-#pragma unroll
-      for (int h = 0; h < kHalves; ++h)
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          const int kk = c * 128 + 32 * t + 8 * p, r = g + 8 * h;
-          if (r < kRows && row_ok[0][h] && kk < kK) cp_async_16(xdst + ((p * kRows + r) * 4 + t) * 16, xrow[0][h] + kk);
-        }
-    }
     if constexpr (kMetaRows > 0) {
+      const int c = c_begin + j * kWarpsK;
       const u32 meta = slot - lane * kV * 4 + kNTiles * kTileWords * 4;
       for (int i = lane; i < kMetaRows; i += 32) {
         const int tile = min(tile0 + i / kGroupsPerChunk, kTilesTotal - 1);
@@ -289,7 +246,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, min_blocks_per_sm(kWarp
       if (j + 1 < n_chunks)
 #pragma unroll
         for (int p = 0; p < 4; ++p) load_x(c + kWarpsK, p, xn[p]);  // next chunk's, while this one computes
-    } else if constexpr (!kXRing) {
+    } else {
 #pragma unroll
       for (int p = 0; p < 4; ++p) load_x(c, p, xa[p]);
     }
@@ -297,16 +254,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, min_blocks_per_sm(kWarp
     cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
     if constexpr (kMetaRows > 0) __syncwarp();  // ... and the other lanes' scale and zero rows
     const uint4* slot = ring + (j % kStages) * kSlot;
-    if constexpr (kXRing) {
-#pragma unroll
-      for (int h = 0; h < kHalves; ++h)
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          const int kk = c * 128 + 32 * t + 8 * p, r = g + 8 * h;
-          xa[p][0][h] = r < kRows && row_ok[0][h] && kk < kK ? slot[kXOffset + (p * kRows + r) * 4 + t]
-                                                             : make_uint4(0, 0, 0, 0);
-        }
-    }
 
     // Per lane and tile: the zero point of column g and the scale (column g before the MMA, or
     // columns 2t, 2t+1 after it). Lane t's 32 k values never straddle a group.

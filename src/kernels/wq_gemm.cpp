@@ -81,18 +81,11 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
                        : 0;
 }
 
-int block_rows(const WqGemmConfig& c, int64_t m) {
-  return m_bucket(m) <= 8 && c.m_tiles == 1 ? static_cast<int>(m_bucket(m)) : 16 * c.m_tiles;
-}
-
 std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
-  // 16-byte row of scales and one of zeros + with one 16-row tile (no act-order) the chunk's
-  // activations, 256 B per row (must match kSlot in templates/wq_gemm.cuh). p.m is the bucket's.
+  // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
   const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
-  const std::size_t x_units = c.m_tiles == 1 && !p.act_order ? 4 * 4 * static_cast<std::size_t>(block_rows(c, p.m)) : 0;
-  const std::size_t slot =
-      (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk + x_units) * 16;
+  const std::size_t slot = (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
   return std::max(rings, reduction_smem_bytes(c));
 }
@@ -134,9 +127,7 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
   g.grid_y = static_cast<unsigned>(c.split_k);
   g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
   g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k);
-  WqGemmProblem pm = p;
-  pm.m = m;
-  g.smem = smem_bytes(pm, c);
+  g.smem = smem_bytes(p, c);
   return g;
 }
 
@@ -176,18 +167,18 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
 
 jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket) {
   const bool bf16 = p.act == DType::BF16;
-  const int rows = block_rows(c, bucket);
+  const bool upper_rows = !(bucket <= 8 && c.m_tiles == 1);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
   s.name = fmt::format("wq_gemm_w{}{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                        p.act_order ? "ao" : "", p.deterministic ? "det" : "", to_string(p.act),
-                       p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles, rows > 8 ? "" : fmt::format("r{}", rows), c.n_tiles,
+                       p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles,
                        c.warps_n, c.warps_k, c.split_k, c.stages);
   s.name_expression = fmt::format(
       "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits,
-      p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, rows, b(bf16),
+      p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, b(upper_rows), b(bf16),
       b(p.out == DType::F32), static_cast<int>(p.mode), b(p.act_order), b(p.deterministic));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
@@ -410,13 +401,13 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
     rec.m_bucket = bucket;
-    WqGemmProblem pb = problem;
-    pb.m = bucket;
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap).
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                     static_cast<int>(wq::smem_bytes(pb, c))));
+                                                     static_cast<int>(wq::smem_bytes(problem, c))));
     impl_->records.push_back(rec);
     impl_->buckets.push_back({bucket, c, &k});
+    WqGemmProblem pb = problem;
+    pb.m = bucket;
     impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.split_k));
   }
   if (impl_->workspace_bytes > 0 && options.allocate_workspace) {

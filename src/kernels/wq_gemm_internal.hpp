@@ -48,10 +48,7 @@ std::size_t workspace_bytes(const WqGemmProblem& problem, int split_k);  // 0 wi
 
 // Shared-memory bytes of the intra-block reduction.
 std::size_t reduction_smem_bytes(const WqGemmConfig& config);
-// Rows one block of a kernel for M rows serves: the bucket (1, 2, 4, 8) with one 16-row tile,
-// else 16·m_tiles (buckets ≤ 8 skip rows 8..15 of the tile and stage only their rows of x).
-int block_rows(const WqGemmConfig& config, int64_t m);
-// Dynamic shared memory of a launch for problem.m rows: the cp.async rings, reused for the reduction.
+// Dynamic shared memory of a launch: the cp.async rings, reused for the reduction.
 std::size_t smem_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);
