@@ -6,8 +6,8 @@
 // |          |              |                                | see include/lowbit/pack.hpp                 |
 // | scales   | f16/bf16     | [K_pad/G][N_pad]               | row-major; one row for per-channel          |
 // | zeros    | u8 / f16/bf16| [K_pad/G][N_pad]               | integer (mode 0) or float (2, 3) zeros      |
-// | perm     | i32          | [K]                            | act-order: x column of packed k (kActOrder) |
-// | x        | f16/bf16     | [M][K]                         | row-major, 16 B aligned                     |
+// | x        | f16/bf16     | [M][K]                         | row-major, 16 B aligned; act-order layers:  |
+// |          |              |                                | permuted first by wq_permute_x_kernel       |
 // | bias     | f16/bf16     | [N]                            | or null                                     |
 // | y        | f16/bf16/f32 | [M][N]                         | row-major                                   |
 // | ws       | f32          | [M][N] or [kSplitK][M][N]      | split-K sums: atomic, zero on entry & exit; |
@@ -81,10 +81,10 @@ __device__ __forceinline__ void load_fragment(const u32* tile, int lane, u32 (&w
 }
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kSplitK,
-          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kActOrder, bool kDeterministic>
+          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales, const void* __restrict__ zeros,
-                   const int* __restrict__ perm, const u16* __restrict__ x, const u16* __restrict__ bias,
+                   const u16* __restrict__ x, const u16* __restrict__ bias,
                    void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M) {
   static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
   static_assert(kMode >= 0 && kMode <= 3, "DequantMode 0..3");
@@ -150,33 +150,15 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       xrow[mt][h] = x + static_cast<i64>(row_ok[mt][h] ? row : 0) * kK;
     }
   // Activations of chunk c, step pair p (k = 128c + 32t + 8p .. +7) for every row this lane feeds.
-  // Act-order: packed k reads x column perm[k] (8 scalar loads per 16 bytes, indices shared by rows).
   auto load_x = [&](int c, int p, uint4 (&dst)[kMTiles][kHalves]) {
     const int kk = c * 128 + 32 * t + 8 * p;
-    if constexpr (kActOrder) {
-      int4 i0 = make_int4(0, 0, 0, 0), i1 = i0;
-      if (kk < kK) i0 = __ldg(reinterpret_cast<const int4*>(perm + kk)), i1 = __ldg(reinterpret_cast<const int4*>(perm + kk + 4));
-      const int idx[8] = {i0.x, i0.y, i0.z, i0.w, i1.x, i1.y, i1.z, i1.w};
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
+    for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int h = 0; h < kHalves; ++h) {
-          u32 v[4] = {0, 0, 0, 0};
-          if (row_ok[mt][h] && kk < kK)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-              v[i] = static_cast<u32>(__ldg(xrow[mt][h] + idx[2 * i])) |
-                     (static_cast<u32>(__ldg(xrow[mt][h] + idx[2 * i + 1])) << 16);
-          dst[mt][h] = make_uint4(v[0], v[1], v[2], v[3]);
-        }
-    } else {
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int h = 0; h < kHalves; ++h)
-          dst[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
-    }
+      for (int h = 0; h < kHalves; ++h)
+        dst[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
   };
+
   // With one 16-row tile the chunk's activations are prefetched a chunk ahead (16 registers when
   // rows 8..15 are skipped); with more, all of a chunk's are loaded at the top of its iteration.
   constexpr bool kPrefetchX = kMTiles == 1;
@@ -482,6 +464,27 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       });
       if (threadIdx.x == 0) counters[tile_id] = 0;
     }
+  }
+}
+
+// Act-order layers: xp[m][j] = x[m][perm[j]], the activations in the packed K order, so the GEMM
+// reads them with 16-byte loads (a gather inside the GEMM cost twice its time). 8 values per
+// thread; rows loop over gridDim.y.
+template <int kK>
+__global__ void __launch_bounds__(256) wq_permute_x_kernel(const u16* __restrict__ x, const int* __restrict__ perm,
+                                                           u16* __restrict__ xp, int M) {
+  const int j = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
+  if (j >= kK) return;
+  const int4 i0 = __ldg(reinterpret_cast<const int4*>(perm + j));
+  const int4 i1 = __ldg(reinterpret_cast<const int4*>(perm + j + 4));
+  const int idx[8] = {i0.x, i0.y, i0.z, i0.w, i1.x, i1.y, i1.z, i1.w};
+  for (int m = blockIdx.y; m < M; m += gridDim.y) {
+    const u16* row = x + static_cast<i64>(m) * kK;
+    u32 w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      w[i] = static_cast<u32>(__ldg(row + idx[2 * i])) | (static_cast<u32>(__ldg(row + idx[2 * i + 1])) << 16);
+    *reinterpret_cast<uint4*>(xp + static_cast<i64>(m) * kK + j) = make_uint4(w[0], w[1], w[2], w[3]);
   }
 }
 

@@ -82,9 +82,10 @@ struct WqGemmArgs {
   WqWeights w;
   const void* bias = nullptr;  // [N] act dtype, or null
   void* y = nullptr;           // [M, N] row-major, out dtype
-  // Split-K workspace of workspace_bytes(problem) bytes (or plan.workspace_bytes()): zero-filled
-  // once before its first use; every call leaves it as it must be for the next. One workspace may
-  // not serve two calls running at once.
+  // Workspace of workspace_bytes(problem) bytes (or plan.workspace_bytes()), needed to split K and
+  // for act-order layers (their activations are permuted into it first): zero-filled once before
+  // its first use; every call leaves it as it must be for the next. One workspace may not serve
+  // two calls running at once.
   void* workspace = nullptr;
 };
 
@@ -93,7 +94,8 @@ bool can_implement(const WqGemmProblem& problem, std::string* why = nullptr);
 // Same, for a problem + config on an arch.
 bool can_implement(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch,
                    std::string* why = nullptr);
-// Bytes of split-K workspace any config may need for this problem (its M included).
+// Bytes of workspace any config may need for this problem (its M included): split-K sums and
+// counters, and for act-order the permuted activations.
 std::size_t workspace_bytes(const WqGemmProblem& problem);
 
 // Functional call. Validates everything before launching; throws lowbit::Error.

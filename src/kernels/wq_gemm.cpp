@@ -160,26 +160,29 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   tune::TuningKey k;
   k.format = fmt::format("w{}.{}.{}{}.{}{}{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
                          to_string(p.act), p.out == DType::F32 ? ".o32" : "", mode_tag(p.mode),
-                         p.act_order ? ".ao" : "", p.deterministic ? ".det" : "");
+                         "", p.deterministic ? ".det" : "");  // act-order layers run the same kernel
   k.shape = {{"m", bucket}, {"n", p.n}, {"k", p.k}};
   return k;
 }
 
-jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket) {
+jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket) {
+  // Act-order layers run the plain kernel on permuted activations: one kernel (and cache entry) for both.
+  WqGemmProblem p = problem;
+  p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
   const bool upper_rows = !(bucket <= 8 && c.m_tiles == 1);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                       p.act_order ? "ao" : "", p.deterministic ? "det" : "", to_string(p.act),
+                       p.deterministic ? "det" : "", to_string(p.act),
                        p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles,
                        c.warps_n, c.warps_k, c.split_k, c.stages);
   s.name_expression = fmt::format(
-      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits,
+      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits,
       p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, b(upper_rows), b(bf16),
-      b(p.out == DType::F32), static_cast<int>(p.mode), b(p.act_order), b(p.deterministic));
+      b(p.out == DType::F32), static_cast<int>(p.mode), b(p.deterministic));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
@@ -187,6 +190,22 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& p, const WqGemmConfig& c, int64
   s.specialization = to_json(p);
   s.config = to_json(c);
   return s;
+}
+
+jit::KernelSpec permute_spec(const WqGemmProblem& p) {
+  jit::KernelSpec s;
+  s.family = "wq_gemm";
+  s.name = fmt::format("wq_permute_x_k{}", p.k);
+  s.name_expression = fmt::format("lowbit::kern::wq_permute_x_kernel<{}>", p.k);
+  s.source = fmt::format("// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
+                         s.name, s.name_expression);
+  s.specialization = {{"k", p.k}};
+  s.config = nlohmann::json::object();
+  return s;
+}
+
+std::size_t permuted_x_bytes(const WqGemmProblem& p, int64_t max_m) {
+  return p.act_order ? (static_cast<std::size_t>(max_m) * p.k * 2 + 255) / 256 * 256 : 0;
 }
 
 namespace {
@@ -283,7 +302,7 @@ std::size_t workspace_bytes(const WqGemmProblem& p, int split_k) {
 std::size_t workspace_bytes(const WqGemmProblem& p) {
   std::string why;
   LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
-  return wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2);
+  return wq::permuted_x_bytes(p, m_bucket(p.m)) + wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2);
 }
 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
@@ -335,7 +354,9 @@ struct WqGemmPlan::Impl {
   std::vector<Bucket> buckets;  // ascending max_m
   std::vector<KernelRecord> records;
   jit::DeviceBuffer workspace;
-  std::size_t workspace_bytes = 0;  // what the splitting buckets need at their largest M
+  const jit::LoadedKernel* permute = nullptr;  // act-order: x → packed K order, into the workspace
+  std::size_t permuted_x_bytes = 0;             // act-order: the first bytes of the workspace
+  std::size_t workspace_bytes = 0;              // the above + what the splitting buckets need
 };
 
 namespace {
@@ -383,6 +404,11 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
     rec.m_bucket = bucket;
     out.push_back(rec);
   }
+  if (problem.act_order) {
+    KernelRecord rec;
+    ctx.compile(wq::permute_spec(problem), &rec);
+    out.push_back(rec);
+  }
   return out;
 }
 
@@ -409,6 +435,12 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     WqGemmProblem pb = problem;
     pb.m = bucket;
     impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.split_k));
+  }
+  if (problem.act_order) {
+    KernelRecord rec;
+    impl_->permute = &ctx.load(wq::permute_spec(problem), &rec);
+    impl_->permuted_x_bytes = wq::permuted_x_bytes(problem, impl_->buckets.back().max_m);
+    impl_->workspace_bytes += impl_->permuted_x_bytes;
   }
   if (impl_->workspace_bytes > 0 && options.allocate_workspace) {
     impl_->workspace = jit::DeviceBuffer(impl_->workspace_bytes);
@@ -461,23 +493,35 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(a.y != nullptr, "args.y is null");
   LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y, dtype_bytes(p.out));
   void* ws = a.workspace;
-  if (b->config.split_k > 1) {
+  if (b->config.split_k > 1 || p.act_order) {
     if (ws == nullptr) ws = im.workspace.get();
     LOWBIT_CHECK(ws != nullptr,
-                 "args.workspace is null, but {} splits K and needs plan.workspace_bytes() = {} bytes (zero-filled "
-                 "once)",
-                 b->config.str(), im.workspace_bytes);
+                 "args.workspace is null, but {} needs plan.workspace_bytes() = {} bytes (zero-filled once) {}",
+                 b->config.str(), im.workspace_bytes,
+                 p.act_order ? "for the permuted activations of act-order" : "to split K");
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
   const wq::Geometry geo = wq::geometry(p, b->config, m);
-  // Workspace = counters, then fp32 sums, laid out for this M. Where they fall does not matter
-  // between calls: every call leaves all of it zero (counters, atomic sums and deterministic slices).
-  float* sums = ws ? reinterpret_cast<float*>(static_cast<char*>(ws) + wq::counter_bytes(p.n, m)) : nullptr;
-  unsigned* counters = static_cast<unsigned*>(ws);
+  // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | counters | fp32 sums].
+  // Counters and sums are laid out for this M; where they fall does not matter between calls:
+  // every call leaves them zero (counters, atomic sums and deterministic slices).
+  char* base = static_cast<char*>(ws);
+  const void* x = a.x;
   int mi = static_cast<int>(m);
-  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &a.w.perm, &a.x,
-                        &a.bias,      &a.y,        &sums,      &counters,  &mi};
   im.ctx->make_current();
+  if (p.act_order) {
+    void* xp = base;
+    const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi};
+    const unsigned blocks_x = static_cast<unsigned>((p.k / 8 + 255) / 256);
+    const unsigned blocks_y = static_cast<unsigned>(std::min<int64_t>(m, 65535));
+    LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(im.permute->function, blocks_x, blocks_y, 1, 256, 1, 1, 0, stream,
+                                                 const_cast<void**>(pargs), nullptr));
+    x = xp;
+  }
+  char* split_ws = base ? base + im.permuted_x_bytes : nullptr;
+  float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
+  unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
+  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi};
   LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z, geo.block,
                                                1, 1, static_cast<unsigned>(geo.smem), stream,
                                                const_cast<void**>(args), nullptr));
@@ -497,11 +541,12 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
     o.allocate_workspace = false;
     return std::make_shared<WqGemmPlan>(rt, key_problem, std::vector<int64_t>{key_problem.m}, o);
   });
-  if (plan->config_for(problem.m).split_k > 1) {
+  if (plan->workspace_bytes() > 0) {
     LOWBIT_CHECK(args.workspace != nullptr,
-                 "args.workspace is null, but the chosen config ({}) splits K: pass workspace_bytes(problem) = {} "
+                 "args.workspace is null, but the chosen config ({}) {}: pass workspace_bytes(problem) = {} "
                  "zero-filled bytes",
-                 plan->config_for(problem.m).str(), workspace_bytes(problem));
+                 plan->config_for(problem.m).str(),
+                 problem.act_order ? "permutes the activations (act-order)" : "splits K", workspace_bytes(problem));
   }
   plan->run(args, problem.m, stream);
 }

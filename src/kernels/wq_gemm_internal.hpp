@@ -25,6 +25,11 @@ Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int6
 // (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15).
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket);
 
+// The kernel that puts an act-order layer's activations in packed K order (one per K).
+jit::KernelSpec permute_spec(const WqGemmProblem& problem);
+// Workspace bytes for the permuted activations of up to max_m rows (0 without act-order).
+std::size_t permuted_x_bytes(const WqGemmProblem& problem, int64_t max_m);
+
 // Derived sizes of lowbit's packed layout for a problem.
 struct Layout {
   int64_t n_pad, k_pad, groups_pad, chunks;

@@ -188,6 +188,34 @@ TEST_CASE("wq_gemm act-order and zero-point arguments are checked before launch"
   expect_error(a, "16-byte aligned");
   run_and_check(*L, plan, 4, false);
 
+  // Without a workspace for the permuted activations: refused, nothing written.
+  WqGemmPlanOptions no_ws;
+  no_ws.allocate_workspace = false;
+  WqGemmPlan bare(gpu_runtime(), p, {4}, no_ws);
+  REQUIRE(bare.workspace_bytes() > 0);
+  {
+    L->y_dev.fill_bytes(0xff);
+    bool refused = false;
+    try {
+      bare.run(L->args(false), 4, nullptr);
+    } catch (const Error& e) {
+      refused = std::string(e.what()).find("act-order") != std::string::npos;
+    }
+    REQUIRE(refused);
+    for (double v : download_y(*L, 4)) REQUIRE(std::isnan(v));
+  }
+  // The functional API with workspace_bytes(problem), twice (the workspace is reused).
+  jit::DeviceBuffer ws(workspace_bytes(p));
+  ws.fill_bytes(0);
+  for (int rep = 0; rep < 2; ++rep) {
+    WqGemmArgs fa = L->args(false);
+    fa.workspace = ws.get();
+    L->y_dev.fill_bytes(0xff);
+    wq_gemm(gpu_runtime(), p, fa, nullptr);
+    LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+    REQUIRE(relative_error(*L, download_y(*L, 4), 4) <= tolerance(p));
+  }
+
   WqGemmProblem plain = p;
   plain.act_order = false;
   WqGemmPlan plain_plan(gpu_runtime(), plain, {4});
