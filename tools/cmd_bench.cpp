@@ -35,8 +35,8 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
                 jit::nvrtc_version().c_str(), jit::lowbit_version().c_str());
     std::printf("ceilings read %.0f GB/s, mma.sync f16 %.0f TFLOP/s, empty launch in a graph %.2f us\n", ceil.read_gbs,
                 ceil.mma_tflops, ceil.empty_us);
-    std::printf("%-24s %4s %-40s %8s %8s %8s %8s %7s %7s %6s %6s\n", "case", "M", "config", "rel.err", "us",
-                "stream", "floor", "%strm", "%floor", "GB/s", "host");
+    std::printf("%-24s %4s %-40s %8s %8s %8s %8s %7s %7s %6s %6s %8s %s\n", "case", "M", "config", "rel.err", "us",
+                "stream", "floor", "%strm", "%floor", "GB/s", "host", "heur.us", "chosen by");
   }
   nlohmann::json cases = nlohmann::json::array();
   int failures = 0;
@@ -55,15 +55,17 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
                        {"error", r.error}, {"rel_err", r.rel_err}, {"us", r.us}, {"stream_us", r.stream_us},
                        {"floor_us", r.floor_us}, {"tc_us", r.tc_us}, {"pct_stream", r.pct_stream()},
                        {"pct_floor", r.pct_floor()}, {"gbs", r.gbs()}, {"bytes", r.bytes}, {"host_us", r.host_us},
-                       {"copies", r.copies}, {"plan_ms", r.plan_ms}, {"plan_sources", r.plan_sources}});
+                       {"copies", r.copies}, {"plan_ms", r.plan_ms}, {"plan_sources", r.plan_sources},
+                       {"heuristic_us", r.heuristic_us}, {"config_source", r.config_source}});
       if (f.json) continue;
       if (!r.ok) {
         std::printf("%-24s %4lld %-40s FAIL: %s\n", label.c_str(), static_cast<long long>(r.problem.m),
                     r.config.c_str(), r.error.c_str());
       } else {
-        std::printf("%-24s %4lld %-40s %8.1e %8.2f %8.2f %8.2f %7.1f %7.1f %6.0f %6.2f\n", label.c_str(),
+        std::printf("%-24s %4lld %-40s %8.1e %8.2f %8.2f %8.2f %7.1f %7.1f %6.0f %6.2f %8.2f %s\n", label.c_str(),
                     static_cast<long long>(r.problem.m), r.config.c_str(), r.rel_err, r.us, r.stream_us, r.floor_us,
-                    r.pct_stream(), r.pct_floor(), r.gbs(), r.host_us);
+                    r.pct_stream(), r.pct_floor(), r.gbs(), r.host_us, r.heuristic_us,
+                    r.config_source.substr(0, r.config_source.find(" (")).c_str());
       }
       std::fflush(stdout);
     }

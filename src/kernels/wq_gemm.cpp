@@ -306,27 +306,40 @@ std::size_t workspace_bytes(const WqGemmProblem& p) {
 }
 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
+  // Fitted to `lowbit tune` over the model presets at M 1..128 on the H200 (docs/perf-notes.md,
+  // "heuristic v3"); shapes are measured in 8-column tiles per SM so other GPUs scale with them.
   const int64_t bucket = m_bucket(p.m);
-  WqGemmConfig c;
-  // More than two 16-row tiles per warp costs more registers than it saves (see docs/perf-notes.md);
-  // larger M gets more row blocks in the grid instead.
-  c.m_tiles = static_cast<int>(std::min<int64_t>(2, ceil_div(bucket, 16)));
-  // Up to 8 rows the activations are tiny and 4 tiles per warp keep registers low; at 9-16 rows
-  // each chunk's 4 KB of activations is read from L2 by every warp, so 8 tiles share it.
-  c.n_tiles = c.m_tiles == 1 ? (bucket <= 8 ? 4 : 8) : 4;  // m_tiles 2 × n_tiles 4: 8192² M=64 65 µs (2 × 2: 114)
-  c.warps_n = 1;
-  c.stages = c.m_tiles == 1 ? 3 : 4;
+  const int sms = std::max(sm_count, 1);
+  const int64_t tiles = ceil_div(p.n, 8);
+  const double tiles_per_sm = static_cast<double>(tiles) / sms;
   const int64_t chunks = wq::layout(p).chunks;
-  const int64_t col_blocks = ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n);
-  const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
-  // M ≤ 16: 8 warps per block along K (measured best at 8192²). Up to 8 rows (~100 registers) a grid
-  // with fewer blocks than SMs gets 16, for ~16 warps per SM; 16 warps cap a thread at 128 registers,
-  // which the 9-16 row kernel (8 tiles, ~170) would spill.
-  c.warps_k = 2;
-  if (c.m_tiles == 1) {
-    c.warps_k = 8;
-    if (bucket <= 8 && col_blocks * row_blocks < std::max(sm_count, 1) && chunks >= 2LL * 16) c.warps_k = 16;
+  auto make = [](int mt, int nt, int wk, int st) {
+    WqGemmConfig c;
+    c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 1, c.warps_k = wk, c.split_k = 1, c.stages = st;
+    return c;
+  };
+  WqGemmConfig c;
+  if (bucket <= 8) {
+    // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing). Few
+    // column blocks (1280-wide shards): 2 tiles per warp for twice the blocks; fewer blocks than
+    // SMs: 16 warps along K (~16 warps per SM; 8 rows or fewer need ~100 registers).
+    c = make(1, 4, 8, 2);
+    if (ceil_div(tiles, 4) < sms / 2) c.n_tiles = 2, c.stages = 3;
+    if (ceil_div(tiles, c.n_tiles) < sms && chunks >= 2LL * 16) c.warps_k = 16;
+  } else if (bucket <= 16) {
+    // Wide layers: 8 tiles share each chunk's activations; the more column blocks, the fewer warps along K.
+    c = tiles_per_sm >= 4.3 ? make(1, 8, 8, 2) : make(1, 4, 8, 3);
+    const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
+    c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
+  } else if (bucket <= 32) {
+    c = tiles_per_sm <= 4 ? make(2, 4, 8, 4) : tiles_per_sm <= 10 ? make(1, 4, 2, 4) : make(2, 8, 2, 4);
+  } else if (bucket <= 64) {
+    c = tiles_per_sm <= 6 ? make(1, 4, 2, 4) : tiles_per_sm <= 8 ? make(2, 4, 2, 3) : make(2, 8, 2, 4);
+  } else {
+    c = tiles_per_sm <= 4 ? make(2, 4, 2, 2) : tiles_per_sm <= 6 ? make(1, 4, 2, 4) : make(2, 8, 2, 4);
   }
+  const int64_t col_blocks = ceil_div(tiles, c.n_tiles * c.warps_n);
+  const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
   while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
   const int64_t max_split = p.deterministic ? 8 : 64;

@@ -96,7 +96,38 @@ TuningDb TuningDb::load(const std::string& path, const Arch& arch, std::vector<s
     }
   }
   db.files.push_back(path);
+  db.reindex();
   return db;
+}
+
+namespace {
+std::string format_class(const std::string& format) {
+  const auto first = format.find('.');
+  const auto second = first == std::string::npos ? first : format.find('.', first + 1);
+  return format.substr(0, second);
+}
+}  // namespace
+
+void TuningDb::reindex() {
+  index_.clear();
+  for (const auto& [family, section] : sections_.items()) {
+    FamilyIndex& fi = index_[family];
+    for (const auto& [k, value] : section.items()) {
+      auto key = TuningKey::parse(k);
+      if (!key) continue;
+      Indexed e;
+      e.key_str = k;
+      e.file = value["file"].get<std::string>();
+      e.config = value["entry"]["config"];
+      e.format_class = format_class(key->format);
+      for (const auto& [name, v] : key->shape)
+        if (name == "m") e.m = v;
+        else e.log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
+      e.key = std::move(*key);
+      fi.by_key[k] = fi.entries.size();
+      fi.entries.push_back(std::move(e));
+    }
+  }
 }
 
 void TuningDb::overlay(const TuningDb& other) {
@@ -104,39 +135,49 @@ void TuningDb::overlay(const TuningDb& other) {
     for (const auto& [key, value] : section.items()) sections_[family][key] = value;
   files.insert(files.end(), other.files.begin(), other.files.end());
   if (!other.files.empty()) meta = other.meta;
+  reindex();
 }
 
 std::optional<TuningHit> TuningDb::lookup(const std::string& family, const TuningKey& key) const {
-  if (!sections_.contains(family)) return std::nullopt;
-  const auto& section = sections_[family];
-  const std::string exact = key.str();
-  if (section.contains(exact))
-    return TuningHit{section[exact]["entry"]["config"], exact, "exact", section[exact]["file"].get<std::string>()};
-  const auto m = key.field("m");
-  if (!m) return std::nullopt;
-  // Same format and every shape field but M equal: take the nearest M bucket (log distance; ties → larger).
-  std::optional<TuningHit> best;
-  double best_distance = 1e300;
-  for (const auto& [k, value] : section.items()) {
-    const auto other = TuningKey::parse(k);
-    if (!other || other->format != key.format || other->shape.size() != key.shape.size()) continue;
-    bool same = true;
-    for (const auto& [name, v] : key.shape)
-      if (name != "m" && other->field(name) != v) same = false;
-    const auto om = other->field("m");
-    if (!same || !om || *om <= 0) continue;
-    const double d = std::fabs(std::log2(static_cast<double>(*om)) - std::log2(static_cast<double>(*m))) -
-                     (*om > *m ? 1e-9 : 0.0);
-    if (d < best_distance) {
-      best_distance = d;
-      best = TuningHit{value["entry"]["config"], k, "nearest M bucket", value["file"].get<std::string>()};
-    }
+  const auto fam = index_.find(family);
+  if (fam == index_.end()) return std::nullopt;
+  const FamilyIndex& fi = fam->second;
+  const auto exact = fi.by_key.find(key.str());
+  if (exact != fi.by_key.end()) {
+    const Indexed& e = fi.entries[exact->second];
+    return TuningHit{e.config, e.key_str, "exact", e.file};
   }
-  return best;
+  const auto m = key.field("m");
+  if (!m || *m <= 0) return std::nullopt;
+  std::vector<double> log_rest;
+  for (const auto& [name, v] : key.shape)
+    if (name != "m") log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
+  const std::string cls = format_class(key.format);
+  const double log_m = std::log2(static_cast<double>(*m));
+  // Steps 1..3 below; the first step with any candidate wins, nearest first (ties → the larger M).
+  const Indexed* best[3] = {nullptr, nullptr, nullptr};
+  double best_d[3] = {1e300, 1e300, 1e300};
+  for (const Indexed& e : fi.entries) {
+    if (e.log_rest.size() != log_rest.size() || e.m <= 0) continue;
+    double layer_d = 0;
+    for (std::size_t i = 0; i < log_rest.size(); ++i) layer_d += std::fabs(e.log_rest[i] - log_rest[i]);
+    const bool same_format = e.key.format == key.format;
+    int step = -1;
+    double d = 0;
+    if (same_format && layer_d == 0) step = 0, d = std::fabs(std::log2(static_cast<double>(e.m)) - log_m) - (e.m > *m ? 1e-9 : 0);
+    else if (same_format && e.m == *m) step = 1, d = layer_d;
+    else if (e.m == *m && e.format_class == cls) step = 2, d = layer_d;
+    if (step >= 0 && d < best_d[step]) best_d[step] = d, best[step] = &e;
+  }
+  static const char* const kSteps[3] = {"nearest M bucket", "nearest layer", "similar format"};
+  for (int s = 0; s < 3; ++s)
+    if (best[s]) return TuningHit{best[s]->config, best[s]->key_str, kSteps[s], best[s]->file};
+  return std::nullopt;
 }
 
 void TuningDb::put(const std::string& family, const TuningKey& key, nlohmann::json entry) {
   sections_[family][key.str()] = {{"entry", std::move(entry)}, {"file", ""}};
+  reindex();
 }
 
 std::size_t TuningDb::size() const {

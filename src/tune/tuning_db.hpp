@@ -1,6 +1,9 @@
 // The tuning database: one JSON file per GPU, a `meta` block and one section per family, entries
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
-// bucket of the same layer → (the caller's) heuristic. Bad files and bad entries are reported and
+// bucket of the same layer → nearest layer (N, K) of the same format at the same M bucket → the
+// same at a similar format (same bits and group, other dtype or mode) → (the caller's) heuristic.
+// Keys are indexed when files are loaded, so a lookup is a hash probe plus, on a miss, one pass
+// over pre-parsed entries (no parsing, no allocation beyond the result). Bad files and bad entries are reported and
 // skipped, never fatal: a file for another arch is ignored; a file written by another lowbit
 // version, NVRTC or template set keeps its entries, and every entry is re-validated by the caller.
 //
@@ -13,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lowbit/types.hpp"
@@ -38,7 +42,7 @@ struct TuningKey {
 struct TuningHit {
   nlohmann::json config;
   std::string key;   // the entry used
-  std::string step;  // "exact" or "nearest M bucket"
+  std::string step;  // "exact", "nearest M bucket", "nearest layer" or "similar format"
   std::string file;  // where it came from
 };
 
@@ -51,7 +55,7 @@ class TuningDb {
   // Entries of `other` replace ours with the same key (a user file over the shipped one).
   void overlay(const TuningDb& other);
 
-  // Exact key, else the same format and shape apart from M with the nearest M bucket.
+  // See the order at the top of this file. Distances are in log2 of each shape field.
   std::optional<TuningHit> lookup(const std::string& family, const TuningKey& key) const;
 
   void put(const std::string& family, const TuningKey& key, nlohmann::json entry);
@@ -66,6 +70,20 @@ class TuningDb {
  private:
   // family → key → {"entry": {...}, "file": path}
   nlohmann::json sections_ = nlohmann::json::object();
+
+  struct Indexed {
+    TuningKey key;
+    std::string key_str, file, format_class;  // format_class: the first two format fields ("w4.g128")
+    nlohmann::json config;
+    int64_t m = 0;
+    std::vector<double> log_rest;  // log2 of the shape fields other than m, in key order
+  };
+  struct FamilyIndex {
+    std::unordered_map<std::string, std::size_t> by_key;
+    std::vector<Indexed> entries;
+  };
+  std::unordered_map<std::string, FamilyIndex> index_;
+  void reindex();
 };
 
 }  // namespace lowbit::tune

@@ -184,6 +184,8 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
     row.plan_ms = plan_ms;
     for (const auto& rec : plan.records())
       row.plan_sources += std::string(row.plan_sources.empty() ? "" : ",") + std::string(to_string(rec.source));
+    for (const auto& rec : plan.records())
+      if (rec.m_bucket == m_bucket(m)) row.config_source = rec.config_source;
     row.bytes = wq::traffic_bytes(row.problem);
     row.flops = 2.0 * static_cast<double>(m) * base.n * base.k;
     try {
@@ -199,6 +201,15 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
       const auto t1 = std::chrono::steady_clock::now();
       stream.synchronize();
       row.host_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / host_calls;
+      row.heuristic_us = row.us;
+      const WqGemmConfig heuristic = choose_config(row.problem, rt.arch(), rt.sm_count());
+      if (!opt.config && opt.compare_heuristic && !(heuristic == plan.config_for(m))) {  // 5. tuned vs heuristic
+        WqGemmPlanOptions ho;
+        ho.config = heuristic;
+        WqGemmPlan hp(rt, base, {m}, ho);
+        setup.check(hp, m, stream.get());
+        row.heuristic_us = setup.time_us(hp, m, opt.rounds, opt.replays);
+      }
       row.ok = true;
     } catch (const Error& e) {
       row.ok = false;

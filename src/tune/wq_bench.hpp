@@ -47,6 +47,8 @@ struct WqBenchOptions {
   std::optional<WqGemmConfig> config;  // default: the library's choice
   int replays = 30;
   int rounds = 4;  // graph = rounds × copies calls
+  // Where the library's choice is not the heuristic's (a tuned entry), also time the heuristic's.
+  bool compare_heuristic = true;
 };
 
 struct WqBenchRow {
@@ -62,6 +64,8 @@ struct WqBenchRow {
   double floor_us = 0;    // max(bytes / read_bw, flops / mma rate)
   double tc_us = 0;       // flops / mma rate
   double host_us = 0;     // host cost of one plan.run() (enqueue only)
+  double heuristic_us = 0;     // the heuristic's config, same protocol (= us when it was the choice)
+  std::string config_source;   // "heuristic", "tuned (exact, <file>)", ...
   int copies = 0;
   double plan_ms = 0;        // building the plan (all its buckets): compile, disk hit or memory hit
   std::string plan_sources;  // where each bucket's kernel came from

@@ -77,20 +77,35 @@ TEST_CASE("tuning file: save, load, merge", "[tuning]") {
   CHECK_FALSE(std::filesystem::exists(path + ".tmp-" + std::to_string(::getpid())));
 }
 
-TEST_CASE("tuning lookup: exact, then the nearest M bucket of the same layer, then nothing", "[tuning]") {
+TEST_CASE("tuning lookup: exact, nearest M bucket, nearest layer, similar format, then nothing", "[tuning]") {
   TuningDb db = db_for("sm_90a");
   db.put("wq_gemm", key(1), entry(1));
   db.put("wq_gemm", key(64), entry(4));
-  db.put("wq_gemm", key(16, 4096, 4096), entry(8));  // another layer: never a neighbour
+  db.put("wq_gemm", key(16, 4096, 4096), entry(8));
+  db.put("wq_gemm", key(16, 28672, 4096), entry(16));
   auto exact = db.lookup("wq_gemm", key(64));
   REQUIRE(exact.has_value());
   CHECK(exact->step == "exact");
-  auto near = db.lookup("wq_gemm", key(32));  // 32 is one doubling from 64, five from 1
+  // The same layer at another M bucket beats any other layer: 32 is one doubling from 64, five from 1.
+  auto near = db.lookup("wq_gemm", key(32));
   REQUIRE(near.has_value());
   CHECK(near->step == "nearest M bucket");
   CHECK(near->key == key(64).str());
   CHECK(db.lookup("wq_gemm", key(2))->key == key(1).str());
-  CHECK_FALSE(db.lookup("wq_gemm", key(16, 1024, 1024)).has_value());
+  // A layer never tuned: the nearest layer (log distance over N and K) of the same format and M bucket.
+  auto layer = db.lookup("wq_gemm", key(16, 5120, 4096));
+  REQUIRE(layer.has_value());
+  CHECK(layer->step == "nearest layer");
+  CHECK(layer->key == key(16, 4096, 4096).str());
+  CHECK(db.lookup("wq_gemm", key(16, 24576, 4096))->key == key(16, 28672, 4096).str());
+  // No entry at that M bucket for that format: nothing from other buckets of other layers.
+  CHECK_FALSE(db.lookup("wq_gemm", key(8, 1024, 1024)).has_value());
+  // Another dtype or mode of the same bits and group: the similar format, same M bucket.
+  auto similar = db.lookup("wq_gemm", *TuningKey::parse("w4.g128.bf16.sym|m16.n4096.k4096"));
+  REQUIRE(similar.has_value());
+  CHECK(similar->step == "similar format");
+  CHECK(similar->key == key(16, 4096, 4096).str());
+  CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w2.g128.f16.zp|m16.n4096.k4096")).has_value());
   CHECK_FALSE(db.lookup("fp8_block_gemm", key(1)).has_value());
 }
 
