@@ -144,6 +144,23 @@ double relative_error(const DeviceLayer& L, const std::vector<double>& y, int64_
   return std::sqrt(num / den);
 }
 
+void require_refused(const DeviceLayer& L, const WqGemmPlan& plan, const WqGemmArgs& a, int64_t m,
+                     const std::string& needle, int64_t rows_checked) {
+  L.y_dev.fill_bytes(0xff);
+  bool threw = false;
+  try {
+    plan.run(a, m, nullptr);
+  } catch (const Error& e) {
+    threw = true;
+    INFO(e.what());
+    CHECK(std::string(e.what()).find(needle) != std::string::npos);
+  }
+  INFO("expected an error containing: " << needle);
+  REQUIRE(threw);
+  LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+  for (double v : download_y(L, rows_checked)) REQUIRE(std::isnan(v));  // nothing written
+}
+
 double run_and_check(const DeviceLayer& L, const WqGemmPlan& plan, int64_t m, bool with_bias) {
   L.y_dev.fill_bytes(0xff);  // NaN everywhere: an unwritten element cannot pass
   plan.run(L.args(with_bias), m, nullptr);

@@ -40,5 +40,9 @@ double run_and_check(const DeviceLayer& layer, const WqGemmPlan& plan, int64_t m
 std::vector<double> download_y(const DeviceLayer& layer, int64_t m);
 double relative_error(const DeviceLayer& layer, const std::vector<double>& y, int64_t m);
 double tolerance(const WqGemmProblem& p);
+// Poisons y, runs, and requires a lowbit::Error whose message contains `needle` and that nothing
+// was written to rows [0, rows_checked).
+void require_refused(const DeviceLayer& layer, const WqGemmPlan& plan, const WqGemmArgs& args, int64_t m,
+                     const std::string& needle, int64_t rows_checked);
 
 }  // namespace lowbit::test

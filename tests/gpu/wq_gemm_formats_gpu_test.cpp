@@ -172,20 +172,7 @@ TEST_CASE("wq_gemm act-order and zero-point arguments are checked before launch"
   p.act_order = true;
   auto L = make_layer(p, false);
   WqGemmPlan plan(gpu_runtime(), p, {4});
-  auto expect_error = [&](WqGemmArgs a, const std::string& needle) {
-    L->y_dev.fill_bytes(0xff);
-    bool threw = false;
-    try {
-      plan.run(a, 4, nullptr);
-    } catch (const Error& e) {
-      threw = true;
-      INFO(e.what());
-      CHECK(std::string(e.what()).find(needle) != std::string::npos);
-    }
-    REQUIRE(threw);
-    LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
-    for (double v : download_y(*L, 4)) REQUIRE(std::isnan(v));
-  };
+  auto expect_error = [&](const WqGemmArgs& a, const std::string& needle) { require_refused(*L, plan, a, 4, needle, 4); };
   WqGemmArgs a = L->args(false);
   a.w.perm = nullptr;
   expect_error(a, "args.w.perm is null");
@@ -199,17 +186,7 @@ TEST_CASE("wq_gemm act-order and zero-point arguments are checked before launch"
   no_ws.allocate_workspace = false;
   WqGemmPlan bare(gpu_runtime(), p, {4}, no_ws);
   REQUIRE(bare.workspace_bytes() > 0);
-  {
-    L->y_dev.fill_bytes(0xff);
-    bool refused = false;
-    try {
-      bare.run(L->args(false), 4, nullptr);
-    } catch (const Error& e) {
-      refused = std::string(e.what()).find("act-order") != std::string::npos;
-    }
-    REQUIRE(refused);
-    for (double v : download_y(*L, 4)) REQUIRE(std::isnan(v));
-  }
+  require_refused(*L, bare, L->args(false), 4, "act-order", 4);
   // The functional API with workspace_bytes(problem), twice (the workspace is reused).
   jit::DeviceBuffer ws(workspace_bytes(p));
   ws.fill_bytes(0);

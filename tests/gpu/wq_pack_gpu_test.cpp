@@ -109,34 +109,6 @@ void check_unpacked(const Shape& s, int bits, Zeros kind) {
   });
 }
 
-// A GPTQ checkpoint as AutoGPTQ writes it: qweight [K·bits/32, N], qzeros [groups, N·bits/32]
-// holding z − 1 (v1) or z (v2), 32/bits values per int32, low bits first.
-struct GptqCheckpoint {
-  std::vector<int32_t> qweight, qzeros;
-};
-
-GptqCheckpoint to_gptq(const RandomLayer& L, GptqZeros format, bool with_zeros) {
-  const int per = 32 / L.bits;
-  const uint32_t mask = (1u << L.bits) - 1;
-  std::vector<uint32_t> qw(static_cast<std::size_t>(L.k / per * L.n), 0u);
-  for (int64_t k = 0; k < L.k; ++k)
-    for (int64_t n = 0; n < L.n; ++n)
-      qw[static_cast<std::size_t>((k / per) * L.n + n)] |= static_cast<uint32_t>(L.q[n * L.k + k])
-                                                           << (L.bits * (k % per));
-  GptqCheckpoint c;
-  for (uint32_t w : qw) c.qweight.push_back(static_cast<int32_t>(w));
-  if (!with_zeros) return c;
-  const int64_t groups = L.group_size == 0 ? 1 : L.k / L.group_size;
-  std::vector<uint32_t> qz(static_cast<std::size_t>(groups * (L.n / per)), 0u);
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t n = 0; n < L.n; ++n) {
-      const int z = L.zeros[g * L.n + n];
-      const uint32_t stored = static_cast<uint32_t>(format == GptqZeros::StoredMinusOne ? z - 1 : z) & mask;
-      qz[static_cast<std::size_t>(g * (L.n / per) + n / per)] |= stored << (L.bits * (n % per));
-    }
-  for (uint32_t w : qz) c.qzeros.push_back(static_cast<int32_t>(w));
-  return c;
-}
 
 int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
@@ -151,7 +123,7 @@ void check_gptq(const Shape& shape, int bits, GptqZeros format, bool with_zeros)
   if (format == GptqZeros::StoredMinusOne)  // v1 stores z − 1 in `bits` bits: z = 0 has no encoding
     for (auto& z : L.zeros)
       if (z == 0) z = 1;
-  const GptqCheckpoint c = to_gptq(L, format, with_zeros);
+  const GptqCheckpoint c = gptq_checkpoint(L, format, with_zeros);
   GptqWeightsView host;
   host.qweight = c.qweight.data(), host.qzeros = with_zeros ? c.qzeros.data() : nullptr;
   host.scales = L.scales.data();

@@ -33,6 +33,30 @@ RandomLayer random_layer(int64_t n, int64_t k, int bits, int group_size, DType a
   return L;
 }
 
+GptqCheckpoint gptq_checkpoint(const RandomLayer& L, GptqZeros format, bool with_zeros) {
+  const int per = 32 / L.bits;
+  const uint32_t mask = (1u << L.bits) - 1;
+  GptqCheckpoint c;
+  std::vector<uint32_t> qw(static_cast<std::size_t>(L.k / per * L.n), 0u);
+  for (int64_t k = 0; k < L.k; ++k)
+    for (int64_t n = 0; n < L.n; ++n)
+      qw[static_cast<std::size_t>((k / per) * L.n + n)] |= static_cast<uint32_t>(L.q[n * L.k + k])
+                                                           << (L.bits * (k % per));
+  for (uint32_t w : qw) c.qweight.push_back(static_cast<int32_t>(w));
+  if (with_zeros) {
+    const int64_t groups = L.group_size == 0 ? 1 : L.k / L.group_size;
+    std::vector<uint32_t> qz(static_cast<std::size_t>(groups * (L.n / per)), 0u);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t n = 0; n < L.n; ++n) {
+        const int z = L.zeros[g * L.n + n];
+        const uint32_t stored = static_cast<uint32_t>(format == GptqZeros::StoredMinusOne ? z - 1 : z) & mask;
+        qz[static_cast<std::size_t>(g * (L.n / per) + n / per)] |= stored << (L.bits * (n % per));
+      }
+    for (uint32_t w : qz) c.qzeros.push_back(static_cast<int32_t>(w));
+  }
+  return c;
+}
+
 std::vector<uint16_t> random_activations(int64_t count, DType act, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   std::vector<uint16_t> x(static_cast<std::size_t>(count));

@@ -21,6 +21,13 @@ struct RandomLayer {
 };
 // Random integers, zeros and scales (scales ~ 1/sqrt(K) so outputs stay O(1)).
 RandomLayer random_layer(int64_t n, int64_t k, int bits, int group_size, DType act, std::mt19937_64& rng);
+// A GPTQ checkpoint written the way AutoGPTQ packs it: qweight [K·bits/32, N] with 32/bits values
+// of consecutive k per int32, low bits first; qzeros [groups, N·bits/32] with 32/bits consecutive n
+// per int32, holding z − 1 (v1, StoredMinusOne) or z (v2, Exact). bits 2, 4 or 8.
+struct GptqCheckpoint {
+  std::vector<int32_t> qweight, qzeros;
+};
+GptqCheckpoint gptq_checkpoint(const RandomLayer& layer, GptqZeros format, bool with_zeros);
 // Random activations in [-1, 1] as act-dtype bits.
 std::vector<uint16_t> random_activations(int64_t count, DType act, std::mt19937_64& rng);
 

@@ -29,7 +29,9 @@ using lowbit::GptqWeightsView;
 using lowbit::GptqZeros;
 using lowbit::PackedWeights;
 using lowbit::UnpackedWeightsView;
+using lowbit::test::GptqCheckpoint;
 using lowbit::test::RandomLayer;
+using lowbit::test::gptq_checkpoint;
 
 const int kBits[] = {1, 2, 3, 4, 8};
 const DequantMode kModes[] = {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
@@ -183,36 +185,6 @@ std::string first_difference(const PackedWeights& P, const Layer& X, DequantMode
   return "";
 }
 
-// A GPTQ checkpoint written the way AutoGPTQ packs it: qweight [K·bits/32, N] with 32/bits values of
-// consecutive k per int32, low bits first; qzeros [groups, N·bits/32] with 32/bits consecutive n per
-// int32, holding z − 1 (v1, StoredMinusOne) or z (v2, Exact).
-struct GptqCheckpoint {
-  std::vector<int32_t> qweight, qzeros;
-};
-
-GptqCheckpoint to_gptq(const RandomLayer& L, GptqZeros format, bool with_zeros) {
-  const int per = 32 / L.bits;
-  const uint32_t mask = (1u << L.bits) - 1;
-  GptqCheckpoint c;
-  std::vector<uint32_t> qw(static_cast<std::size_t>(L.k / per * L.n), 0u);
-  for (int64_t k = 0; k < L.k; ++k)
-    for (int64_t n = 0; n < L.n; ++n)
-      qw[static_cast<std::size_t>((k / per) * L.n + n)] |= static_cast<uint32_t>(L.q[n * L.k + k])
-                                                           << (L.bits * (k % per));
-  for (uint32_t w : qw) c.qweight.push_back(static_cast<int32_t>(w));
-  if (with_zeros) {
-    const int64_t groups = groups_of(L.k, L.group_size);
-    std::vector<uint32_t> qz(static_cast<std::size_t>(groups * (L.n / per)), 0u);
-    for (int64_t g = 0; g < groups; ++g)
-      for (int64_t n = 0; n < L.n; ++n) {
-        const int z = L.zeros[g * L.n + n];
-        const uint32_t stored = static_cast<uint32_t>(format == GptqZeros::StoredMinusOne ? z - 1 : z) & mask;
-        qz[static_cast<std::size_t>(g * (L.n / per) + n / per)] |= stored << (L.bits * (n % per));
-      }
-    for (uint32_t w : qz) c.qzeros.push_back(static_cast<int32_t>(w));
-  }
-  return c;
-}
 
 GptqWeightsView gptq_view(const RandomLayer& L, const GptqCheckpoint& c, GptqZeros format) {
   GptqWeightsView v;
@@ -377,7 +349,7 @@ TEST_CASE("pack(GPTQ) 2- and 8-bit checkpoints round-trip exactly", "[pack][form
             if (format == GptqZeros::StoredMinusOne)
               for (auto& z : X.L.zeros)
                 if (z == 0) z = 1;
-            const GptqCheckpoint c = to_gptq(X.L, format, with_zeros);
+            const GptqCheckpoint c = gptq_checkpoint(X.L, format, with_zeros);
             const GptqWeightsView v = gptq_view(X.L, c, format);
             const DequantMode mode = with_zeros ? DequantMode::SubZeroThenScale : DequantMode::Symmetric;
             const PackedWeights P = lowbit::pack(v);
@@ -403,13 +375,13 @@ TEST_CASE("pack(GPTQ) 2- and 8-bit checkpoints round-trip exactly", "[pack][form
       Layer X = random_layer(32, 128, bits, 64, DType::F16, rng);
       for (std::size_t i = 0; i < X.L.zeros.size(); ++i) X.L.zeros[i] = static_cast<uint8_t>(i % 2 ? top : 1);
       for (GptqZeros format : {GptqZeros::StoredMinusOne, GptqZeros::Exact}) {
-        const GptqCheckpoint c = to_gptq(X.L, format, true);
+        const GptqCheckpoint c = gptq_checkpoint(X.L, format, true);
         const PackedWeights P = lowbit::pack(gptq_view(X.L, c, format));
         CAPTURE(bits, per);
         CHECK(P.zeros == lowbit::pack(view_of(X, DequantMode::SubZeroThenScale)).zeros);
       }
       // StoredMinusOne: a stored all-ones field means z = 2^bits, which does not fit.
-      GptqCheckpoint c = to_gptq(X.L, GptqZeros::Exact, true);
+      GptqCheckpoint c = gptq_checkpoint(X.L, GptqZeros::Exact, true);
       c.qzeros[0] = static_cast<int32_t>(static_cast<uint32_t>(c.qzeros[0]) | static_cast<uint32_t>(top));
       const std::string msg =
           lowbit::test::error_of([&] { (void)lowbit::pack(gptq_view(X.L, c, GptqZeros::StoredMinusOne)); });
@@ -427,7 +399,7 @@ TEST_CASE("pack(GPTQ) 2- and 8-bit checkpoints round-trip exactly", "[pack][form
     CHECK(lowbit::test::contains(msg, "k = 200"));
     CHECK(lowbit::test::contains(msg, "multiple of 16"));
     Layer Y = random_layer(24, 256, 2, 128, DType::F16, rng);  // N = 24 with qzeros: not a multiple of 16
-    GptqCheckpoint cy = to_gptq(Y.L, GptqZeros::Exact, false);
+    GptqCheckpoint cy = gptq_checkpoint(Y.L, GptqZeros::Exact, false);
     std::vector<int32_t> qz(4, 0);
     GptqWeightsView vy = gptq_view(Y.L, cy, GptqZeros::Exact);
     vy.qzeros = qz.data();
@@ -588,7 +560,7 @@ TEST_CASE("pack with g_idx (act-order): perm sorts the input features by group",
       for (auto& z : X.L.zeros)
         if (z == 0) z = 1;
       const std::vector<int32_t> g_idx = shuffled_g_idx(256, 64, rng);
-      const GptqCheckpoint c = to_gptq(X.L, GptqZeros::StoredMinusOne, true);
+      const GptqCheckpoint c = gptq_checkpoint(X.L, GptqZeros::StoredMinusOne, true);
       GptqWeightsView gv = gptq_view(X.L, c, GptqZeros::StoredMinusOne);
       gv.g_idx = g_idx.data();
       UnpackedWeightsView uv = view_of(X, DequantMode::SubZeroThenScale);

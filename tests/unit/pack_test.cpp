@@ -18,6 +18,8 @@ using lowbit::GptqWeightsView;
 using lowbit::GptqZeros;
 using lowbit::PackedWeights;
 using lowbit::UnpackedWeightsView;
+using lowbit::test::GptqCheckpoint;
+using lowbit::test::gptq_checkpoint;
 using lowbit::test::RandomLayer;
 
 struct Shape {
@@ -32,34 +34,8 @@ const Shape kShapes[] = {{8, 128, 128}, {24, 256, 32}, {40, 384, 64}, {16, 512, 
 
 int64_t groups_of(int64_t k, int group) { return group == 0 ? 1 : k / group; }
 
-struct Gptq {
-  std::vector<int32_t> qweight;  // [K/8, N]
-  std::vector<int32_t> qzeros;   // [groups, N/8]
-};
 
-// Builds a GPTQ checkpoint from unpacked values, as AutoGPTQ writes it.
-Gptq to_gptq(const RandomLayer& L, GptqZeros format, bool with_zeros) {
-  Gptq g;
-  std::vector<uint32_t> qw(static_cast<std::size_t>(L.k / 8 * L.n), 0u);
-  for (int64_t n = 0; n < L.n; ++n)
-    for (int64_t k = 0; k < L.k; ++k)
-      qw[(k / 8) * L.n + n] |= static_cast<uint32_t>(L.q[n * L.k + k]) << (4 * (k % 8));
-  g.qweight.assign(qw.begin(), qw.end());
-  if (with_zeros) {
-    const int64_t groups = groups_of(L.k, L.group_size);
-    std::vector<uint32_t> qz(static_cast<std::size_t>(groups * (L.n / 8)), 0u);
-    for (int64_t gi = 0; gi < groups; ++gi)
-      for (int64_t n = 0; n < L.n; ++n) {
-        const int z = L.zeros[gi * L.n + n];
-        const uint32_t stored = static_cast<uint32_t>(format == GptqZeros::StoredMinusOne ? z - 1 : z) & 0xfu;
-        qz[gi * (L.n / 8) + n / 8] |= stored << (4 * (n % 8));
-      }
-    g.qzeros.assign(qz.begin(), qz.end());
-  }
-  return g;
-}
-
-GptqWeightsView gptq_view(const RandomLayer& L, const Gptq& g, GptqZeros format) {
+GptqWeightsView gptq_view(const RandomLayer& L, const GptqCheckpoint& g, GptqZeros format) {
   GptqWeightsView v;
   v.qweight = g.qweight.data();
   v.qzeros = g.qzeros.empty() ? nullptr : g.qzeros.data();
@@ -180,7 +156,7 @@ TEST_CASE("pack(GPTQ) round-trips q, zeros and scales exactly", "[pack]") {
         if (format == GptqZeros::StoredMinusOne)
           for (auto& z : L.zeros)
             if (z == 0) z = 1;
-        const Gptq g = to_gptq(L, format, with_zeros);
+        const GptqCheckpoint g = gptq_checkpoint(L, format, with_zeros);
         const GptqWeightsView view = gptq_view(L, g, format);
 
         const PackedWeights P = lowbit::pack(view);
@@ -254,7 +230,7 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
   }
   SECTION("GPTQ qzeros need N to be a multiple of 8") {
     RandomLayer L20 = lowbit::test::random_layer(20, 128, 4, 128, lowbit::DType::F16, rng);
-    const Gptq g = to_gptq(L20, GptqZeros::Exact, false);
+    const GptqCheckpoint g = gptq_checkpoint(L20, GptqZeros::Exact, false);
     std::vector<int32_t> qzeros(3, 0);  // what a writer would round up to; still not a valid layout
     GptqWeightsView v = gptq_view(L20, g, GptqZeros::Exact);
     v.qzeros = qzeros.data();
@@ -264,7 +240,7 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
     CHECK(lowbit::test::contains(msg, "n = 20"));
   }
   SECTION("null scales") {
-    const Gptq g = to_gptq(L, GptqZeros::Exact, true);
+    const GptqCheckpoint g = gptq_checkpoint(L, GptqZeros::Exact, true);
     GptqWeightsView v = gptq_view(L, g, GptqZeros::Exact);
     v.scales = nullptr;
     std::string msg = lowbit::test::error_of([&] { (void)lowbit::pack(v); });
@@ -276,7 +252,7 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
     CHECK(lowbit::test::contains(msg, "scales is null"));
   }
   SECTION("null qweight / q") {
-    GptqWeightsView v = gptq_view(L, to_gptq(L, GptqZeros::Exact, true), GptqZeros::Exact);
+    GptqWeightsView v = gptq_view(L, gptq_checkpoint(L, GptqZeros::Exact, true), GptqZeros::Exact);
     v.qweight = nullptr;
     std::string msg = lowbit::test::error_of([&] { (void)lowbit::pack(v); });
     INFO(msg);
@@ -289,8 +265,8 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
     CHECK(lowbit::test::contains(msg, "pack(unpacked): q is null"));
   }
   SECTION("StoredMinusOne cannot encode z = 16") {
-    const Gptq g = to_gptq(L, GptqZeros::Exact, true);
-    Gptq bad = g;
+    const GptqCheckpoint g = gptq_checkpoint(L, GptqZeros::Exact, true);
+    GptqCheckpoint bad = g;
     bad.qzeros[0] = static_cast<int32_t>(0x0000000fu);  // column 0 stores 15 → z = 16
     GptqWeightsView v = gptq_view(L, bad, GptqZeros::StoredMinusOne);
     const std::string msg = lowbit::test::error_of([&] { (void)lowbit::pack(v); });
@@ -317,7 +293,7 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
     }
   }
   SECTION("GPTQ packs 2, 4 and 8 bits: 3-bit GPTQ (values across words) is refused by name") {
-    const Gptq g = to_gptq(L, GptqZeros::Exact, true);
+    const GptqCheckpoint g = gptq_checkpoint(L, GptqZeros::Exact, true);
     GptqWeightsView v = gptq_view(L, g, GptqZeros::Exact);
     v.bits = 3;
     const std::string msg = lowbit::test::error_of([&] { (void)lowbit::pack(v); });
