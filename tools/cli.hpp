@@ -23,8 +23,8 @@ struct WqFlags {
   int bits = 4;
   int group = 128;
   std::string act = "f16", out = "";
-  bool symmetric = false;    // --symmetric: same as --mode sym
-  std::string mode = "zp";   // zp | sym | fz | sz
+  bool symmetric = false;   // --symmetric: same as --mode sym
+  std::string mode = "zp";  // zp | sym | fz | sz
   bool act_order = false;
   bool deterministic = false;
   std::string ms;      // "1,16,64"

@@ -3,15 +3,16 @@
 #include <map>
 #include <sstream>
 
-#include "common/check.hpp"
 #include "cli.hpp"
+#include "common/check.hpp"
 #include "tune/wq_bench.hpp"
 
 namespace lowbit::cli {
 
 void add_common(CLI::App* app, CommonFlags& f, bool with_device) {
   app->add_option("--arch", f.arch, "target arch (sm_80, sm_86, sm_89, sm_90a, ...); default: the device's");
-  app->add_option("--cache-dir", f.cache_dir, "kernel cache dir (default $LOWBIT_CACHE_DIR or ~/.cache/lowbit)");
+  app->add_option("--cache-dir", f.cache_dir,
+                  "kernel cache dir (default $LOWBIT_CACHE_DIR or ~/.cache/lowbit)");
   app->add_option("--sm-count", f.sm_count,
                   "offline: SM count of the target GPU (configs depend on it; default: a typical part)");
   if (with_device) app->add_option("--device", f.device, "CUDA device ordinal");
@@ -49,7 +50,8 @@ std::vector<int64_t> parse_int_list(const std::string& s, const char* flag) {
       out.push_back(std::stoll(item, &pos));
       LOWBIT_CHECK(pos == item.size(), "");
     } catch (...) {
-      LOWBIT_FAIL("{} = '{}': '{}' is not an integer (expected a comma-separated list like 1,16,64)", flag, s, item);
+      LOWBIT_FAIL("{} = '{}': '{}' is not an integer (expected a comma-separated list like 1,16,64)", flag, s,
+                  item);
     }
   }
   return out;
@@ -122,7 +124,8 @@ std::vector<std::pair<int64_t, int64_t>> wq_shapes(const WqFlags& f) {
                  fmt::join(model_names(), ", "));
     return it->second;
   }
-  LOWBIT_CHECK(f.n > 0 && f.k > 0, "--n = {}, --k = {}: give both (positive), or --model / --cases", f.n, f.k);
+  LOWBIT_CHECK(f.n > 0 && f.k > 0, "--n = {}, --k = {}: give both (positive), or --model / --cases", f.n,
+               f.k);
   return {{f.n, f.k}};
 }
 
@@ -177,6 +180,8 @@ Runtime make_runtime(const CommonFlags& f, bool need_device) {
   return Runtime(o);
 }
 
-void print_json(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()); }
+void print_json(const nlohmann::json& j) {
+  std::printf("%s\n", j.dump(2).c_str());
+}
 
 }  // namespace lowbit::cli

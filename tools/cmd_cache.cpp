@@ -1,11 +1,11 @@
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 
-#include <fmt/format.h>
-
+#include "cli.hpp"
 #include "common/env.hpp"
 #include "jit/disk_cache.hpp"
-#include "cli.hpp"
 
 namespace fs = std::filesystem;
 
@@ -31,8 +31,14 @@ int run_cache(const CommonFlags& f, const std::string& action, bool all, double 
         removed += ec ? 0 : 1;
       }
     }
-    rows.push_back({{"path", e.path}, {"arch", e.arch}, {"family", e.family}, {"name", e.name}, {"bytes", e.bytes},
-                    {"valid", e.valid}, {"problem", e.problem}, {"removed", remove}});
+    rows.push_back({{"path", e.path},
+                    {"arch", e.arch},
+                    {"family", e.family},
+                    {"name", e.name},
+                    {"bytes", e.bytes},
+                    {"valid", e.valid},
+                    {"problem", e.problem},
+                    {"removed", remove}});
     if (!f.json && (action == "ls" || (action == "verify" && !e.valid) || remove))
       std::printf("%-8s %-8s %-78s %8zu  %s%s\n", e.arch.c_str(), e.family.c_str(), e.name.c_str(), e.bytes,
                   e.valid ? "ok" : ("INVALID: " + e.problem).c_str(), remove ? "  (removed)" : "");
@@ -42,7 +48,8 @@ int run_cache(const CommonFlags& f, const std::string& action, bool all, double 
     std::error_code ec;
     fs::path base = fs::path(root) / ("v" + std::to_string(jit::kCacheSchema));
     if (fs::exists(base, ec))
-      for (auto it = fs::recursive_directory_iterator(base, ec); it != fs::recursive_directory_iterator(); ++it) {
+      for (auto it = fs::recursive_directory_iterator(base, ec); it != fs::recursive_directory_iterator();
+           ++it) {
         const std::string name = it->path().filename().string();
         // Only leftovers older than an hour: a younger temp dir may belong to a writer still at work.
         const auto age = now - fs::last_write_time(it->path(), ec);

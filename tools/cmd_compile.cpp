@@ -15,8 +15,14 @@ int run_compile(const CommonFlags& f, const WqFlags& w) {
   for (auto [n, k] : wq_shapes(w)) {
     for (const KernelRecord& r : compile_wq_gemm(rt, wq_problem(w, n, k), ms, config)) {
       total_ms += r.total_ms;
-      rows.push_back({{"name", r.name}, {"m_bucket", r.m_bucket}, {"arch", r.arch}, {"result", to_string(r.source)}, {"ms", r.total_ms},
-                      {"compile_ms", r.compile_ms}, {"digest", r.digest}, {"config", r.config},
+      rows.push_back({{"name", r.name},
+                      {"m_bucket", r.m_bucket},
+                      {"arch", r.arch},
+                      {"result", to_string(r.source)},
+                      {"ms", r.total_ms},
+                      {"compile_ms", r.compile_ms},
+                      {"digest", r.digest},
+                      {"config", r.config},
                       {"config_source", r.config_source}});
       if (!f.json)
         std::printf("%-62s %5lld %-7s %-13s %9.1f  %s\n", r.name.c_str(), static_cast<long long>(r.m_bucket),
@@ -26,8 +32,8 @@ int run_compile(const CommonFlags& f, const WqFlags& w) {
   if (f.json) {
     print_json({{"arch", rt.arch().str()}, {"cache_dir", rt.cache_dir()}, {"kernels", rows}});
   } else {
-    std::printf("%zu kernel(s) for %s in %.1f ms; cache: %s\n", rows.size(), rt.arch().str().c_str(), total_ms,
-                rt.cache_dir().empty() ? "(memory only)" : rt.cache_dir().c_str());
+    std::printf("%zu kernel(s) for %s in %.1f ms; cache: %s\n", rows.size(), rt.arch().str().c_str(),
+                total_ms, rt.cache_dir().empty() ? "(memory only)" : rt.cache_dir().c_str());
   }
   return 0;
 }

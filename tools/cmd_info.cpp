@@ -1,12 +1,12 @@
 #include <cstdio>
 
+#include "cli.hpp"
 #include "common/env.hpp"
 #include "jit/context.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/embedded_templates.hpp"
 #include "jit/kernel_spec.hpp"
 #include "jit/nvrtc.hpp"
-#include "cli.hpp"
 
 namespace lowbit::cli {
 
@@ -27,11 +27,16 @@ int run_info(const CommonFlags& f) {
     j["tuning_files"] = rt.context().tuning().files;
     j["tuning_entries"] = rt.context().tuning().size();
     const DeviceInfo& d = rt.device();
-    j["device"] = {{"ordinal", d.ordinal},       {"name", d.name},
-                   {"arch", d.arch.str()},       {"sm_count", d.sm_count},
-                   {"l2_bytes", d.l2_bytes},     {"smem_optin_per_block", d.smem_optin_per_block},
-                   {"clock_khz", d.clock_khz},   {"mem_clock_khz", d.mem_clock_khz},
-                   {"mem_bus_bits", d.mem_bus_bits}, {"total_mem_bytes", d.total_mem_bytes},
+    j["device"] = {{"ordinal", d.ordinal},
+                   {"name", d.name},
+                   {"arch", d.arch.str()},
+                   {"sm_count", d.sm_count},
+                   {"l2_bytes", d.l2_bytes},
+                   {"smem_optin_per_block", d.smem_optin_per_block},
+                   {"clock_khz", d.clock_khz},
+                   {"mem_clock_khz", d.mem_clock_khz},
+                   {"mem_bus_bits", d.mem_bus_bits},
+                   {"total_mem_bytes", d.total_mem_bytes},
                    {"driver_version", d.driver_version}};
   }
   const bool disk_off = env_flag("LOWBIT_NO_DISK_CACHE");
@@ -41,8 +46,8 @@ int run_info(const CommonFlags& f) {
                 {"entries", entries.size()},
                 {"bytes", disk.total_bytes()}};
   nlohmann::json env = nlohmann::json::object();
-  for (const char* name : {"LOWBIT_CACHE_DIR", "LOWBIT_NO_DISK_CACHE", "LOWBIT_NO_COMPILE", "LOWBIT_DUMP_SOURCE",
-                           "LOWBIT_PRINT_CONFIGS"})
+  for (const char* name : {"LOWBIT_CACHE_DIR", "LOWBIT_NO_DISK_CACHE", "LOWBIT_NO_COMPILE",
+                           "LOWBIT_DUMP_SOURCE", "LOWBIT_PRINT_CONFIGS"})
     if (auto v = env_string(name)) env[name] = *v;
   j["env"] = env;
   if (f.json) {
@@ -56,10 +61,10 @@ int run_info(const CommonFlags& f) {
   if (j.contains("device")) {
     const auto& d = j["device"];
     std::printf("device   %d: %s, %s, %d SMs, L2 %.0f MiB, %.1f GiB, smem/block %d KiB, SM clock %d MHz\n",
-                d["ordinal"].get<int>(), d["name"].get<std::string>().c_str(), d["arch"].get<std::string>().c_str(),
-                d["sm_count"].get<int>(), d["l2_bytes"].get<double>() / (1 << 20),
-                d["total_mem_bytes"].get<double>() / (1 << 30), d["smem_optin_per_block"].get<int>() / 1024,
-                d["clock_khz"].get<int>() / 1000);
+                d["ordinal"].get<int>(), d["name"].get<std::string>().c_str(),
+                d["arch"].get<std::string>().c_str(), d["sm_count"].get<int>(),
+                d["l2_bytes"].get<double>() / (1 << 20), d["total_mem_bytes"].get<double>() / (1 << 30),
+                d["smem_optin_per_block"].get<int>() / 1024, d["clock_khz"].get<int>() / 1000);
   }
   std::printf("cache    %s  (%zu entries, %.1f MiB)\n", j["cache"]["dir"].get<std::string>().c_str(),
               entries.size(), j["cache"]["bytes"].get<double>() / (1 << 20));

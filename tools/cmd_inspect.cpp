@@ -3,12 +3,12 @@
 #include <regex>
 #include <sstream>
 
+#include "cli.hpp"
 #include "common/check.hpp"
 #include "jit/context.hpp"
 #include "jit/embedded_templates.hpp"
 #include "jit/nvrtc.hpp"
 #include "kernels/wq_gemm_internal.hpp"
-#include "cli.hpp"
 
 namespace lowbit::cli {
 
@@ -26,8 +26,11 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
   const jit::KernelSpec spec = wq::kernel_spec(p, config, m_bucket(p.m));
   if (!source && !ptx && !resources && !explain) resources = true;
-  nlohmann::json j = {{"name", spec.name}, {"arch", rt.arch().str()}, {"config", config.str()},
-                      {"problem", p.str()}, {"config_source", choice.source},
+  nlohmann::json j = {{"name", spec.name},
+                      {"arch", rt.arch().str()},
+                      {"config", config.str()},
+                      {"problem", p.str()},
+                      {"config_source", choice.source},
                       {"tuning_key", wq::tuning_key(p, m_bucket(p.m)).str()}};
   if (explain && !f.json)
     std::printf("%s\n  M bucket %lld, tuning key %s\n  %s\n  chosen by: %s\n", p.str().c_str(),
@@ -39,8 +42,9 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
       if (std::string(t.name) == "wq_gemm.cuh") templ = std::string(t.bytes);
     j["source"] = spec.source;
     j["template"] = templ;
-    if (!f.json) std::printf("// ---- instantiation source ----\n%s\n// ---- wq_gemm.cuh ----\n%s\n", spec.source.c_str(),
-                             templ.c_str());
+    if (!f.json)
+      std::printf("// ---- instantiation source ----\n%s\n// ---- wq_gemm.cuh ----\n%s\n",
+                  spec.source.c_str(), templ.c_str());
   }
   if (ptx) {
     auto r = jit::nvrtc_compile({spec.source, spec.name_expression, rt.arch(), jit::CompileOutput::Ptx});
@@ -71,11 +75,13 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
     j["resources"] = res;
     if (!f.json)
       std::printf(
-          "%s (%s)\n  %s\n  registers %ld, static shared %ld B, dynamic shared %zu B, stack %ld B, spill stores %ld B, "
+          "%s (%s)\n  %s\n  registers %ld, static shared %ld B, dynamic shared %zu B, stack %ld B, spill "
+          "stores %ld B, "
           "spill loads %ld B\n",
           spec.name.c_str(), rt.arch().str().c_str(), config.str().c_str(), res["registers"].get<long>(),
-          std::max(0L, res["shared_bytes"].get<long>()), wq::smem_bytes(p, config), res["stack_bytes"].get<long>(),
-          res["spill_store_bytes"].get<long>(), res["spill_load_bytes"].get<long>());
+          std::max(0L, res["shared_bytes"].get<long>()), wq::smem_bytes(p, config),
+          res["stack_bytes"].get<long>(), res["spill_store_bytes"].get<long>(),
+          res["spill_load_bytes"].get<long>());
   }
   if (f.json) print_json(j);
   return 0;

@@ -15,14 +15,18 @@ int main(int argc, char** argv) {
   add_common(info, common, true);
 
   auto* compile = app.add_subcommand("compile", "build kernels into the cache (no GPU needed with --arch)");
-  compile->add_option("family", family, "kernel family: wq_gemm")->required()->check(
-      CLI::IsMember({"wq_gemm"}));
+  compile->add_option("family", family, "kernel family: wq_gemm")
+      ->required()
+      ->check(CLI::IsMember({"wq_gemm"}));
   add_common(compile, common, true);
   add_wq(compile, wq);
-  compile->add_option("--m-buckets,--m", wq.ms, "M values whose buckets to build, e.g. 1,16")->default_val("1,16");
+  compile->add_option("--m-buckets,--m", wq.ms, "M values whose buckets to build, e.g. 1,16")
+      ->default_val("1,16");
 
   auto* inspect = app.add_subcommand("inspect", "show a kernel's source, PTX or resource usage");
-  inspect->add_option("family", family, "kernel family: wq_gemm")->required()->check(CLI::IsMember({"wq_gemm"}));
+  inspect->add_option("family", family, "kernel family: wq_gemm")
+      ->required()
+      ->check(CLI::IsMember({"wq_gemm"}));
   add_common(inspect, common, true);
   add_wq(inspect, wq);
   inspect->add_option("--m", wq.ms, "M (picks the bucket)")->default_val("1");
@@ -31,10 +35,13 @@ int main(int argc, char** argv) {
   inspect->add_flag("--ptx", want_ptx, "the PTX");
   inspect->add_flag("--resources", want_resources, "registers, shared memory, spills (ptxas)");
   bool want_explain = false;
-  inspect->add_flag("--explain", want_explain, "which step chose the config (tuning entry or heuristic) and why");
+  inspect->add_flag("--explain", want_explain,
+                    "which step chose the config (tuning entry or heuristic) and why");
 
   auto* bench = app.add_subcommand("bench", "time kernels by the protocol of shared/BENCHMARKS.md");
-  bench->add_option("family", family, "kernel family: wq_gemm")->required()->check(CLI::IsMember({"wq_gemm"}));
+  bench->add_option("family", family, "kernel family: wq_gemm")
+      ->required()
+      ->check(CLI::IsMember({"wq_gemm"}));
   add_common(bench, common, true);
   add_wq(bench, wq);
   bench->add_option("--m", wq.ms, "M values, e.g. 1,16,64")->default_val("1,16,64");
@@ -55,7 +62,9 @@ int main(int argc, char** argv) {
 
   auto* cache = app.add_subcommand("cache", "list, verify or prune the kernel cache");
   std::string action;
-  cache->add_option("action", action, "ls | verify | prune")->required()->check(CLI::IsMember({"ls", "verify", "prune"}));
+  cache->add_option("action", action, "ls | verify | prune")
+      ->required()
+      ->check(CLI::IsMember({"ls", "verify", "prune"}));
   bool prune_all = false;
   double older_than = -1;
   cache->add_flag("--all", prune_all, "prune: remove every entry, not only invalid ones");

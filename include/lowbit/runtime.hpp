@@ -23,7 +23,7 @@ struct DeviceInfo {
   int mem_clock_khz = 0;
   int mem_bus_bits = 0;
   int64_t total_mem_bytes = 0;
-  int driver_version = 0;        // e.g. 13000
+  int driver_version = 0;  // e.g. 13000
 };
 
 struct RuntimeOptions {
@@ -49,13 +49,13 @@ struct RuntimeOptions {
 
 // What happened when one kernel was asked for; returned by compile-ahead calls and the CLI.
 struct KernelRecord {
-  std::string name;        // procedural kernel name, e.g. wq_gemm_w4g128zp_f16_n4096k4096_mt1nt4wn1wk4sk4
-  std::string digest;      // 32 hex digits of the cache key
-  std::string arch;        // sm_90a
+  std::string name;    // procedural kernel name, e.g. wq_gemm_w4g128zp_f16_n4096k4096_mt1nt4wn1wk4sk4
+  std::string digest;  // 32 hex digits of the cache key
+  std::string arch;    // sm_90a
   enum class Source { Compiled, DiskCache, MemoryCache } source = Source::Compiled;
-  double compile_ms = 0;   // NVRTC time when compiled here (0 for hits)
-  double total_ms = 0;     // wall time of the whole request
-  std::string config;      // Config(...) as text
+  double compile_ms = 0;      // NVRTC time when compiled here (0 for hits)
+  double total_ms = 0;        // wall time of the whole request
+  std::string config;         // Config(...) as text
   std::string config_source;  // how it was chosen: forced, tuned (exact / nearest M bucket, file), heuristic
   int64_t m_bucket = 0;       // the M bucket it serves (largest M), for families bucketed by M
 };

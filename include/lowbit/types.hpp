@@ -19,7 +19,7 @@ std::size_t dtype_bytes(DType);
 struct Arch {
   int major = 0;
   int minor = 0;
-  bool arch_specific = false;  // the "a" suffix: sm_90a unlocks wgmma/setmaxnreg
+  bool arch_specific = false;           // the "a" suffix: sm_90a unlocks wgmma/setmaxnreg
   static Arch parse(std::string_view);  // throws Error naming the string and the accepted list
   std::string str() const;              // "sm_90a"
   int sm() const { return major * 10 + minor; }

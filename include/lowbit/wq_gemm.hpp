@@ -57,12 +57,12 @@ struct WqGemmProblem {
 // range and reduce through shared memory; split_k blocks split K across the grid and reduce
 // through an fp32 workspace (atomics; the last block to finish writes the output).
 struct WqGemmConfig {
-  int m_tiles = 1;  // 1..8
-  int n_tiles = 4;  // 1, 2, 4, 8
-  int warps_n = 1;  // 1, 2, 4
-  int warps_k = 4;  // 1, 2, 4, 8, 16 (at most 16 warps per block)
-  int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace)
-  int stages = 4;   // 2..8: cp.async ring slots per warp (stages − 1 chunks of weights in flight)
+  int m_tiles = 1;          // 1..8
+  int n_tiles = 4;          // 1, 2, 4, 8
+  int warps_n = 1;          // 1, 2, 4
+  int warps_k = 4;          // 1, 2, 4, 8, 16 (at most 16 warps per block)
+  int split_k = 1;          // 1..64; 1 = data-parallel (each output written once, no workspace)
+  int stages = 4;           // 2..8: cp.async ring slots per warp (stages − 1 chunks of weights in flight)
   std::string str() const;  // WqGemmConfig(m_tiles=1, n_tiles=4, ...)
   bool operator==(const WqGemmConfig&) const = default;
 };
@@ -78,7 +78,7 @@ struct WqWeights {
 };
 
 struct WqGemmArgs {
-  const void* x = nullptr;     // [M, K] row-major, act dtype, 16-byte aligned
+  const void* x = nullptr;  // [M, K] row-major, act dtype, 16-byte aligned
   WqWeights w;
   const void* bias = nullptr;  // [N] act dtype, or null
   void* y = nullptr;           // [M, N] row-major, out dtype

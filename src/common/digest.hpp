@@ -17,10 +17,12 @@ class Digest128 {
   std::string hex() const;  // 32 lowercase hex digits
 
  private:
-  u128 state_ = (static_cast<u128>(0x6c62272e07bb0142ULL) << 64) |
-                             0x62b821756295c58dULL;  // FNV-1a 128 offset basis
+  u128 state_ =
+      (static_cast<u128>(0x6c62272e07bb0142ULL) << 64) | 0x62b821756295c58dULL;  // FNV-1a 128 offset basis
 };
 
-inline std::string digest_hex(std::string_view bytes) { return Digest128().update(bytes).hex(); }
+inline std::string digest_hex(std::string_view bytes) {
+  return Digest128().update(bytes).hex();
+}
 
 }  // namespace lowbit

@@ -6,7 +6,9 @@
 
 namespace lowbit {
 
-void warn(const std::string& message) { std::fprintf(stderr, "lowbit: warning: %s\n", message.c_str()); }
+void warn(const std::string& message) {
+  std::fprintf(stderr, "lowbit: warning: %s\n", message.c_str());
+}
 
 void warn_once(const std::string& key, const std::string& message) {
   static std::mutex mu;
@@ -18,6 +20,8 @@ void warn_once(const std::string& key, const std::string& message) {
   warn(message);
 }
 
-void info(const std::string& message) { std::fprintf(stderr, "lowbit: %s\n", message.c_str()); }
+void info(const std::string& message) {
+  std::fprintf(stderr, "lowbit: %s\n", message.c_str());
+}
 
 }  // namespace lowbit

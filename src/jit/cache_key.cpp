@@ -9,7 +9,9 @@
 
 namespace lowbit::jit {
 
-std::string lowbit_version() { return LOWBIT_VERSION_STRING; }
+std::string lowbit_version() {
+  return LOWBIT_VERSION_STRING;
+}
 
 std::string cache_key_json(const KernelSpec& spec, const Arch& arch) {
   static const std::string nvrtc = nvrtc_version();
@@ -28,6 +30,8 @@ std::string cache_key_json(const KernelSpec& spec, const Arch& arch) {
   return key.dump();  // nlohmann::json objects keep keys sorted: the dump is canonical
 }
 
-std::string cache_key_digest(const std::string& key_json) { return digest_hex(key_json); }
+std::string cache_key_digest(const std::string& key_json) {
+  return digest_hex(key_json);
+}
 
 }  // namespace lowbit::jit

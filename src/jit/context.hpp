@@ -21,7 +21,7 @@ struct LoadedKernel {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   int num_regs = 0;
-  int local_bytes = 0;   // spills + stack per thread
+  int local_bytes = 0;  // spills + stack per thread
   int static_smem = 0;
   int max_threads = 0;
   std::shared_ptr<const CompiledKernel> compiled;

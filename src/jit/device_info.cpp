@@ -7,8 +7,8 @@ DeviceInfo query_device(int ordinal) {
   const Driver& d = driver();
   int count = 0;
   LOWBIT_CU_CHECK(d.cuDeviceGetCount(&count));
-  LOWBIT_CHECK(ordinal >= 0 && ordinal < count, "device = {} does not exist: this machine has {} CUDA device(s)",
-               ordinal, count);
+  LOWBIT_CHECK(ordinal >= 0 && ordinal < count,
+               "device = {} does not exist: this machine has {} CUDA device(s)", ordinal, count);
   CUdevice dev;
   LOWBIT_CU_CHECK(d.cuDeviceGet(&dev, ordinal));
   DeviceInfo info;

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -56,8 +56,8 @@ bool write_file_synced(const fs::path& p, const std::string& data, std::string* 
 
 std::string unique_suffix() {
   static std::atomic<unsigned> counter{0};
-  return fmt::format("{}-{}-{}", ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000,
-                     counter++);
+  return fmt::format("{}-{}-{}", ::getpid(),
+                     std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000, counter++);
 }
 
 }  // namespace
@@ -89,7 +89,8 @@ DiskCache::DiskCache(std::string root) : root_(std::move(root)) {
 
 std::string DiskCache::entry_dir(const std::string& root, const std::string& arch, const std::string& family,
                                  const std::string& name, const std::string& digest) {
-  return (fs::path(root) / ("v" + std::to_string(kCacheSchema)) / arch / family / (name + "-" + digest)).string();
+  return (fs::path(root) / ("v" + std::to_string(kCacheSchema)) / arch / family / (name + "-" + digest))
+      .string();
 }
 
 std::optional<CachedEntry> DiskCache::verify_dir(const std::string& dir, const std::string* expected_key,
@@ -155,8 +156,9 @@ std::optional<CachedEntry> DiskCache::load(const std::string& arch, const std::s
 }
 
 std::string DiskCache::store(const std::string& arch, const std::string& family, const std::string& name,
-                             const std::string& digest, const std::string& key_json, const std::string& source,
-                             const std::string& cubin, const std::string& lowered_name, double compile_ms) const {
+                             const std::string& digest, const std::string& key_json,
+                             const std::string& source, const std::string& cubin,
+                             const std::string& lowered_name, double compile_ms) const {
   if (!enabled_) return {};
   const fs::path final_dir = entry_dir(root_, arch, family, name, digest);
   std::error_code ec;
@@ -166,10 +168,14 @@ std::string DiskCache::store(const std::string& arch, const std::string& family,
   const bool made = !ec && ::mkdtemp(tmp_template.data()) != nullptr;
   const fs::path tmp = tmp_template;
   if (!made && !ec) ec = std::error_code(errno, std::generic_category());
-  nlohmann::json meta = {{"key", key_json},           {"name", name},
-                         {"family", family},          {"arch", arch},
-                         {"lowered_name", lowered_name}, {"cubin_bytes", cubin.size()},
-                         {"cubin_digest", digest_hex(cubin)}, {"compile_ms", compile_ms},
+  nlohmann::json meta = {{"key", key_json},
+                         {"name", name},
+                         {"family", family},
+                         {"arch", arch},
+                         {"lowered_name", lowered_name},
+                         {"cubin_bytes", cubin.size()},
+                         {"cubin_digest", digest_hex(cubin)},
+                         {"compile_ms", compile_ms},
                          {"schema", kCacheSchema}};
   std::string err;
   bool ok = !ec && write_file_synced(tmp / "kernel.cu", source, &err) &&
@@ -187,8 +193,10 @@ std::string DiskCache::store(const std::string& arch, const std::string& family,
     fs::remove_all(tmp, ec);
     // EEXIST / ENOTEMPTY: another process published the same key first; theirs is equivalent.
     if (rename_errno != EEXIST && rename_errno != ENOTEMPTY) {
-      warn_once("cache-publish:" + root_, fmt::format("could not publish cache entry '{}' ({}): continuing without "
-                                                      "it", final_dir.string(), std::strerror(rename_errno)));
+      warn_once("cache-publish:" + root_,
+                fmt::format("could not publish cache entry '{}' ({}): continuing without "
+                            "it",
+                            final_dir.string(), std::strerror(rename_errno)));
       return {};
     }
   }

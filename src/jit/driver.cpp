@@ -28,11 +28,11 @@ Loaded load() {
   std::string missing;
 #define LOWBIT_STRINGIFY_EXPANDED(x) LOWBIT_STRINGIFY(x)
 #define LOWBIT_STRINGIFY(x) #x
-#define LOWBIT_RESOLVE_DRIVER_FN(name)                                                  \
-  {                                                                                     \
-    void* fn = dlsym(lib, LOWBIT_STRINGIFY_EXPANDED(name));                             \
+#define LOWBIT_RESOLVE_DRIVER_FN(name)                                                              \
+  {                                                                                                 \
+    void* fn = dlsym(lib, LOWBIT_STRINGIFY_EXPANDED(name));                                         \
     if (!fn) missing += std::string(missing.empty() ? "" : ", ") + LOWBIT_STRINGIFY_EXPANDED(name); \
-    out.drv.name = reinterpret_cast<decltype(out.drv.name)>(fn);                        \
+    out.drv.name = reinterpret_cast<decltype(out.drv.name)>(fn);                                    \
   }
   LOWBIT_DRIVER_FUNCTIONS(LOWBIT_RESOLVE_DRIVER_FN)
 #undef LOWBIT_RESOLVE_DRIVER_FN
@@ -44,7 +44,8 @@ Loaded load() {
   if (r != CUDA_SUCCESS) {
     const char* name = nullptr;
     out.drv.cuGetErrorName(r, &name);
-    out.failure = fmt::format("CUDA driver present but cuInit failed: {} (no usable GPU?)", name ? name : "?");
+    out.failure =
+        fmt::format("CUDA driver present but cuInit failed: {} (no usable GPU?)", name ? name : "?");
   }
   return out;
 }

@@ -13,17 +13,19 @@
 namespace lowbit::jit {
 
 // Driver entry points, resolved with dlsym by the exact symbol cuda.h maps each name to.
-#define LOWBIT_DRIVER_FUNCTIONS(X)                                                                  \
-  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)         \
-  X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                     \
-  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)   \
-  X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                 \
-  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)         \
-  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD8Async)                 \
-  X(cuMemsetD16Async) X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)  \
-  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)            \
-  X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)  \
-  X(cuEventElapsedTime) X(cuEventDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+#define LOWBIT_DRIVER_FUNCTIONS(X)                                                                          \
+  X(cuInit)                                                                                                 \
+  X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet)            \
+      X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)            \
+          X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)            \
+              X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)            \
+                  X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)        \
+                      X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD16Async)  \
+                          X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)       \
+                              X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)  \
+                                  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate) \
+                                      X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)          \
+                                          X(cuEventDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 struct Driver {
 #define LOWBIT_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;
@@ -40,10 +42,10 @@ std::string driver_error(const char* call, CUresult result);
 
 }  // namespace lowbit::jit
 
-#define LOWBIT_CU_CHECK(call)                                                                     \
-  do {                                                                                            \
-    CUresult lowbit_cu_result_ = (call);                                                          \
-    if (lowbit_cu_result_ != CUDA_SUCCESS)                                                        \
+#define LOWBIT_CU_CHECK(call)                                                                           \
+  do {                                                                                                  \
+    CUresult lowbit_cu_result_ = (call);                                                                \
+    if (lowbit_cu_result_ != CUDA_SUCCESS)                                                              \
       throw ::lowbit::Error(::lowbit::jit::driver_error(#call, lowbit_cu_result_), __FILE__, __LINE__); \
   } while (0)
 

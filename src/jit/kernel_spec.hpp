@@ -9,10 +9,10 @@
 namespace lowbit::jit {
 
 struct KernelSpec {
-  std::string family;           // "wq_gemm"
-  std::string name;             // procedural, readable: wq_gemm_w4g128zp_n4096k4096_m16_...
-  std::string source;           // the instantiation source given to NVRTC
-  std::string name_expression;  // the kernel template instance to look up
+  std::string family;             // "wq_gemm"
+  std::string name;               // procedural, readable: wq_gemm_w4g128zp_n4096k4096_m16_...
+  std::string source;             // the instantiation source given to NVRTC
+  std::string name_expression;    // the kernel template instance to look up
   nlohmann::json specialization;  // the problem fields baked in
   nlohmann::json config;          // the tile configuration
 };

@@ -25,7 +25,8 @@ std::shared_ptr<const CompiledKernel> ModuleCache::get(const KernelSpec& spec, K
     record->arch = arch_.str();
     record->source = owner ? result->source : KernelRecord::Source::MemoryCache;
     record->compile_ms = owner && result->source == KernelRecord::Source::Compiled ? result->compile_ms : 0;
-    record->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    record->total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
   return result;
 }
@@ -50,7 +51,8 @@ std::shared_ptr<const CompiledKernel> ModuleCache::build(const KernelSpec& spec,
   LOWBIT_CHECK(!no_compile_,
                "LOWBIT_NO_COMPILE is set and kernel {} (key {}, arch {}) is not in the cache '{}': build it "
                "ahead with `lowbit compile` or unset LOWBIT_NO_COMPILE",
-               spec.name, digest, arch_.str(), disk_.enabled() ? disk_.root() : std::string("(disk cache off)"));
+               spec.name, digest, arch_.str(),
+               disk_.enabled() ? disk_.root() : std::string("(disk cache off)"));
   CompileResult compiled = nvrtc_compile({spec.source, spec.name_expression, arch_, CompileOutput::Cubin});
   out->cubin = std::move(compiled.binary);
   out->lowered_name = std::move(compiled.lowered_name);

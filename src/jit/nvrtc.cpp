@@ -8,13 +8,13 @@
 #include "common/digest.hpp"
 #include "jit/embedded_templates.hpp"
 
-#define LOWBIT_NVRTC_CHECK(call, log)                                                              \
-  do {                                                                                             \
-    nvrtcResult lowbit_nvrtc_result_ = (call);                                                     \
-    if (lowbit_nvrtc_result_ != NVRTC_SUCCESS)                                                     \
-      throw ::lowbit::Error(::fmt::format("{} failed: {}{}", #call,                                \
-                                          nvrtcGetErrorString(lowbit_nvrtc_result_), (log)),       \
-                            __FILE__, __LINE__);                                                   \
+#define LOWBIT_NVRTC_CHECK(call, log)                                                                \
+  do {                                                                                               \
+    nvrtcResult lowbit_nvrtc_result_ = (call);                                                       \
+    if (lowbit_nvrtc_result_ != NVRTC_SUCCESS)                                                       \
+      throw ::lowbit::Error(                                                                         \
+          ::fmt::format("{} failed: {}{}", #call, nvrtcGetErrorString(lowbit_nvrtc_result_), (log)), \
+          __FILE__, __LINE__);                                                                       \
   } while (0)
 
 namespace lowbit::jit {
@@ -72,10 +72,10 @@ CompileResult nvrtc_compile(const CompileRequest& request) {
     header_names.push_back(t.name);
   }
   Program p;
-  LOWBIT_NVRTC_CHECK(nvrtcCreateProgram(&p.prog, request.source.c_str(), "lowbit_kernel.cu",
-                                        static_cast<int>(header_sources.size()), header_sources.data(),
-                                        header_names.data()),
-                     "");
+  LOWBIT_NVRTC_CHECK(
+      nvrtcCreateProgram(&p.prog, request.source.c_str(), "lowbit_kernel.cu",
+                         static_cast<int>(header_sources.size()), header_sources.data(), header_names.data()),
+      "");
   LOWBIT_NVRTC_CHECK(nvrtcAddNameExpression(p.prog, request.name_expression.c_str()), "");
   const auto options = nvrtc_options(request.arch, request.output);
   std::vector<const char*> opts;

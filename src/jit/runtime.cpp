@@ -12,13 +12,20 @@ namespace jit {
 namespace {
 int typical_sm_count(const Arch& a) {
   switch (a.sm()) {
-    case 80: return 108;  // A100
-    case 86: return 84;   // A40 / RTX 3090 class
-    case 89: return 142;  // L40S
-    case 90: return 132;  // H100 SXM / H200
-    case 100: return 148; // B200
-    case 120: return 170; // RTX 5090
-    default: return 108;
+    case 80:
+      return 108;  // A100
+    case 86:
+      return 84;  // A40 / RTX 3090 class
+    case 89:
+      return 142;  // L40S
+    case 90:
+      return 132;  // H100 SXM / H200
+    case 100:
+      return 148;  // B200
+    case 120:
+      return 170;  // RTX 5090
+    default:
+      return 108;
   }
 }
 // The shipped files of this arch (the one naming this device last, so it wins), then the user's
@@ -28,13 +35,16 @@ tune::TuningDb load_tuning(const std::string& dir_option, const Arch& arch, cons
   std::string dir = dir_option;
   std::error_code ec;
 #if defined(LOWBIT_TUNING_DIR_INSTALL) && defined(LOWBIT_TUNING_DIR_SOURCE)
-  if (dir.empty()) dir = fs::is_directory(LOWBIT_TUNING_DIR_INSTALL, ec) ? LOWBIT_TUNING_DIR_INSTALL : LOWBIT_TUNING_DIR_SOURCE;
+  if (dir.empty())
+    dir = fs::is_directory(LOWBIT_TUNING_DIR_INSTALL, ec) ? LOWBIT_TUNING_DIR_INSTALL
+                                                          : LOWBIT_TUNING_DIR_SOURCE;
 #endif
   std::vector<std::string> warnings;
   std::vector<tune::TuningDb> shipped;
   if (!dir.empty() && fs::is_directory(dir, ec))
     for (const auto& f : fs::directory_iterator(dir, ec))
-      if (f.path().extension() == ".json") shipped.push_back(tune::TuningDb::load(f.path().string(), arch, &warnings));
+      if (f.path().extension() == ".json")
+        shipped.push_back(tune::TuningDb::load(f.path().string(), arch, &warnings));
   std::stable_partition(shipped.begin(), shipped.end(),
                         [&](const tune::TuningDb& db) { return db.meta.device != device_name; });
   tune::TuningDb db;
@@ -52,9 +62,10 @@ Context::Context(const RuntimeOptions& options) {
   if (options.device >= 0) {
     device_ = query_device(options.device);
     if (arch) {
-      LOWBIT_CHECK(arch->major == device_->arch.major && arch->minor == device_->arch.minor,
-                   "arch = '{}' does not match device {} ({}, {}): a cubin for one arch does not load on another",
-                   options.arch, device_->ordinal, device_->name, device_->arch.str());
+      LOWBIT_CHECK(
+          arch->major == device_->arch.major && arch->minor == device_->arch.minor,
+          "arch = '{}' does not match device {} ({}, {}): a cubin for one arch does not load on another",
+          options.arch, device_->ordinal, device_->name, device_->arch.str());
     } else {
       arch = device_->arch;
     }
@@ -75,9 +86,10 @@ Context::Context(const RuntimeOptions& options) {
   }
   const bool no_disk = options.no_disk_cache || env_flag("LOWBIT_NO_DISK_CACHE");
   const bool no_compile = options.no_compile || env_flag("LOWBIT_NO_COMPILE");
-  cache_ = std::make_unique<ModuleCache>(*arch, no_disk ? std::string() : default_cache_root(options.cache_dir),
-                                         no_compile);
-  if (!options.no_tuning_db && !env_flag("LOWBIT_NO_TUNING_DB")) tuning_ = load_tuning(options.tuning_dir, *arch, device_ ? device_->name : "");
+  cache_ = std::make_unique<ModuleCache>(
+      *arch, no_disk ? std::string() : default_cache_root(options.cache_dir), no_compile);
+  if (!options.no_tuning_db && !env_flag("LOWBIT_NO_TUNING_DB"))
+    tuning_ = load_tuning(options.tuning_dir, *arch, device_ ? device_->name : "");
 }
 
 Context::~Context() {
@@ -92,8 +104,8 @@ Context::~Context() {
 }
 
 const DeviceInfo& Context::device() const {
-  LOWBIT_CHECK(device_.has_value(), "this Runtime is offline (device = -1): it can compile for {} but not run",
-               arch().str());
+  LOWBIT_CHECK(device_.has_value(),
+               "this Runtime is offline (device = -1): it can compile for {} but not run", arch().str());
   return *device_;
 }
 
@@ -102,7 +114,8 @@ void Context::make_current() const {
 }
 
 const LoadedKernel& Context::load(const KernelSpec& spec, KernelRecord* record) {
-  LOWBIT_CHECK(device_.has_value(), "kernel {} cannot be loaded: this Runtime is offline (device = -1)", spec.name);
+  LOWBIT_CHECK(device_.has_value(), "kernel {} cannot be loaded: this Runtime is offline (device = -1)",
+               spec.name);
   make_current();  // callers go on to use the kernel with this context, hit or miss
   auto compiled = cache_->get(spec, record);
   std::lock_guard lock(load_mu_);
@@ -116,7 +129,8 @@ const LoadedKernel& Context::load(const KernelSpec& spec, KernelRecord* record) 
     LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->num_regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->function));
     LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k->function));
     LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->function));
-    LOWBIT_CU_CHECK(d.cuFuncGetAttribute(&k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function));
+    LOWBIT_CU_CHECK(
+        d.cuFuncGetAttribute(&k->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->function));
   } catch (...) {
     d.cuModuleUnload(k->module);  // do not leak the module of a kernel that cannot be used
     throw;
@@ -132,16 +146,28 @@ const LoadedKernel& Context::load(const KernelSpec& spec, KernelRecord* record) 
 
 Runtime::Runtime(RuntimeOptions options) : ctx_(std::make_unique<jit::Context>(options)) {}
 Runtime::~Runtime() = default;
-bool Runtime::offline() const { return ctx_->offline(); }
-const Arch& Runtime::arch() const { return ctx_->arch(); }
-const DeviceInfo& Runtime::device() const { return ctx_->device(); }
+bool Runtime::offline() const {
+  return ctx_->offline();
+}
+const Arch& Runtime::arch() const {
+  return ctx_->arch();
+}
+const DeviceInfo& Runtime::device() const {
+  return ctx_->device();
+}
 std::string Runtime::cache_dir() const {
   const auto& disk = ctx_->cache().disk();
   return disk.enabled() ? disk.root() : std::string();
 }
-std::string Runtime::nvrtc_version() const { return jit::nvrtc_version(); }
-int Runtime::sm_count() const { return ctx_->sm_count(); }
-jit::Context& Runtime::context() { return *ctx_; }
+std::string Runtime::nvrtc_version() const {
+  return jit::nvrtc_version();
+}
+int Runtime::sm_count() const {
+  return ctx_->sm_count();
+}
+jit::Context& Runtime::context() {
+  return *ctx_;
+}
 
 bool cuda_device_available(std::string* why) {
   try {

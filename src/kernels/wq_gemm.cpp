@@ -15,28 +15,34 @@ namespace lowbit {
 
 std::string_view to_string(DequantMode m) {
   switch (m) {
-    case DequantMode::SubZeroThenScale: return "sub_zero_then_scale";
-    case DequantMode::Symmetric: return "symmetric";
-    case DequantMode::SubFloatZeroThenScale: return "sub_float_zero_then_scale";
-    case DequantMode::ScaleThenAddZero: return "scale_then_add_zero";
+    case DequantMode::SubZeroThenScale:
+      return "sub_zero_then_scale";
+    case DequantMode::Symmetric:
+      return "symmetric";
+    case DequantMode::SubFloatZeroThenScale:
+      return "sub_float_zero_then_scale";
+    case DequantMode::ScaleThenAddZero:
+      return "scale_then_add_zero";
   }
   return "?";
 }
 
-bool has_int_zeros(DequantMode m) { return m == DequantMode::SubZeroThenScale; }
+bool has_int_zeros(DequantMode m) {
+  return m == DequantMode::SubZeroThenScale;
+}
 bool has_float_zeros(DequantMode m) {
   return m == DequantMode::SubFloatZeroThenScale || m == DequantMode::ScaleThenAddZero;
 }
 
 std::string WqGemmProblem::str() const {
-  return fmt::format("WqGemmProblem(m={}, n={}, k={}, bits={}, group_size={}, mode={}, act={}, out={}{}{})", m, n, k,
-                     bits, group_size, to_string(mode), to_string(act), to_string(out),
+  return fmt::format("WqGemmProblem(m={}, n={}, k={}, bits={}, group_size={}, mode={}, act={}, out={}{}{})",
+                     m, n, k, bits, group_size, to_string(mode), to_string(act), to_string(out),
                      act_order ? ", act_order" : "", deterministic ? ", deterministic" : "");
 }
 
 std::string WqGemmConfig::str() const {
-  return fmt::format("WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={})", m_tiles,
-                     n_tiles, warps_n, warps_k, split_k, stages);
+  return fmt::format("WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={})",
+                     m_tiles, n_tiles, warps_n, warps_k, split_k, stages);
 }
 
 namespace {
@@ -44,7 +50,9 @@ bool fail(std::string* why, std::string msg) {
   if (why) *why = std::move(msg);
   return false;
 }
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 }  // namespace
 
 bool can_implement(const WqGemmProblem& p, std::string* why) {
@@ -60,7 +68,8 @@ bool can_implement(const WqGemmProblem& p, std::string* why) {
     return fail(why, fmt::format("mode = {}: not a DequantMode", static_cast<int>(p.mode)));
   if (p.act_order && p.group_size == 0)
     return fail(why, "act_order with group_size = 0: per-channel scales have no groups to reorder");
-  if (p.group_size != 0 && p.group_size != 32 && p.group_size != 64 && p.group_size != 128 && p.group_size != 256)
+  if (p.group_size != 0 && p.group_size != 32 && p.group_size != 64 && p.group_size != 128 &&
+      p.group_size != 256)
     return fail(why, fmt::format("group_size = {}: must be 32, 64, 128, 256, or 0 for per-channel scales",
                                  p.group_size));
   if (p.k % 8 != 0) return fail(why, fmt::format("k = {}: K must be a multiple of 8", p.k));
@@ -77,24 +86,33 @@ bool can_implement(const WqGemmProblem& p, std::string* why) {
 namespace wq {
 
 std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
-  return c.warps_k > 1 ? static_cast<std::size_t>(c.warps_k - 1) * c.warps_n * c.m_tiles * c.n_tiles * 4 * 32 * 4
-                       : 0;
+  return c.warps_k > 1
+             ? static_cast<std::size_t>(c.warps_k - 1) * c.warps_n * c.m_tiles * c.n_tiles * 4 * 32 * 4
+             : 0;
 }
 
 std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
   const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
-  const std::size_t slot = (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
+  const std::size_t slot =
+      (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
   return std::max(rings, reduction_smem_bytes(c));
 }
 
 std::size_t smem_limit(const Arch& a) {
   switch (a.sm()) {
-    case 90: case 100: case 103: case 110: return 227 * 1024;
-    case 80: case 87: return 163 * 1024;
-    default: return 99 * 1024;  // sm_75 (64 KiB is refused earlier), sm_86, sm_89, sm_120, sm_121
+    case 90:
+    case 100:
+    case 103:
+    case 110:
+      return 227 * 1024;
+    case 80:
+    case 87:
+      return 163 * 1024;
+    default:
+      return 99 * 1024;  // sm_75 (64 KiB is refused earlier), sm_86, sm_89, sm_120, sm_121
   }
 }
 
@@ -132,24 +150,29 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
 }
 
 nlohmann::json to_json(const WqGemmProblem& p) {
-  nlohmann::json j = {{"n", p.n},         {"k", p.k}, {"bits", p.bits}, {"group_size", p.group_size},
-                      {"mode", to_string(p.mode)}, {"act", to_string(p.act)}, {"out", to_string(p.out)}};
+  nlohmann::json j = {{"n", p.n},
+                      {"k", p.k},
+                      {"bits", p.bits},
+                      {"group_size", p.group_size},
+                      {"mode", to_string(p.mode)},
+                      {"act", to_string(p.act)},
+                      {"out", to_string(p.out)}};
   if (p.act_order) j["act_order"] = true;
   if (p.deterministic) j["deterministic"] = true;
   return j;
 }
 
 nlohmann::json to_json(const WqGemmConfig& c) {
-  return {{"m_tiles", c.m_tiles}, {"n_tiles", c.n_tiles}, {"warps_n", c.warps_n}, {"warps_k", c.warps_k},
-          {"split_k", c.split_k}, {"stages", c.stages}};
+  return {{"m_tiles", c.m_tiles}, {"n_tiles", c.n_tiles}, {"warps_n", c.warps_n},
+          {"warps_k", c.warps_k}, {"split_k", c.split_k}, {"stages", c.stages}};
 }
 
 std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return std::nullopt;
   WqGemmConfig c;
-  for (auto [name, field] : {std::pair{"m_tiles", &c.m_tiles}, std::pair{"n_tiles", &c.n_tiles},
-                             std::pair{"warps_n", &c.warps_n}, std::pair{"warps_k", &c.warps_k},
-                             std::pair{"split_k", &c.split_k}, std::pair{"stages", &c.stages}}) {
+  for (auto [name, field] :
+       {std::pair{"m_tiles", &c.m_tiles}, std::pair{"n_tiles", &c.n_tiles}, std::pair{"warps_n", &c.warps_n},
+        std::pair{"warps_k", &c.warps_k}, std::pair{"split_k", &c.split_k}, std::pair{"stages", &c.stages}}) {
     if (!j.contains(name) || !j[name].is_number_integer()) return std::nullopt;
     *field = j[name].get<int>();
   }
@@ -159,8 +182,8 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
 tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   tune::TuningKey k;
   k.format = fmt::format("w{}.{}.{}{}.{}{}{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
-                         to_string(p.act), p.out == DType::F32 ? ".o32" : "", mode_tag(p.mode),
-                         "", p.deterministic ? ".det" : "");  // act-order layers run the same kernel
+                         to_string(p.act), p.out == DType::F32 ? ".o32" : "", mode_tag(p.mode), "",
+                         p.deterministic ? ".det" : "");  // act-order layers run the same kernel
   k.shape = {{"m", bucket}, {"n", p.n}, {"k", p.k}};
   return k;
 }
@@ -174,19 +197,19 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
-                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                       p.deterministic ? "det" : "", to_string(p.act),
-                       p.out == DType::F32 ? "o32" : "", p.n, p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles,
-                       c.warps_n, c.warps_k, c.split_k, c.stages);
+  s.name =
+      fmt::format("wq_gemm_w{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
+                  p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                  p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n, p.k,
+                  c.m_tiles, upper_rows ? "" : "h", c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages);
   s.name_expression = fmt::format(
       "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits,
-      p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, b(upper_rows), b(bf16),
-      b(p.out == DType::F32), static_cast<int>(p.mode), b(p.deterministic));
+      p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, b(upper_rows),
+      b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(p.deterministic));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
-      "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
-      to_json(p).dump(), c.str(), s.name_expression);
+      "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
+      s.name, to_json(p).dump(), c.str(), s.name_expression);
   s.specialization = to_json(p);
   s.config = to_json(c);
   return s;
@@ -197,8 +220,9 @@ jit::KernelSpec permute_spec(const WqGemmProblem& p) {
   s.family = "wq_gemm";
   s.name = fmt::format("wq_permute_x_k{}", p.k);
   s.name_expression = fmt::format("lowbit::kern::wq_permute_x_kernel<{}>", p.k);
-  s.source = fmt::format("// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
-                         s.name, s.name_expression);
+  s.source =
+      fmt::format("// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
+                  s.name, s.name_expression);
   s.specialization = {{"k", p.k}};
   s.config = nlohmann::json::object();
   return s;
@@ -221,10 +245,10 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
     std::string why = "a field is missing or not an integer";
     if (c && can_implement(pb, *c, ctx.arch(), &why))
       return {*c, hit->step == "exact" ? fmt::format("tuned (exact, {})", hit->file)
-                                        : fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file)};
+                                       : fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file)};
     warn_once("tuning-entry:" + hit->file + hit->key,
-              fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic", hit->file,
-                          hit->key, why));
+              fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
+                          hit->file, hit->key, why));
   }
   return {choose_config(pb, ctx.arch(), ctx.sm_count()), "heuristic"};
 }
@@ -243,9 +267,12 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
   c.warps_k = k_order.warps_k, c.split_k = k_order.split_k;
   // Fewer columns per block until the shared memory fits (the K split is fixed).
   while (!can_implement(pb, c, ctx.arch()) && (c.n_tiles > 1 || c.warps_n > 1 || c.m_tiles > 1)) {
-    if (c.warps_n > 1) c.warps_n /= 2;
-    else if (c.n_tiles > 1) c.n_tiles /= 2;
-    else c.m_tiles /= 2;
+    if (c.warps_n > 1)
+      c.warps_n /= 2;
+    else if (c.n_tiles > 1)
+      c.n_tiles /= 2;
+    else
+      c.m_tiles /= 2;
   }
   return {c, choice.source + ", K split of the M = 1 choice (deterministic)"};
 }
@@ -267,21 +294,23 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   if (c.split_k < 1 || c.split_k > 64 || c.split_k > chunks)
     return fail(why, fmt::format("split_k = {}: must be 1..min(64, K_pad/128 = {})", c.split_k, chunks));
   if (p.deterministic && c.split_k > wq::kMaxDeterministicSplit)
-    return fail(why, fmt::format("split_k = {}: deterministic problems split K at most {} ways (one fp32 slice of "
-                                 "M·N per split in the workspace)",
-                                 c.split_k, wq::kMaxDeterministicSplit));
+    return fail(why,
+                fmt::format("split_k = {}: deterministic problems split K at most {} ways (one fp32 slice of "
+                            "M·N per split in the workspace)",
+                            c.split_k, wq::kMaxDeterministicSplit));
   if (c.stages < 2 || c.stages > 8) return fail(why, fmt::format("stages = {}: must be 2..8", c.stages));
   if (wq::smem_bytes(p, c) > wq::smem_limit(arch))
-    return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}", c.str(),
-                                 wq::smem_bytes(p, c), wq::smem_limit(arch), arch.str()));
+    return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}",
+                                 c.str(), wq::smem_bytes(p, c), wq::smem_limit(arch), arch.str()));
   if (c.warps_n * c.warps_k > 16)
     return fail(why, fmt::format("{}: {} warps per block, over 16", c.str(), c.warps_n * c.warps_k));
   if (ceil_div(p.m, 16 * c.m_tiles) > 65535)
     return fail(why, fmt::format("m = {}: {} needs {} row blocks, over the grid limit of 65535", p.m, c.str(),
                                  ceil_div(p.m, 16 * c.m_tiles)));
   if (c.m_tiles * c.n_tiles > 32)
-    return fail(why, fmt::format("{}: m_tiles·n_tiles = {} accumulator tiles per warp, over 32 (register spills)",
-                                 c.str(), c.m_tiles * c.n_tiles));
+    return fail(why,
+                fmt::format("{}: m_tiles·n_tiles = {} accumulator tiles per warp, over 32 (register spills)",
+                            c.str(), c.m_tiles * c.n_tiles));
   return true;
 }
 
@@ -302,7 +331,8 @@ std::size_t workspace_bytes(const WqGemmProblem& p, int split_k) {
 std::size_t workspace_bytes(const WqGemmProblem& p) {
   std::string why;
   LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
-  return wq::permuted_x_bytes(p, m_bucket(p.m)) + wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2);
+  return wq::permuted_x_bytes(p, m_bucket(p.m)) +
+         wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2);
 }
 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
@@ -348,7 +378,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // 12.6 split in two). So: fewer than SMs/4 blocks, and ≥ 2 chunks per warp after the split.
   const int64_t blocks = col_blocks * row_blocks;
   int64_t split = 1;
-  while (4 * blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 2LL * c.warps_k && split < max_split)
+  while (4 * blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 2LL * c.warps_k &&
+         split < max_split)
     split *= 2;
   c.split_k = static_cast<int>(split);
   return c;
@@ -368,8 +399,8 @@ struct WqGemmPlan::Impl {
   std::vector<KernelRecord> records;
   jit::DeviceBuffer workspace;
   const jit::LoadedKernel* permute = nullptr;  // act-order: x → packed K order, into the workspace
-  std::size_t permuted_x_bytes = 0;             // act-order: the first bytes of the workspace
-  std::size_t workspace_bytes = 0;              // the above + what the splitting buckets need
+  std::size_t permuted_x_bytes = 0;            // act-order: the first bytes of the workspace
+  std::size_t workspace_bytes = 0;             // the above + what the splitting buckets need
 };
 
 namespace {
@@ -392,15 +423,18 @@ WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, 
   pb.m = bucket;
   const wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
   std::string why;
-  LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}", pb.str(),
-               choice.config.str(), why);
+  LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}",
+               pb.str(), choice.config.str(), why);
   if (env_flag("LOWBIT_PRINT_CONFIGS"))
-    info(fmt::format("wq_gemm {} m-bucket {} -> {} ({})", problem.str(), bucket, choice.config.str(), choice.source));
+    info(fmt::format("wq_gemm {} m-bucket {} -> {} ({})", problem.str(), bucket, choice.config.str(),
+                     choice.source));
   if (source) *source = choice.source;
   return choice.config;
 }
 
-bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
+bool aligned(const void* p, std::size_t a) {
+  return reinterpret_cast<std::uintptr_t>(p) % a == 0;
+}
 
 }  // namespace
 
@@ -441,7 +475,8 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     rec.config = c.str();
     rec.m_bucket = bucket;
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap).
-    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
+                                                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(wq::smem_bytes(problem, c))));
     impl_->records.push_back(rec);
     impl_->buckets.push_back({bucket, c, &k});
@@ -465,9 +500,15 @@ WqGemmPlan::~WqGemmPlan() = default;
 WqGemmPlan::WqGemmPlan(WqGemmPlan&&) noexcept = default;
 WqGemmPlan& WqGemmPlan::operator=(WqGemmPlan&&) noexcept = default;
 
-int64_t WqGemmPlan::max_m() const { return impl_->buckets.back().max_m; }
-std::size_t WqGemmPlan::workspace_bytes() const { return impl_->workspace_bytes; }
-const std::vector<KernelRecord>& WqGemmPlan::records() const { return impl_->records; }
+int64_t WqGemmPlan::max_m() const {
+  return impl_->buckets.back().max_m;
+}
+std::size_t WqGemmPlan::workspace_bytes() const {
+  return impl_->workspace_bytes;
+}
+const std::vector<KernelRecord>& WqGemmPlan::records() const {
+  return impl_->records;
+}
 
 const WqGemmConfig& WqGemmPlan::config_for(int64_t m) const {
   for (const auto& b : impl_->buckets)
@@ -492,26 +533,31 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(a.w.scales != nullptr, "args.w.scales is null");
   LOWBIT_CHECK(aligned(a.w.scales, 16), "args.w.scales = {}: must be 16-byte aligned", a.w.scales);
   if (has_int_zeros(p.mode) || has_float_zeros(p.mode)) {
-    LOWBIT_CHECK(a.w.zeros != nullptr, "args.w.zeros is null but mode = {} needs zero points", to_string(p.mode));
+    LOWBIT_CHECK(a.w.zeros != nullptr, "args.w.zeros is null but mode = {} needs zero points",
+                 to_string(p.mode));
     const std::size_t za = has_int_zeros(p.mode) ? 8 : 16;
     LOWBIT_CHECK(aligned(a.w.zeros, za), "args.w.zeros = {}: must be {}-byte aligned", a.w.zeros, za);
   }
   if (p.act_order) {
-    LOWBIT_CHECK(a.w.perm != nullptr, "args.w.perm is null but problem.act_order is set (PackedWeights::perm)");
-    LOWBIT_CHECK(aligned(a.w.perm, 16), "args.w.perm = {}: must be 16-byte aligned", static_cast<const void*>(a.w.perm));
+    LOWBIT_CHECK(a.w.perm != nullptr,
+                 "args.w.perm is null but problem.act_order is set (PackedWeights::perm)");
+    LOWBIT_CHECK(aligned(a.w.perm, 16), "args.w.perm = {}: must be 16-byte aligned",
+                 static_cast<const void*>(a.w.perm));
   } else {
     LOWBIT_CHECK(a.w.perm == nullptr, "args.w.perm is set but problem.act_order is false");
   }
   LOWBIT_CHECK(aligned(a.bias, 2), "args.bias = {}: must be 2-byte aligned", a.bias);
   LOWBIT_CHECK(a.y != nullptr, "args.y is null");
-  LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y, dtype_bytes(p.out));
+  LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y,
+               dtype_bytes(p.out));
   void* ws = a.workspace;
   if (b->config.split_k > 1 || p.act_order) {
     if (ws == nullptr) ws = im.workspace.get();
-    LOWBIT_CHECK(ws != nullptr,
-                 "args.workspace is null, but {} needs plan.workspace_bytes() = {} bytes (zero-filled once) {}",
-                 b->config.str(), im.workspace_bytes,
-                 p.act_order ? "for the permuted activations of act-order" : "to split K");
+    LOWBIT_CHECK(
+        ws != nullptr,
+        "args.workspace is null, but {} needs plan.workspace_bytes() = {} bytes (zero-filled once) {}",
+        b->config.str(), im.workspace_bytes,
+        p.act_order ? "for the permuted activations of act-order" : "to split K");
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
   const wq::Geometry geo = wq::geometry(p, b->config, m);
@@ -527,16 +573,16 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi};
     const unsigned blocks_x = static_cast<unsigned>((p.k / 8 + 255) / 256);
     const unsigned blocks_y = static_cast<unsigned>(std::min<int64_t>(m, 65535));
-    LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(im.permute->function, blocks_x, blocks_y, 1, 256, 1, 1, 0, stream,
-                                                 const_cast<void**>(pargs), nullptr));
+    LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(im.permute->function, blocks_x, blocks_y, 1, 256, 1, 1, 0,
+                                                 stream, const_cast<void**>(pargs), nullptr));
     x = xp;
   }
   char* split_ws = base ? base + im.permuted_x_bytes : nullptr;
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
   const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi};
-  LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z, geo.block,
-                                               1, 1, static_cast<unsigned>(geo.smem), stream,
+  LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z,
+                                               geo.block, 1, 1, static_cast<unsigned>(geo.smem), stream,
                                                const_cast<void**>(args), nullptr));
 }
 
@@ -559,7 +605,8 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
                  "args.workspace is null, but the chosen config ({}) {}: pass workspace_bytes(problem) = {} "
                  "zero-filled bytes",
                  plan->config_for(problem.m).str(),
-                 problem.act_order ? "permutes the activations (act-order)" : "splits K", workspace_bytes(problem));
+                 problem.act_order ? "permutes the activations (act-order)" : "splits K",
+                 workspace_bytes(problem));
   }
   plan->run(args, problem.m, stream);
 }

@@ -37,11 +37,13 @@ struct Layout {
 };
 Layout layout(const WqGemmProblem& problem);
 // Words per load of one lane's weight fragment (pack.hpp): 4 for 4/8 bits, 2 for 2, 1 for 1 and 3.
-constexpr int vector_words(int bits) { return bits % 4 == 0 ? 4 : bits == 2 ? 2 : 1; }
+constexpr int vector_words(int bits) {
+  return bits % 4 == 0 ? 4 : bits == 2 ? 2 : 1;
+}
 // Short name of a mode in kernel names and tuning keys: zp, sym, fz, sz.
 constexpr const char* mode_tag(DequantMode m) {
-  return m == DequantMode::SubZeroThenScale ? "zp"
-         : m == DequantMode::Symmetric      ? "sym"
+  return m == DequantMode::SubZeroThenScale        ? "zp"
+         : m == DequantMode::Symmetric             ? "sym"
          : m == DequantMode::SubFloatZeroThenScale ? "fz"
                                                    : "sz";
 }
@@ -73,7 +75,8 @@ tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
 // How a plan picked the config of one M bucket.
 struct Choice {
   WqGemmConfig config;
-  std::string source;  // "forced", "tuned (exact, <file>)", "tuned (nearest M bucket <key>, <file>)", "heuristic"
+  std::string
+      source;  // "forced", "tuned (exact, <file>)", "tuned (nearest M bucket <key>, <file>)", "heuristic"
 };
 Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
               const std::optional<WqGemmConfig>& forced);

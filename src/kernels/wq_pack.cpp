@@ -24,8 +24,12 @@ LaneBit lane_bit(int bits, int e, int bit) {
 
 namespace {
 
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-int64_t groups_of(int64_t k, int group_size) { return group_size == 0 ? 1 : k / group_size; }
+int64_t round_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b * b;
+}
+int64_t groups_of(int64_t k, int group_size) {
+  return group_size == 0 ? 1 : k / group_size;
+}
 
 // Position in qweight of word w (0..bits-1) of `lane` in tile-chunk (tile, chunk).
 std::size_t word_index(const PackedWeights& P, int64_t tile, int64_t chunk, int lane, int w) {
@@ -67,13 +71,13 @@ void check_shape(int64_t n, int64_t k, int bits, int group_size, const char* wha
 // Act-order: sort the input features by group (stable), so each group is contiguous in the packed
 // order. Rejects a g_idx that does not assign exactly group_size features to each group.
 std::vector<int32_t> perm_from_g_idx(const int32_t* g_idx, int64_t k, int group_size, const char* what) {
-  LOWBIT_CHECK(group_size != 0, "pack({}): g_idx is set but group_size = 0 (per-channel scales have no groups)",
-               what);
+  LOWBIT_CHECK(group_size != 0,
+               "pack({}): g_idx is set but group_size = 0 (per-channel scales have no groups)", what);
   const int64_t groups = k / group_size;
   std::vector<int64_t> count(static_cast<std::size_t>(groups), 0);
   for (int64_t i = 0; i < k; ++i) {
-    LOWBIT_CHECK(g_idx[i] >= 0 && g_idx[i] < groups, "pack({}): g_idx[{}] = {}: must be in [0, K/group_size = {})",
-                 what, i, g_idx[i], groups);
+    LOWBIT_CHECK(g_idx[i] >= 0 && g_idx[i] < groups,
+                 "pack({}): g_idx[{}] = {}: must be in [0, K/group_size = {})", what, i, g_idx[i], groups);
     ++count[static_cast<std::size_t>(g_idx[i])];
   }
   for (int64_t g = 0; g < groups; ++g)
@@ -94,7 +98,8 @@ PackedWeights pack_canonical(const Canonical& c, const char* what) {
   check_shape(c.n, c.k, c.bits, c.group_size, what);
   LOWBIT_CHECK(c.q != nullptr, "pack({}): {} is null", what, std::string_view(what) == "hqq" ? "w_q" : "q");
   LOWBIT_CHECK(c.scales != nullptr, "pack({}): scales is null", what);
-  LOWBIT_CHECK(!has_int_zeros(c.mode) || c.zeros, "pack({}): mode = {} needs integer zeros", what, to_string(c.mode));
+  LOWBIT_CHECK(!has_int_zeros(c.mode) || c.zeros, "pack({}): mode = {} needs integer zeros", what,
+               to_string(c.mode));
   LOWBIT_CHECK(!has_float_zeros(c.mode) || c.float_zeros, "pack({}): mode = {} needs float zeros", what,
                to_string(c.mode));
   PackedWeights P;
@@ -118,8 +123,8 @@ PackedWeights pack_canonical(const Canonical& c, const char* what) {
           if (j >= c.k) continue;
           const int64_t src = P.source_k(j);
           vals[e] = row[src];
-          LOWBIT_CHECK(vals[e] <= qmax, "pack({}): q[{}][{}] = {} does not fit in {} bits", what, n, src, vals[e],
-                       c.bits);
+          LOWBIT_CHECK(vals[e] <= qmax, "pack({}): q[{}][{}] = {} does not fit in {} bits", what, n, src,
+                       vals[e], c.bits);
         }
         encode_lane(c.bits, vals, words);
         const int lane = static_cast<int>(n % 8) * 4 + t;
@@ -135,7 +140,8 @@ PackedWeights pack_canonical(const Canonical& c, const char* what) {
       P.scales[g * P.n_pad + n] = c.scales[g * c.n + n];
       if (has_int_zeros(c.mode)) {
         const uint8_t z = c.zeros[g * c.n + n];
-        LOWBIT_CHECK(z <= qmax, "pack({}): zeros[{}][{}] = {} does not fit in {} bits", what, g, n, z, c.bits);
+        LOWBIT_CHECK(z <= qmax, "pack({}): zeros[{}][{}] = {} does not fit in {} bits", what, g, n, z,
+                     c.bits);
         P.zeros[g * P.n_pad + n] = z;
       }
       if (has_float_zeros(c.mode)) P.float_zeros[g * P.n_pad + n] = c.float_zeros[g * c.n + n];
@@ -165,13 +171,13 @@ PackedWeights pack(const UnpackedWeightsView& v) {
   Canonical c;
   c.q = v.q, c.zeros = v.zeros, c.float_zeros = v.float_zeros, c.scales = v.scales, c.g_idx = v.g_idx;
   c.n = v.n, c.k = v.k, c.bits = v.bits, c.group_size = v.group_size;
-  c.mode = v.mode ? *v.mode
-           : v.zeros      ? DequantMode::SubZeroThenScale
+  c.mode = v.mode          ? *v.mode
+           : v.zeros       ? DequantMode::SubZeroThenScale
            : v.float_zeros ? DequantMode::SubFloatZeroThenScale
                            : DequantMode::Symmetric;
   LOWBIT_CHECK(!(v.zeros && v.float_zeros), "pack(unpacked): both zeros and float_zeros are set; give one");
-  LOWBIT_CHECK(has_int_zeros(c.mode) || !v.zeros, "pack(unpacked): zeros is set but mode = {} takes no integer zeros",
-               to_string(c.mode));
+  LOWBIT_CHECK(has_int_zeros(c.mode) || !v.zeros,
+               "pack(unpacked): zeros is set but mode = {} takes no integer zeros", to_string(c.mode));
   LOWBIT_CHECK(has_float_zeros(c.mode) || !v.float_zeros,
                "pack(unpacked): float_zeros is set but mode = {} takes no float zeros", to_string(c.mode));
   return pack_canonical(c, "unpacked");
@@ -198,13 +204,16 @@ PackedWeights pack(const HqqWeightsView& v) {
 void unpack_gptq(const GptqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
   check_shape(v.n, v.k, v.bits, v.group_size, "gptq");
   LOWBIT_CHECK(v.qweight != nullptr, "pack(gptq): qweight is null");
-  LOWBIT_CHECK(v.bits == 2 || v.bits == 4 || v.bits == 8,
-               "pack(gptq): bits = {}: GPTQ packing is supported for 2, 4 and 8 bits (3-bit GPTQ packs values "
-               "across words: unpack it and use UnpackedWeightsView)",
-               v.bits);
+  LOWBIT_CHECK(
+      v.bits == 2 || v.bits == 4 || v.bits == 8,
+      "pack(gptq): bits = {}: GPTQ packing is supported for 2, 4 and 8 bits (3-bit GPTQ packs values "
+      "across words: unpack it and use UnpackedWeightsView)",
+      v.bits);
   const int per_word = 32 / v.bits;
-  LOWBIT_CHECK(v.k % per_word == 0, "pack(gptq): k = {}: GPTQ packs {} input features per int32, so K must be a "
-               "multiple of {}", v.k, per_word, per_word);
+  LOWBIT_CHECK(v.k % per_word == 0,
+               "pack(gptq): k = {}: GPTQ packs {} input features per int32, so K must be a "
+               "multiple of {}",
+               v.k, per_word, per_word);
   const uint32_t mask = (1u << v.bits) - 1;
   for (int64_t k = 0; k < v.k; ++k)
     for (int64_t n = 0; n < v.n; ++n) {
@@ -212,17 +221,20 @@ void unpack_gptq(const GptqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
       q_out[n * v.k + k] = static_cast<uint8_t>((w >> (v.bits * (k % per_word))) & mask);
     }
   if (v.qzeros && zeros_out) {
-    LOWBIT_CHECK(v.n % per_word == 0, "pack(gptq): n = {}: GPTQ qzeros pack {} columns per int32, so N must be a "
-                 "multiple of {}", v.n, per_word, per_word);
+    LOWBIT_CHECK(v.n % per_word == 0,
+                 "pack(gptq): n = {}: GPTQ qzeros pack {} columns per int32, so N must be a "
+                 "multiple of {}",
+                 v.n, per_word, per_word);
     const int64_t groups = groups_of(v.k, v.group_size);
     const int offset = v.zeros_format == GptqZeros::StoredMinusOne ? 1 : 0;
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t n = 0; n < v.n; ++n) {
         const uint32_t w = static_cast<uint32_t>(v.qzeros[g * (v.n / per_word) + n / per_word]);
         const int z = static_cast<int>((w >> (v.bits * (n % per_word))) & mask) + offset;
-        LOWBIT_CHECK(z <= static_cast<int>(mask),
-                     "pack(gptq): qzeros[{}][{}] = {} with zeros_format StoredMinusOne gives z = {}, over {} bits",
-                     g, n, z - offset, z, v.bits);
+        LOWBIT_CHECK(
+            z <= static_cast<int>(mask),
+            "pack(gptq): qzeros[{}][{}] = {} with zeros_format StoredMinusOne gives z = {}, over {} bits", g,
+            n, z - offset, z, v.bits);
         zeros_out[g * v.n + n] = static_cast<uint8_t>(z);
       }
   }
@@ -232,8 +244,8 @@ void unpack_awq(const AwqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
   check_shape(v.n, v.k, v.bits, v.group_size, "awq");
   LOWBIT_CHECK(v.qweight != nullptr, "pack(awq): qweight is null");
   LOWBIT_CHECK(v.bits == 4, "pack(awq): bits = {}: the AutoAWQ GEMM layout is 4-bit only", v.bits);
-  LOWBIT_CHECK(v.n % 8 == 0, "pack(awq): n = {}: AWQ packs 8 output columns per int32, so N must be a multiple of 8",
-               v.n);
+  LOWBIT_CHECK(v.n % 8 == 0,
+               "pack(awq): n = {}: AWQ packs 8 output columns per int32, so N must be a multiple of 8", v.n);
   // Column 8c + j sits at nibble kNibbleOf[j] of word c (AutoAWQ's interleaved order).
   static constexpr int kNibbleOf[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   const int64_t words = v.n / 8;
@@ -250,8 +262,12 @@ void unpack_awq(const AwqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
   }
 }
 
-PackedWeights pack(const GptqWeightsView& v) { return pack_through_unpacked(v, "gptq", v.g_idx, unpack_gptq); }
-PackedWeights pack(const AwqWeightsView& v) { return pack_through_unpacked(v, "awq", nullptr, unpack_awq); }
+PackedWeights pack(const GptqWeightsView& v) {
+  return pack_through_unpacked(v, "gptq", v.g_idx, unpack_gptq);
+}
+PackedWeights pack(const AwqWeightsView& v) {
+  return pack_through_unpacked(v, "awq", nullptr, unpack_awq);
+}
 
 void PackedWeights::apply_to(WqGemmProblem& p) const {
   p.n = n, p.k = k, p.bits = bits, p.group_size = group_size, p.mode = mode, p.act_order = act_order();

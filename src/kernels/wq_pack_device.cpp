@@ -19,11 +19,15 @@ enum class ZeroKind : int { None = 0, Int = 1, Float = 2 };
 
 enum class SourceFormat { Unpacked, Gptq };
 
-const char* format_name(SourceFormat f) { return f == SourceFormat::Gptq ? "gptq" : "unpacked"; }
+const char* format_name(SourceFormat f) {
+  return f == SourceFormat::Gptq ? "gptq" : "unpacked";
+}
 const char* source_type(SourceFormat f) {
   return f == SourceFormat::Gptq ? "lowbit::kern::GptqSource" : "lowbit::kern::UnpackedSource";
 }
-bool gptq_bits(int bits) { return bits == 2 || bits == 4 || bits == 8; }
+bool gptq_bits(int bits) {
+  return bits == 2 || bits == 4 || bits == 8;
+}
 
 // One kernel per (format, bits): shapes and modes are run-time arguments, so a model's layers
 // share a handful of compiles.
@@ -32,8 +36,9 @@ jit::KernelSpec pack_kernel_spec(SourceFormat f, int bits) {
   s.family = "wq_pack";
   s.name = fmt::format("wq_pack_{}_w{}", format_name(f), bits);
   s.name_expression = fmt::format("lowbit::kern::wq_pack_kernel<{}, {}>", source_type(f), bits);
-  s.source = fmt::format("// {}\n#include \"wq_pack.cuh\"\n// instantiated through the name expression:\n// {}\n",
-                         s.name, s.name_expression);
+  s.source =
+      fmt::format("// {}\n#include \"wq_pack.cuh\"\n// instantiated through the name expression:\n// {}\n",
+                  s.name, s.name_expression);
   s.specialization = {{"format", format_name(f)}, {"bits", bits}};
   s.config = {{"threads", kThreads}};
   return s;
@@ -60,25 +65,29 @@ void check_shape(const WqGemmProblem& p, const char* what) {
   LOWBIT_CHECK(can_implement(p, &why), "pack_on_device({}): {}", what, why);
 }
 
-bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
+bool aligned(const void* p, std::size_t a) {
+  return reinterpret_cast<std::uintptr_t>(p) % a == 0;
+}
 
 void check_act_order(const int32_t* g_idx, const char* what) {
-  LOWBIT_CHECK(g_idx == nullptr,
-               "pack_on_device({}): g_idx is set: act-order checkpoints must be packed on the host with pack(), "
-               "which computes the permutation",
-               what);
+  LOWBIT_CHECK(
+      g_idx == nullptr,
+      "pack_on_device({}): g_idx is set: act-order checkpoints must be packed on the host with pack(), "
+      "which computes the permutation",
+      what);
 }
 
 // The buffers wq_gemm will read: the same alignment rules as WqGemmPlan::run.
 void check_outputs(const DevicePackedWeights& out, DequantMode mode, const char* what) {
   LOWBIT_CHECK(out.qweight != nullptr, "pack_on_device({}): out.qweight is null", what);
-  LOWBIT_CHECK(aligned(out.qweight, 16), "pack_on_device({}): out.qweight = {}: must be 16-byte aligned", what,
-               out.qweight);
+  LOWBIT_CHECK(aligned(out.qweight, 16), "pack_on_device({}): out.qweight = {}: must be 16-byte aligned",
+               what, out.qweight);
   LOWBIT_CHECK(out.scales != nullptr, "pack_on_device({}): out.scales is null", what);
   LOWBIT_CHECK(aligned(out.scales, 16), "pack_on_device({}): out.scales = {}: must be 16-byte aligned", what,
                out.scales);
   if (has_int_zeros(mode) || has_float_zeros(mode)) {
-    LOWBIT_CHECK(out.zeros != nullptr, "pack_on_device({}): out.zeros is null but mode = {} writes zero points", what,
+    LOWBIT_CHECK(out.zeros != nullptr,
+                 "pack_on_device({}): out.zeros is null but mode = {} writes zero points", what,
                  to_string(mode));
     const std::size_t a = has_int_zeros(mode) ? 8 : 16;
     LOWBIT_CHECK(aligned(out.zeros, a), "pack_on_device({}): out.zeros = {}: must be {}-byte aligned", what,
@@ -87,7 +96,7 @@ void check_outputs(const DevicePackedWeights& out, DequantMode mode, const char*
 }
 
 DequantMode mode_of(const UnpackedWeightsView& v) {
-  return v.mode ? *v.mode
+  return v.mode          ? *v.mode
          : v.zeros       ? DequantMode::SubZeroThenScale
          : v.float_zeros ? DequantMode::SubFloatZeroThenScale
                          : DequantMode::Symmetric;
@@ -97,11 +106,14 @@ PackJob unpacked_job(const UnpackedWeightsView& v) {
   const char* what = "unpacked";
   check_act_order(v.g_idx, what);
   const DequantMode mode = mode_of(v);
-  LOWBIT_CHECK(!(v.zeros && v.float_zeros), "pack_on_device(unpacked): both zeros and float_zeros are set; give one");
+  LOWBIT_CHECK(!(v.zeros && v.float_zeros),
+               "pack_on_device(unpacked): both zeros and float_zeros are set; give one");
   LOWBIT_CHECK(has_int_zeros(mode) || !v.zeros,
-               "pack_on_device(unpacked): zeros is set but mode = {} takes no integer zeros", to_string(mode));
+               "pack_on_device(unpacked): zeros is set but mode = {} takes no integer zeros",
+               to_string(mode));
   LOWBIT_CHECK(has_float_zeros(mode) || !v.float_zeros,
-               "pack_on_device(unpacked): float_zeros is set but mode = {} takes no float zeros", to_string(mode));
+               "pack_on_device(unpacked): float_zeros is set but mode = {} takes no float zeros",
+               to_string(mode));
   PackJob job;
   job.format = SourceFormat::Unpacked;
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
@@ -112,12 +124,14 @@ PackJob unpacked_job(const UnpackedWeightsView& v) {
                static_cast<const void*>(v.scales));
   LOWBIT_CHECK(!has_int_zeros(mode) || v.zeros, "pack_on_device(unpacked): mode = {} needs integer zeros",
                to_string(mode));
-  LOWBIT_CHECK(!has_float_zeros(mode) || v.float_zeros, "pack_on_device(unpacked): mode = {} needs float zeros",
-               to_string(mode));
-  LOWBIT_CHECK(aligned(v.float_zeros, 2), "pack_on_device(unpacked): float_zeros = {}: must be 2-byte aligned",
+  LOWBIT_CHECK(!has_float_zeros(mode) || v.float_zeros,
+               "pack_on_device(unpacked): mode = {} needs float zeros", to_string(mode));
+  LOWBIT_CHECK(aligned(v.float_zeros, 2),
+               "pack_on_device(unpacked): float_zeros = {}: must be 2-byte aligned",
                static_cast<const void*>(v.float_zeros));
   job.q = v.q;
-  job.zeros = has_int_zeros(mode) ? static_cast<const void*>(v.zeros) : static_cast<const void*>(v.float_zeros);
+  job.zeros =
+      has_int_zeros(mode) ? static_cast<const void*>(v.zeros) : static_cast<const void*>(v.float_zeros);
   job.scales = v.scales;
   return job;
 }
@@ -131,23 +145,26 @@ PackJob gptq_job(const GptqWeightsView& v) {
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
   check_shape(job.problem, what);
   LOWBIT_CHECK(v.qweight != nullptr, "pack_on_device(gptq): qweight is null");
-  LOWBIT_CHECK(gptq_bits(v.bits),
-               "pack_on_device(gptq): bits = {}: GPTQ packing is supported for 2, 4 and 8 bits (3-bit GPTQ packs "
-               "values across words: unpack it and use UnpackedWeightsView)",
-               v.bits);
+  LOWBIT_CHECK(
+      gptq_bits(v.bits),
+      "pack_on_device(gptq): bits = {}: GPTQ packing is supported for 2, 4 and 8 bits (3-bit GPTQ packs "
+      "values across words: unpack it and use UnpackedWeightsView)",
+      v.bits);
   const int per_word = 32 / v.bits;
-  LOWBIT_CHECK(v.k % per_word == 0,
-               "pack_on_device(gptq): k = {}: GPTQ packs {} input features per int32, so K must be a multiple of {}",
-               v.k, per_word, per_word);
+  LOWBIT_CHECK(
+      v.k % per_word == 0,
+      "pack_on_device(gptq): k = {}: GPTQ packs {} input features per int32, so K must be a multiple of {}",
+      v.k, per_word, per_word);
   LOWBIT_CHECK(aligned(v.qweight, 4), "pack_on_device(gptq): qweight = {}: must be 4-byte aligned",
                static_cast<const void*>(v.qweight));
   LOWBIT_CHECK(v.scales != nullptr, "pack_on_device(gptq): scales is null");
   LOWBIT_CHECK(aligned(v.scales, 2), "pack_on_device(gptq): scales = {}: must be 2-byte aligned",
                static_cast<const void*>(v.scales));
   if (v.qzeros) {
-    LOWBIT_CHECK(v.n % per_word == 0,
-                 "pack_on_device(gptq): n = {}: GPTQ qzeros pack {} columns per int32, so N must be a multiple of {}",
-                 v.n, per_word, per_word);
+    LOWBIT_CHECK(
+        v.n % per_word == 0,
+        "pack_on_device(gptq): n = {}: GPTQ qzeros pack {} columns per int32, so N must be a multiple of {}",
+        v.n, per_word, per_word);
     LOWBIT_CHECK(aligned(v.qzeros, 4), "pack_on_device(gptq): qzeros = {}: must be 4-byte aligned",
                  static_cast<const void*>(v.qzeros));
   }
@@ -158,7 +175,9 @@ PackJob gptq_job(const GptqWeightsView& v) {
   return job;
 }
 
-int64_t blocks_for(std::size_t items) { return static_cast<int64_t>((items + kThreads - 1) / kThreads); }
+int64_t blocks_for(std::size_t items) {
+  return static_cast<int64_t>((items + kThreads - 1) / kThreads);
+}
 
 ZeroKind zero_kind(DequantMode m) {
   return has_int_zeros(m) ? ZeroKind::Int : has_float_zeros(m) ? ZeroKind::Float : ZeroKind::None;
@@ -173,9 +192,10 @@ void launch(Runtime& rt, const PackJob& job, const DevicePackedWeights& out, Str
   const int64_t qweight_blocks = blocks_for(l.qweight_bytes / 4);
   const int64_t blocks = qweight_blocks + blocks_for(static_cast<std::size_t>(l.groups_pad * l.n_pad));
   LOWBIT_CHECK(blocks <= std::numeric_limits<int32_t>::max(),
-               "pack_on_device({}): n = {}, k = {}: {} blocks of {} threads, over the grid limit of 2^31 - 1", what,
-               p.n, p.k, blocks, kThreads);
-  const jit::LoadedKernel& k = rt.context().load(pack_kernel_spec(job.format, p.bits));  // makes the context current
+               "pack_on_device({}): n = {}, k = {}: {} blocks of {} threads, over the grid limit of 2^31 - 1",
+               what, p.n, p.k, blocks, kThreads);
+  const jit::LoadedKernel& k =
+      rt.context().load(pack_kernel_spec(job.format, p.bits));  // makes the context current
   int n = static_cast<int>(p.n), kk = static_cast<int>(p.k);
   int groups = p.group_size == 0 ? 1 : static_cast<int>(p.k / p.group_size);
   int groups_pad = static_cast<int>(l.groups_pad);
@@ -183,15 +203,16 @@ void launch(Runtime& rt, const PackJob& job, const DevicePackedWeights& out, Str
   unsigned qblocks = static_cast<unsigned>(qweight_blocks);
   const void* args[] = {&job.q, &job.zeros, &job.scales, &out.qweight, &out.scales,  &out.zeros, &n,
                         &kk,    &groups,    &groups_pad, &zeros,       &zero_offset, &qblocks};
-  LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(k.function, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0,
-                                               stream, const_cast<void**>(args), nullptr));
+  LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(k.function, static_cast<unsigned>(blocks), 1, 1, kThreads, 1,
+                                               1, 0, stream, const_cast<void**>(args), nullptr));
 }
 
 }  // namespace
 
 PackedSizes packed_sizes(const WqGemmProblem& problem) {
   // Only the fields that shape the layout: M, dtypes and flags do not change it.
-  const WqGemmProblem p = layout_problem(problem.n, problem.k, problem.bits, problem.group_size, problem.mode);
+  const WqGemmProblem p =
+      layout_problem(problem.n, problem.k, problem.bits, problem.group_size, problem.mode);
   std::string why;
   LOWBIT_CHECK(can_implement(p, &why), "packed_sizes: {}", why);
   const wq::Layout l = wq::layout(p);
@@ -203,7 +224,8 @@ void pack_on_device(Runtime& rt, const UnpackedWeightsView& device_view, const D
   launch(rt, unpacked_job(device_view), out, stream);
 }
 
-void pack_on_device(Runtime& rt, const GptqWeightsView& device_view, const DevicePackedWeights& out, Stream stream) {
+void pack_on_device(Runtime& rt, const GptqWeightsView& device_view, const DevicePackedWeights& out,
+                    Stream stream) {
   launch(rt, gptq_job(device_view), out, stream);
 }
 

@@ -7,21 +7,28 @@
 
 namespace lowbit::ref {
 namespace {
-double to_double(uint16_t h, DType t) { return t == DType::BF16 ? bf16_to_float(h) : f16_to_float(h); }
+double to_double(uint16_t h, DType t) {
+  return t == DType::BF16 ? bf16_to_float(h) : f16_to_float(h);
+}
 }  // namespace
 
 double dequantize(DequantMode mode, int bits, int q, int z_int, double z_float, double scale) {
   switch (mode) {
-    case DequantMode::SubZeroThenScale: return (q - z_int) * scale;
-    case DequantMode::Symmetric: return (q - (1 << (bits - 1))) * scale;
-    case DequantMode::SubFloatZeroThenScale: return (q - z_float) * scale;
-    case DequantMode::ScaleThenAddZero: return q * scale + z_float;
+    case DequantMode::SubZeroThenScale:
+      return (q - z_int) * scale;
+    case DequantMode::Symmetric:
+      return (q - (1 << (bits - 1))) * scale;
+    case DequantMode::SubFloatZeroThenScale:
+      return (q - z_float) * scale;
+    case DequantMode::ScaleThenAddZero:
+      return q * scale + z_float;
   }
   return 0;
 }
 
 std::vector<double> wq_gemm_reference(const WqGemmProblem& p, const PackedWeights& w, const uint16_t* x,
-                                      const uint16_t* bias, const std::vector<int64_t>& cols_in, unsigned threads) {
+                                      const uint16_t* bias, const std::vector<int64_t>& cols_in,
+                                      unsigned threads) {
   std::vector<int64_t> cols = cols_in;
   if (cols.empty()) {
     cols.resize(static_cast<std::size_t>(p.n));

@@ -20,9 +20,9 @@ double dequantize(DequantMode mode, int bits, int q, int z_int, double z_float, 
 // A naive float64 loop over the unpacked integers in checkpoint order (no packed layout, no
 // permutation involved), for checking the reference itself. problem.mode says which zeros are used.
 std::vector<double> wq_gemm_naive(const WqGemmProblem& problem, const uint8_t* q /*[N,K]*/,
-                                  const uint8_t* zeros /*[groups,N] or null*/, const uint16_t* scales /*[groups,N]*/,
-                                  const uint16_t* x, const uint16_t* bias,
-                                  const uint16_t* float_zeros = nullptr /*[groups,N]*/,
+                                  const uint8_t* zeros /*[groups,N] or null*/,
+                                  const uint16_t* scales /*[groups,N]*/, const uint16_t* x,
+                                  const uint16_t* bias, const uint16_t* float_zeros = nullptr /*[groups,N]*/,
                                   const int32_t* g_idx = nullptr /*[K]*/);
 
 }  // namespace lowbit::ref

@@ -25,8 +25,8 @@ void launch_stream(jit::Context& ctx, CUfunction f, CUdeviceptr in, std::size_t 
   unsigned never = 0x9e3779b9u;
   const unsigned threads = 256;
   const unsigned long long want = std::max(in16, out16) / (threads * 4) + 1;
-  const unsigned blocks =
-      static_cast<unsigned>(std::min<unsigned long long>(want, static_cast<unsigned long long>(ctx.device().sm_count) * 8));
+  const unsigned blocks = static_cast<unsigned>(
+      std::min<unsigned long long>(want, static_cast<unsigned long long>(ctx.device().sm_count) * 8));
   void* args[] = {&in, &in16, &out, &out16, &never};
   LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, stream, args, nullptr));
 }
@@ -41,8 +41,8 @@ double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceB
       ctx,
       [&](Stream s, int i) {
         const jit::DeviceBuffer* c = copies[static_cast<std::size_t>(i % n)];
-        LOWBIT_CHECK(c->bytes() >= in_bytes, "stream ceiling: copy of {} bytes is smaller than {} bytes", c->bytes(),
-                     in_bytes);
+        LOWBIT_CHECK(c->bytes() >= in_bytes, "stream ceiling: copy of {} bytes is smaller than {} bytes",
+                     c->bytes(), in_bytes);
         launch_stream(ctx, k.function, c->ptr(), in_bytes, out.ptr(), out_bytes, s);
       },
       n * rounds);
@@ -69,7 +69,8 @@ Ceilings measure_ceilings(jit::Context& ctx) {
       ctx,
       [&](Stream s, int) {
         void* args[] = {&iters, &out, &seed};
-        LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(mk.function, blocks, 1, 1, threads, 1, 1, 0, s, args, nullptr));
+        LOWBIT_CU_CHECK(
+            jit::driver().cuLaunchKernel(mk.function, blocks, 1, 1, threads, 1, 1, 0, s, args, nullptr));
       },
       4, 10);
   const double flops = static_cast<double>(blocks) * (threads / 32) * iters * 4 * (2.0 * 16 * 8 * 16);

@@ -14,9 +14,9 @@ class Context;
 namespace lowbit::tune {
 
 struct Ceilings {
-  double read_gbs = 0;       // GB/s (1e9 bytes/s)
-  double mma_tflops = 0;     // dense fp16 m16n8k16, fp32 accumulate
-  double empty_us = 0;       // one empty-ish launch inside a graph
+  double read_gbs = 0;    // GB/s (1e9 bytes/s)
+  double mma_tflops = 0;  // dense fp16 m16n8k16, fp32 accumulate
+  double empty_us = 0;    // one empty-ish launch inside a graph
 };
 
 Ceilings measure_ceilings(jit::Context& ctx);

@@ -16,7 +16,9 @@ ScopedStream::ScopedStream() {
 ScopedStream::~ScopedStream() {
   if (stream_) jit::driver().cuStreamDestroy(stream_);
 }
-void ScopedStream::synchronize() const { LOWBIT_CU_CHECK(jit::driver().cuStreamSynchronize(stream_)); }
+void ScopedStream::synchronize() const {
+  LOWBIT_CU_CHECK(jit::driver().cuStreamSynchronize(stream_));
+}
 
 namespace {
 struct Graph {

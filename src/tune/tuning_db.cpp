@@ -72,13 +72,21 @@ TuningDb TuningDb::load(const std::string& path, const Arch& arch, std::vector<s
     warn(fmt::format("schema is not {}; skipped", kTuningSchema));
     return db;
   }
-  if (!j.contains("meta") || !j["meta"].is_object() || !j["meta"].contains("arch") || !j["meta"]["arch"].is_string()) {
+  if (!j.contains("meta") || !j["meta"].is_object() || !j["meta"].contains("arch") ||
+      !j["meta"]["arch"].is_string()) {
     warn("no meta block with an arch; skipped");
     return db;
   }
   const auto& m = j["meta"];
-  auto str = [&](const char* k) { return m.contains(k) && m[k].is_string() ? m[k].get<std::string>() : std::string(); };
-  db.meta = {str("device"), str("arch"), str("lowbit"), str("nvrtc"), str("templates"), str("date"),
+  auto str = [&](const char* k) {
+    return m.contains(k) && m[k].is_string() ? m[k].get<std::string>() : std::string();
+  };
+  db.meta = {str("device"),
+             str("arch"),
+             str("lowbit"),
+             str("nvrtc"),
+             str("templates"),
+             str("date"),
              m.contains("sm_count") && m["sm_count"].is_number_integer() ? m["sm_count"].get<int>() : 0};
   if (db.meta.arch != arch.str()) return db;  // another GPU's file: ignored, silently (it is not wrong)
   for (const auto& [family, section] : j.items()) {
@@ -88,7 +96,8 @@ TuningDb TuningDb::load(const std::string& path, const Arch& arch, std::vector<s
       continue;
     }
     for (const auto& [key, entry] : section.items()) {
-      if (!TuningKey::parse(key) || !entry.is_object() || !entry.contains("config") || !entry["config"].is_object()) {
+      if (!TuningKey::parse(key) || !entry.is_object() || !entry.contains("config") ||
+          !entry["config"].is_object()) {
         warn("entry '" + family + "/" + key + "' is malformed; skipped");
         continue;
       }
@@ -121,8 +130,10 @@ void TuningDb::reindex() {
       e.config = value["entry"]["config"];
       e.format_class = format_class(key->format);
       for (const auto& [name, v] : key->shape)
-        if (name == "m") e.m = v;
-        else e.log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
+        if (name == "m")
+          e.m = v;
+        else
+          e.log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
       e.key = std::move(*key);
       fi.by_key[k] = fi.entries.size();
       fi.entries.push_back(std::move(e));
@@ -164,9 +175,12 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
     const bool same_format = e.key.format == key.format;
     int step = -1;
     double d = 0;
-    if (same_format && layer_d == 0) step = 0, d = std::fabs(std::log2(static_cast<double>(e.m)) - log_m) - (e.m > *m ? 1e-9 : 0);
-    else if (same_format && e.m == *m) step = 1, d = layer_d;
-    else if (e.m == *m && e.format_class == cls) step = 2, d = layer_d;
+    if (same_format && layer_d == 0)
+      step = 0, d = std::fabs(std::log2(static_cast<double>(e.m)) - log_m) - (e.m > *m ? 1e-9 : 0);
+    else if (same_format && e.m == *m)
+      step = 1, d = layer_d;
+    else if (e.m == *m && e.format_class == cls)
+      step = 2, d = layer_d;
     if (step >= 0 && d < best_d[step]) best_d[step] = d, best[step] = &e;
   }
   static const char* const kSteps[3] = {"nearest M bucket", "nearest layer", "similar format"};
@@ -189,8 +203,12 @@ std::size_t TuningDb::size() const {
 nlohmann::json TuningDb::to_json() const {
   nlohmann::json j = {{"schema", kTuningSchema},
                       {"meta",
-                       {{"device", meta.device}, {"arch", meta.arch}, {"sm_count", meta.sm_count},
-                        {"lowbit", meta.lowbit}, {"nvrtc", meta.nvrtc}, {"templates", meta.templates},
+                       {{"device", meta.device},
+                        {"arch", meta.arch},
+                        {"sm_count", meta.sm_count},
+                        {"lowbit", meta.lowbit},
+                        {"nvrtc", meta.nvrtc},
+                        {"templates", meta.templates},
                         {"date", meta.date}}}};
   for (const auto& [family, section] : sections_.items())
     for (const auto& [key, value] : section.items()) j[family][key] = value["entry"];
@@ -214,7 +232,8 @@ void TuningDb::save(const std::string& path) const {
     out.flush();
     LOWBIT_CHECK(out.good(), "tuning file '{}': write to '{}' failed", path, tmp);
   }
-  LOWBIT_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "tuning file '{}': rename from '{}' failed", path, tmp);
+  LOWBIT_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "tuning file '{}': rename from '{}' failed", path,
+               tmp);
 }
 
 }  // namespace lowbit::tune

@@ -3,8 +3,8 @@
 // bucket of the same layer → nearest layer (N, K) of the same format at the same M bucket → the
 // same at a similar format (same bits and group, other dtype or mode) → (the caller's) heuristic.
 // Keys are indexed when files are loaded, so a lookup is a hash probe plus, on a miss, one pass
-// over pre-parsed entries (no parsing, no allocation beyond the result). Bad files and bad entries are reported and
-// skipped, never fatal: a file for another arch is ignored; a file written by another lowbit
+// over pre-parsed entries (no parsing, no allocation beyond the result). Bad files and bad entries are
+// reported and skipped, never fatal: a file for another arch is ignored; a file written by another lowbit
 // version, NVRTC or template set keeps its entries, and every entry is re-validated by the caller.
 //
 // File format:
@@ -32,9 +32,9 @@ struct TuningMeta {
 
 // A key split into its format part and its named shape fields (m, n, k, ...).
 struct TuningKey {
-  std::string format;                            // e.g. "w4.g128.f16.zp"
-  std::vector<std::pair<std::string, int64_t>> shape;  // e.g. {{"m",16},{"n",8192},{"k",8192}}
-  std::string str() const;                       // "w4.g128.f16.zp|m16.n8192.k8192"
+  std::string format;                                           // e.g. "w4.g128.f16.zp"
+  std::vector<std::pair<std::string, int64_t>> shape;           // e.g. {{"m",16},{"n",8192},{"k",8192}}
+  std::string str() const;                                      // "w4.g128.f16.zp|m16.n8192.k8192"
   static std::optional<TuningKey> parse(const std::string& s);  // nullopt when malformed
   std::optional<int64_t> field(const std::string& name) const;
 };

@@ -20,8 +20,12 @@ std::vector<std::pair<int64_t, int64_t>> standard_wq_shapes() {
 
 namespace {
 
-uint16_t to_bits(float v, DType t) { return t == DType::BF16 ? ref::float_to_bf16(v) : ref::float_to_f16(v); }
-double from_bits(uint16_t h, DType t) { return t == DType::BF16 ? ref::bf16_to_float(h) : ref::f16_to_float(h); }
+uint16_t to_bits(float v, DType t) {
+  return t == DType::BF16 ? ref::float_to_bf16(v) : ref::float_to_f16(v);
+}
+double from_bits(uint16_t h, DType t) {
+  return t == DType::BF16 ? ref::bf16_to_float(h) : ref::f16_to_float(h);
+}
 
 // Random weights directly in the packed layout (every value uniform), so a 16384² layer is
 // generated in a moment; the reference reads them back through PackedWeights. Act-order problems
@@ -61,7 +65,9 @@ PackedWeights random_packed(const WqGemmProblem& p, std::mt19937_64& rng) {
   return w;
 }
 
-std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
+std::size_t align256(std::size_t x) {
+  return (x + 255) / 256 * 256;
+}
 
 }  // namespace
 
@@ -77,15 +83,17 @@ WqBenchSetup::WqBenchSetup(Runtime& rt, const WqGemmProblem& base, int64_t max_m
   const std::size_t zero_bytes = w_.zeros.size() + w_.float_zeros.size() * 2;
   const std::size_t weight_bytes = off_z_ + align256(zero_bytes);
   const std::size_t x_bytes_max = static_cast<std::size_t>(max_m) * base.k * dtype_bytes(base.act);
-  copies_ = static_cast<int>(std::max<int64_t>(
-      1, (4 * ctx_.device().l2_bytes + static_cast<int64_t>(w_.bytes()) - 1) / static_cast<int64_t>(w_.bytes())));
+  copies_ = static_cast<int>(
+      std::max<int64_t>(1, (4 * ctx_.device().l2_bytes + static_cast<int64_t>(w_.bytes()) - 1) /
+                               static_cast<int64_t>(w_.bytes())));
   for (int c = 0; c < copies_; ++c) {
     // Room for x and the act-order permutation too: the ceiling copies a call's whole input.
     regions_.emplace_back(weight_bytes + align256(x_bytes_max) + align256(w_.perm.size() * 4));
     regions_.back().upload(w_.qweight.data(), w_.qweight.size() * 4, 0);
     regions_.back().upload(w_.scales.data(), w_.scales.size() * 2, off_s_);
     if (!w_.zeros.empty()) regions_.back().upload(w_.zeros.data(), w_.zeros.size(), off_z_);
-    if (!w_.float_zeros.empty()) regions_.back().upload(w_.float_zeros.data(), w_.float_zeros.size() * 2, off_z_);
+    if (!w_.float_zeros.empty())
+      regions_.back().upload(w_.float_zeros.data(), w_.float_zeros.size() * 2, off_z_);
   }
   if (!w_.perm.empty()) perm_dev_ = jit::DeviceBuffer::from(w_.perm);
   x_.resize(static_cast<std::size_t>(max_m * base.k));
@@ -102,8 +110,9 @@ WqGemmArgs WqBenchSetup::args(int copy) const {
   a.y = y_dev_.get();
   a.w.qweight = reinterpret_cast<const void*>(b);
   a.w.scales = reinterpret_cast<const void*>(b + off_s_);
-  a.w.zeros = has_int_zeros(base_.mode) || has_float_zeros(base_.mode) ? reinterpret_cast<const void*>(b + off_z_)
-                                                                         : nullptr;
+  a.w.zeros = has_int_zeros(base_.mode) || has_float_zeros(base_.mode)
+                  ? reinterpret_cast<const void*>(b + off_z_)
+                  : nullptr;
   a.w.perm = w_.perm.empty() ? nullptr : static_cast<const int32_t*>(perm_dev_.get());
   return a;
 }
@@ -183,18 +192,19 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
     row.copies = setup.copies();
     row.plan_ms = plan_ms;
     for (const auto& rec : plan.records())
-      row.plan_sources += std::string(row.plan_sources.empty() ? "" : ",") + std::string(to_string(rec.source));
+      row.plan_sources +=
+          std::string(row.plan_sources.empty() ? "" : ",") + std::string(to_string(rec.source));
     for (const auto& rec : plan.records())
       if (rec.m_bucket == m_bucket(m)) row.config_source = rec.config_source;
     row.bytes = wq::traffic_bytes(row.problem);
     row.flops = 2.0 * static_cast<double>(m) * base.n * base.k;
     try {
-      row.rel_err = setup.check(plan, m, stream.get());                 // 1. correctness first
-      row.us = setup.time_us(plan, m, opt.rounds, opt.replays);         // 2. graph replay, rotating copies
-      row.stream_us = setup.stream_us(m, opt.rounds);                   // 3. same bytes, same rotation
+      row.rel_err = setup.check(plan, m, stream.get());          // 1. correctness first
+      row.us = setup.time_us(plan, m, opt.rounds, opt.replays);  // 2. graph replay, rotating copies
+      row.stream_us = setup.stream_us(m, opt.rounds);            // 3. same bytes, same rotation
       row.tc_us = row.flops / (ceil.mma_tflops * 1e6);
       row.floor_us = std::max(static_cast<double>(row.bytes) / (ceil.read_gbs * 1e3), row.tc_us);
-      const int host_calls = 200;                                       // 4. host cost of plan.run
+      const int host_calls = 200;  // 4. host cost of plan.run
       const WqGemmArgs a = setup.args(0);
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < host_calls; ++i) plan.run(a, m, stream.get());
@@ -203,7 +213,8 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
       row.host_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / host_calls;
       row.heuristic_us = row.us;
       const WqGemmConfig heuristic = choose_config(row.problem, rt.arch(), rt.sm_count());
-      if (!opt.config && opt.compare_heuristic && !(heuristic == plan.config_for(m))) {  // 5. tuned vs heuristic
+      if (!opt.config && opt.compare_heuristic &&
+          !(heuristic == plan.config_for(m))) {  // 5. tuned vs heuristic
         WqGemmPlanOptions ho;
         ho.config = heuristic;
         WqGemmPlan hp(rt, base, {m}, ho);

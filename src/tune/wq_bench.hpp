@@ -59,13 +59,13 @@ struct WqBenchRow {
   double rel_err = 0;     // ‖y − ref‖ / ‖ref‖ over the checked columns
   std::size_t bytes = 0;  // traffic of one call
   double flops = 0;
-  double us = 0;          // median per call, graph replay, rotating weights
-  double stream_us = 0;   // stream ceiling of the same bytes
-  double floor_us = 0;    // max(bytes / read_bw, flops / mma rate)
-  double tc_us = 0;       // flops / mma rate
-  double host_us = 0;     // host cost of one plan.run() (enqueue only)
-  double heuristic_us = 0;     // the heuristic's config, same protocol (= us when it was the choice)
-  std::string config_source;   // "heuristic", "tuned (exact, <file>)", ...
+  double us = 0;              // median per call, graph replay, rotating weights
+  double stream_us = 0;       // stream ceiling of the same bytes
+  double floor_us = 0;        // max(bytes / read_bw, flops / mma rate)
+  double tc_us = 0;           // flops / mma rate
+  double host_us = 0;         // host cost of one plan.run() (enqueue only)
+  double heuristic_us = 0;    // the heuristic's config, same protocol (= us when it was the choice)
+  std::string config_source;  // "heuristic", "tuned (exact, <file>)", ...
   int copies = 0;
   double plan_ms = 0;        // building the plan (all its buckets): compile, disk hit or memory hit
   std::string plan_sources;  // where each bucket's kernel came from

@@ -17,22 +17,51 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
   std::vector<WqGemmConfig> out{h};
   auto add = [&](WqGemmConfig c) {
     std::string why;
-    if (std::find(out.begin(), out.end(), c) == out.end() && can_implement(p, c, arch, &why)) out.push_back(c);
+    if (std::find(out.begin(), out.end(), c) == out.end() && can_implement(p, c, arch, &why))
+      out.push_back(c);
   };
-  for (int v : {1, 2, 4}) add([&] { auto c = h; c.m_tiles = v; return c; }());
-  for (int v : {2, 4, 8}) add([&] { auto c = h; c.n_tiles = v; return c; }());
-  for (int v : {2, 4, 8, 16}) add([&] { auto c = h; c.warps_k = v; return c; }());
-  for (int v : {2, 3, 4, 6}) add([&] { auto c = h; c.stages = v; return c; }());
-  for (int v : {1, 2, 4, 8}) add([&] { auto c = h; c.split_k = v; return c; }());
+  for (int v : {1, 2, 4})
+    add([&] {
+      auto c = h;
+      c.m_tiles = v;
+      return c;
+    }());
+  for (int v : {2, 4, 8})
+    add([&] {
+      auto c = h;
+      c.n_tiles = v;
+      return c;
+    }());
+  for (int v : {2, 4, 8, 16})
+    add([&] {
+      auto c = h;
+      c.warps_k = v;
+      return c;
+    }());
+  for (int v : {2, 3, 4, 6})
+    add([&] {
+      auto c = h;
+      c.stages = v;
+      return c;
+    }());
+  for (int v : {1, 2, 4, 8})
+    add([&] {
+      auto c = h;
+      c.split_k = v;
+      return c;
+    }());
   return out;
 }
 
 std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, const WqTuneOptions& opt,
-                                       TuningDb& db, const std::function<void(const WqTuneResult&)>& on_result) {
+                                       TuningDb& db,
+                                       const std::function<void(const WqTuneResult&)>& on_result) {
   LOWBIT_CHECK(!opt.ms.empty(), "tune: no M values given (e.g. --m 1,2,4,8,16)");
   jit::Context& ctx = rt.context();
   const auto start = std::chrono::steady_clock::now();
-  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   std::vector<int64_t> buckets;
   for (int64_t m : opt.ms) buckets.push_back(m_bucket(m));
   std::sort(buckets.begin(), buckets.end());
@@ -94,7 +123,9 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     }
     if (r.best_us < 1e300) {
       db.put("wq_gemm", wq::tuning_key(base, bucket),
-             {{"config", wq::to_json(r.best)}, {"us", r.best_us}, {"heuristic_us", r.heuristic_us},
+             {{"config", wq::to_json(r.best)},
+              {"us", r.best_us},
+              {"heuristic_us", r.heuristic_us},
               {"tried", r.tried}});
     }
     results.push_back(r);

@@ -26,10 +26,12 @@ struct WqTuneResult {
 };
 
 // Candidate configs for one M bucket: the heuristic first, then its one-field neighbours.
-std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& problem_at_bucket, const Arch& arch, int sm_count);
+std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& problem_at_bucket, const Arch& arch,
+                                        int sm_count);
 
 // Tunes one layer (all buckets of options.ms) and puts the winners into `db`.
 std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, const WqTuneOptions& options,
-                                       TuningDb& db, const std::function<void(const WqTuneResult&)>& on_result);
+                                       TuningDb& db,
+                                       const std::function<void(const WqTuneResult&)>& on_result);
 
 }  // namespace lowbit::tune

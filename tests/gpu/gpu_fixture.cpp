@@ -34,14 +34,19 @@ std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& p, bool with_bias) 
   L->problem = p;
   RandomLayer r = random_layer(p.n, p.k, p.bits, p.group_size, p.act, gpu_rng());
   UnpackedWeightsView v;
-  v.q = r.q.data(), v.scales = r.scales.data(), v.n = p.n, v.k = p.k, v.bits = p.bits, v.group_size = p.group_size;
+  v.q = r.q.data(), v.scales = r.scales.data(), v.n = p.n, v.k = p.k, v.bits = p.bits,
+  v.group_size = p.group_size;
   v.mode = p.mode;
   v.zeros = has_int_zeros(p.mode) ? r.zeros.data() : nullptr;
   std::vector<uint16_t> float_zeros;
   if (has_float_zeros(p.mode)) {
     std::uniform_real_distribution<float> zd(0.f, static_cast<float>((1 << p.bits) - 1));
-    auto bits_of = [&](float f) { return p.act == DType::BF16 ? ref::float_to_bf16(f) : ref::float_to_f16(f); };
-    auto value_of = [&](uint16_t h) { return p.act == DType::BF16 ? ref::bf16_to_float(h) : ref::f16_to_float(h); };
+    auto bits_of = [&](float f) {
+      return p.act == DType::BF16 ? ref::float_to_bf16(f) : ref::float_to_f16(f);
+    };
+    auto value_of = [&](uint16_t h) {
+      return p.act == DType::BF16 ? ref::bf16_to_float(h) : ref::f16_to_float(h);
+    };
     for (uint16_t s : r.scales)
       float_zeros.push_back(p.mode == DequantMode::ScaleThenAddZero ? bits_of(-zd(gpu_rng()) * value_of(s))
                                                                     : bits_of(zd(gpu_rng())));

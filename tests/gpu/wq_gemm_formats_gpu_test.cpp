@@ -15,7 +15,8 @@ using namespace lowbit::test;
 
 namespace {
 
-WqGemmProblem make_problem(int64_t n, int64_t k, int bits, int group, DequantMode mode, DType act, int64_t max_m) {
+WqGemmProblem make_problem(int64_t n, int64_t k, int bits, int group, DequantMode mode, DType act,
+                           int64_t max_m) {
   WqGemmProblem p;
   p.m = max_m, p.n = n, p.k = k, p.bits = bits, p.group_size = group, p.mode = mode, p.act = act, p.out = act;
   return p;
@@ -56,8 +57,8 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
   std::vector<WqGemmProblem> split_problems;
   for (const auto& p : problems)
     if (p.group_size == 128 || p.group_size == 32) split_problems.push_back(p);
-  const auto split_plans = build_plans(split_problems, {17},
-                                       std::vector<WqGemmPlanOptions>(split_problems.size(), forced(1, 2, 2, 2, 3)));
+  const auto split_plans = build_plans(
+      split_problems, {17}, std::vector<WqGemmPlanOptions>(split_problems.size(), forced(1, 2, 2, 2, 3)));
   std::size_t s = 0;
   for (std::size_t i = 0; i < problems.size(); ++i) {
     auto L = make_layer(problems[i], biased[i]);
@@ -100,9 +101,9 @@ TEST_CASE("wq_gemm act-order: weights packed through a random g_idx", "[gpu]") {
   for (int bits : {4, 2, 8})
     for (DType act : {DType::F16, DType::BF16})
       for (int variant = 0; variant < 2; ++variant) {  // the library's choice, then split along K
-        WqGemmProblem p = make_problem(bits == 4 ? 4096 : 1032, 4096, bits, bits == 2 ? 64 : 128,
-                                       bits == 8 ? DequantMode::SubFloatZeroThenScale : DequantMode::SubZeroThenScale,
-                                       act, 130);
+        WqGemmProblem p = make_problem(
+            bits == 4 ? 4096 : 1032, 4096, bits, bits == 2 ? 64 : 128,
+            bits == 8 ? DequantMode::SubFloatZeroThenScale : DequantMode::SubZeroThenScale, act, 130);
         p.act_order = true;
         problems.push_back(p);
         options.push_back(variant == 0 ? WqGemmPlanOptions{} : forced(1, 4, 1, 2, 4));
@@ -172,7 +173,9 @@ TEST_CASE("wq_gemm act-order and zero-point arguments are checked before launch"
   p.act_order = true;
   auto L = make_layer(p, false);
   WqGemmPlan plan(gpu_runtime(), p, {4});
-  auto expect_error = [&](const WqGemmArgs& a, const std::string& needle) { require_refused(*L, plan, a, 4, needle, 4); };
+  auto expect_error = [&](const WqGemmArgs& a, const std::string& needle) {
+    require_refused(*L, plan, a, 4, needle, 4);
+  };
   WqGemmArgs a = L->args(false);
   a.w.perm = nullptr;
   expect_error(a, "args.w.perm is null");

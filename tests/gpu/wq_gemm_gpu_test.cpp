@@ -46,14 +46,23 @@ void sweep(int64_t n, int64_t k, int group = 128) {
 
 }  // namespace
 
-TEST_CASE("wq_gemm 4096x4096 all M, both decompositions", "[gpu]") { sweep(4096, 4096); }
-TEST_CASE("wq_gemm 8192x8192 all M, both decompositions", "[gpu]") { sweep(8192, 8192); }
-TEST_CASE("wq_gemm odd 4000x4160 (K not a multiple of 128), group 32", "[gpu]") { sweep(4000, 4160, 32); }
-TEST_CASE("wq_gemm 11008x4096", "[gpu]") { sweep(11008, 4096); }
+TEST_CASE("wq_gemm 4096x4096 all M, both decompositions", "[gpu]") {
+  sweep(4096, 4096);
+}
+TEST_CASE("wq_gemm 8192x8192 all M, both decompositions", "[gpu]") {
+  sweep(8192, 8192);
+}
+TEST_CASE("wq_gemm odd 4000x4160 (K not a multiple of 128), group 32", "[gpu]") {
+  sweep(4000, 4160, 32);
+}
+TEST_CASE("wq_gemm 11008x4096", "[gpu]") {
+  sweep(11008, 4096);
+}
 TEST_CASE("wq_gemm small N, long K: the library's own choice splits K", "[gpu]") {
   WqGemmProblem p = problem(512, 8192);
   p.m = 1;
-  REQUIRE(choose_config(p, gpu_runtime().arch(), gpu_runtime().sm_count()).split_k > 1);  // else this tests nothing new
+  REQUIRE(choose_config(p, gpu_runtime().arch(), gpu_runtime().sm_count()).split_k >
+          1);  // else this tests nothing new
   sweep(512, 8192);
 }
 TEST_CASE("wq_gemm tiny odd N 20x256 and N 8x128", "[gpu]") {

@@ -26,10 +26,14 @@ enum class Zeros { Int, Float, ScaleThenAdd, None };
 
 const char* name_of(Zeros z) {
   switch (z) {
-    case Zeros::Int: return "int zeros";
-    case Zeros::Float: return "float zeros";
-    case Zeros::ScaleThenAdd: return "scale then add zero";
-    case Zeros::None: return "symmetric";
+    case Zeros::Int:
+      return "int zeros";
+    case Zeros::Float:
+      return "float zeros";
+    case Zeros::ScaleThenAdd:
+      return "scale then add zero";
+    case Zeros::None:
+      return "symmetric";
   }
   return "?";
 }
@@ -41,7 +45,9 @@ struct DeviceOutputs {
     for (const jit::DeviceBuffer* b : {&qweight, &scales, &zeros})
       if (b->bytes()) b->fill_bytes(0xff);
   }
-  DevicePackedWeights view() const { return {qweight.get(), scales.get(), zeros.bytes() ? zeros.get() : nullptr}; }
+  DevicePackedWeights view() const {
+    return {qweight.get(), scales.get(), zeros.bytes() ? zeros.get() : nullptr};
+  }
   jit::DeviceBuffer qweight, scales, zeros;
 };
 
@@ -49,11 +55,12 @@ struct DeviceOutputs {
 template <class T>
 std::string first_difference(const char* what, const std::vector<T>& device, const std::vector<T>& host) {
   if (device.size() != host.size())
-    return std::string(what) + ": " + std::to_string(device.size()) + " elements, want " + std::to_string(host.size());
+    return std::string(what) + ": " + std::to_string(device.size()) + " elements, want " +
+           std::to_string(host.size());
   for (std::size_t i = 0; i < device.size(); ++i)
     if (device[i] != host[i])
-      return std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(device[i]) + ", pack() wrote " +
-             std::to_string(host[i]);
+      return std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(device[i]) +
+             ", pack() wrote " + std::to_string(host[i]);
   return "";
 }
 
@@ -98,7 +105,8 @@ void check_unpacked(const Shape& s, int bits, Zeros kind) {
   const PackedWeights P = pack(host);
 
   const jit::DeviceBuffer q = jit::DeviceBuffer::from(L.q), scales = jit::DeviceBuffer::from(L.scales);
-  const jit::DeviceBuffer zeros = jit::DeviceBuffer::from(L.zeros), fzeros = jit::DeviceBuffer::from(float_zeros);
+  const jit::DeviceBuffer zeros = jit::DeviceBuffer::from(L.zeros),
+                          fzeros = jit::DeviceBuffer::from(float_zeros);
   UnpackedWeightsView device = host;
   device.q = static_cast<const uint8_t*>(q.get());
   device.scales = static_cast<const uint16_t*>(scales.get());
@@ -109,15 +117,18 @@ void check_unpacked(const Shape& s, int bits, Zeros kind) {
   });
 }
 
-
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+int64_t round_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b * b;
+}
 
 void check_gptq(const Shape& shape, int bits, GptqZeros format, bool with_zeros) {
   // GPTQ packs 32/bits values of K per int32, and with qzeros 32/bits columns: round those up.
   const int per = 32 / bits;
   const Shape s{with_zeros ? round_up(shape.n, per) : shape.n, round_up(shape.k, per), shape.group};
   INFO("gptq bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group << " "
-                    << (!with_zeros ? "symmetric" : format == GptqZeros::Exact ? "v2" : "v1"));
+                    << (!with_zeros                  ? "symmetric"
+                        : format == GptqZeros::Exact ? "v2"
+                                                     : "v1"));
   gpu_runtime();
   RandomLayer L = random_layer(s.n, s.k, bits, s.group, DType::F16, gpu_rng());
   if (format == GptqZeros::StoredMinusOne)  // v1 stores z − 1 in `bits` bits: z = 0 has no encoding
@@ -130,7 +141,8 @@ void check_gptq(const Shape& shape, int bits, GptqZeros format, bool with_zeros)
   host.n = s.n, host.k = s.k, host.bits = bits, host.group_size = s.group, host.zeros_format = format;
   const PackedWeights P = pack(host);
 
-  const jit::DeviceBuffer qweight = jit::DeviceBuffer::from(c.qweight), scales = jit::DeviceBuffer::from(L.scales);
+  const jit::DeviceBuffer qweight = jit::DeviceBuffer::from(c.qweight),
+                          scales = jit::DeviceBuffer::from(L.scales);
   jit::DeviceBuffer qzeros;
   if (with_zeros) qzeros = jit::DeviceBuffer::from(c.qzeros);
   GptqWeightsView device = host;
@@ -144,10 +156,12 @@ void check_gptq(const Shape& shape, int bits, GptqZeros format, bool with_zeros)
 
 }  // namespace
 
-TEST_CASE("pack_on_device(unpacked) = pack(): bits 1/2/3/4/8 x int, float, q*s+z and no zeros", "[gpu][pack]") {
+TEST_CASE("pack_on_device(unpacked) = pack(): bits 1/2/3/4/8 x int, float, q*s+z and no zeros",
+          "[gpu][pack]") {
   for (const Shape& s : kShapes)
     for (int bits : {1, 2, 3, 4, 8})
-      for (Zeros kind : {Zeros::Int, Zeros::Float, Zeros::ScaleThenAdd, Zeros::None}) check_unpacked(s, bits, kind);
+      for (Zeros kind : {Zeros::Int, Zeros::Float, Zeros::ScaleThenAdd, Zeros::None})
+        check_unpacked(s, bits, kind);
 }
 
 TEST_CASE("pack_on_device(gptq) = pack(): bits 2/4/8 x v1, v2 and symmetric", "[gpu][pack]") {

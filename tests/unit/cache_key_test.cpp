@@ -28,7 +28,9 @@ WqGemmProblem base_problem() {
   return p;
 }
 
-WqGemmConfig base_config() { return WqGemmConfig{1, 4, 1, 4, 1}; }
+WqGemmConfig base_config() {
+  return WqGemmConfig{1, 4, 1, 4, 1};
+}
 
 struct Key {
   std::string name, json, digest;

@@ -29,7 +29,9 @@ using lowbit::jit::CacheEntryInfo;
 using lowbit::jit::DiskCache;
 using Source = lowbit::KernelRecord::Source;
 
-lowbit::RuntimeOptions offline(const std::string& dir) { return lowbit::test::offline_options("sm_90a", dir); }
+lowbit::RuntimeOptions offline(const std::string& dir) {
+  return lowbit::test::offline_options("sm_90a", dir);
+}
 using lowbit::test::problem_4096;
 
 std::string slurp(const fs::path& p) {
@@ -44,10 +46,14 @@ void write(const fs::path& p, const std::string& data) {
   f << data;
 }
 
-std::string source_name(Source s) { return std::string(lowbit::to_string(s)); }
+std::string source_name(Source s) {
+  return std::string(lowbit::to_string(s));
+}
 
 std::string fake_cubin() {
-  static const char raw[] = "\x7f" "ELF fake cubin bytes\0\1\2\3";
+  static const char raw[] =
+      "\x7f"
+      "ELF fake cubin bytes\0\1\2\3";
   return std::string(raw, sizeof raw - 1);  // embedded NULs included
 }
 
@@ -61,7 +67,8 @@ struct FakeEntry {
   FakeEntry() {
     DiskCache cache(dir.path);
     REQUIRE(cache.enabled());
-    path = cache.store("sm_90a", "wq_gemm", "wq_gemm_fake", digest, key, "// source", cubin, "_Z4fakev", 12.5);
+    path =
+        cache.store("sm_90a", "wq_gemm", "wq_gemm_fake", digest, key, "// source", cubin, "_Z4fakev", 12.5);
   }
 };
 
@@ -76,7 +83,8 @@ std::string why_invalid(const std::string& dir, const std::string* expected_key 
 TEST_CASE("DiskCache: store, load, list", "[cache]") {
   FakeEntry f;
   CHECK(f.path == DiskCache::entry_dir(f.dir.path, "sm_90a", "wq_gemm", "wq_gemm_fake", f.digest));
-  CHECK(f.path == (fs::path(f.dir.path) / "v1" / "sm_90a" / "wq_gemm" / ("wq_gemm_fake-" + f.digest)).string());
+  CHECK(f.path ==
+        (fs::path(f.dir.path) / "v1" / "sm_90a" / "wq_gemm" / ("wq_gemm_fake-" + f.digest)).string());
   DiskCache cache(f.dir.path);
   const auto hit = cache.load("sm_90a", "wq_gemm", "wq_gemm_fake", f.digest, f.key);
   REQUIRE(hit.has_value());
@@ -96,8 +104,8 @@ TEST_CASE("DiskCache: store, load, list", "[cache]") {
   CHECK(cache.total_bytes() >= f.cubin.size());
 
   // Publishing the same key again (a process that lost the race) keeps one valid entry, no temp dir.
-  const std::string again =
-      cache.store("sm_90a", "wq_gemm", "wq_gemm_fake", f.digest, f.key, "// source", f.cubin, "_Z4fakev", 1.0);
+  const std::string again = cache.store("sm_90a", "wq_gemm", "wq_gemm_fake", f.digest, f.key, "// source",
+                                        f.cubin, "_Z4fakev", 1.0);
   CHECK(again == f.path);
   CHECK(cache.list().size() == 1);
   CHECK(cache.list()[0].valid);
@@ -148,8 +156,7 @@ TEST_CASE("DiskCache::verify_dir catches every kind of damage", "[cache]") {
     CHECK(lowbit::test::contains(why_invalid(f.path), "not a lowbit cache record"));
   }
   SECTION("meta.json fields of the wrong type") {
-    write(dir / "meta.json",
-          R"({"key": 5, "cubin_bytes": "many", "cubin_digest": [], "lowered_name": {}})");
+    write(dir / "meta.json", R"({"key": 5, "cubin_bytes": "many", "cubin_digest": [], "lowered_name": {}})");
     const std::string why = why_invalid(f.path);
     INFO(why);
     CHECK(why != "<valid>");
@@ -235,14 +242,16 @@ TEST_CASE("no_compile on an empty cache names the kernel and LOWBIT_NO_COMPILE",
   lowbit::RuntimeOptions o = offline(dir.path);
   o.no_compile = true;
   lowbit::Runtime rt(o);
-  const std::string msg = lowbit::test::error_of([&] { (void)lowbit::compile_wq_gemm(rt, problem_4096(), {1}); });
+  const std::string msg =
+      lowbit::test::error_of([&] { (void)lowbit::compile_wq_gemm(rt, problem_4096(), {1}); });
   INFO(msg);
   CHECK(lowbit::test::contains(msg, "LOWBIT_NO_COMPILE"));
   CHECK(lowbit::test::contains(msg, "wq_gemm_"));
   CHECK(lowbit::test::contains(msg, dir.path));
   CHECK(DiskCache(dir.path).list().empty());
   // A second request fails the same way (the failure is not cached as a success).
-  const std::string msg2 = lowbit::test::error_of([&] { (void)lowbit::compile_wq_gemm(rt, problem_4096(), {1}); });
+  const std::string msg2 =
+      lowbit::test::error_of([&] { (void)lowbit::compile_wq_gemm(rt, problem_4096(), {1}); });
   CHECK(lowbit::test::contains(msg2, "LOWBIT_NO_COMPILE"));
 }
 
@@ -272,16 +281,17 @@ TEST_CASE("four CLI processes compiling the same kernel publish one valid entry"
 
   std::vector<pid_t> pids;
   for (int i = 0; i < 4; ++i) {
-    std::vector<std::string> args = {cli,     "compile",  "wq_gemm",     "--n",    "4096",
-                                      "--k",   "4096",     "--m-buckets", "1",      "--arch",
-                                      "sm_90a", "--cache-dir", cache_dir.path};
+    std::vector<std::string> args = {cli,      "compile",     "wq_gemm",     "--n", "4096",
+                                     "--k",    "4096",        "--m-buckets", "1",   "--arch",
+                                     "sm_90a", "--cache-dir", cache_dir.path};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     const std::string log = (fs::path(logs.path) / ("child-" + std::to_string(i) + ".log")).string();
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     pid_t pid = -1;
     const int rc = posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), environ);

@@ -1,8 +1,9 @@
 // lowbit::Digest128: FNV-1a 128 against published / independently computed values.
+#include "common/digest.hpp"
+
 #include <set>
 #include <string>
 
-#include "common/digest.hpp"
 #include "support/catch.hpp"
 #include "unit/unit_helpers.hpp"
 

@@ -28,7 +28,9 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-std::string source_name(Source s) { return std::string(lowbit::to_string(s)); }
+std::string source_name(Source s) {
+  return std::string(lowbit::to_string(s));
+}
 
 }  // namespace
 
@@ -66,7 +68,8 @@ TEST_CASE("offline Runtime: options are checked", "[nvrtc]") {
   }
   SECTION("sm_75 is refused for wq_gemm") {
     lowbit::Runtime rt(offline("sm_75", dir.path));
-    const std::string msg = lowbit::test::error_of([&] { (void)lowbit::compile_wq_gemm(rt, problem_4096(), {1}); });
+    const std::string msg =
+        lowbit::test::error_of([&] { (void)lowbit::compile_wq_gemm(rt, problem_4096(), {1}); });
     INFO(msg);
     CHECK(lowbit::test::contains(msg, "sm_80"));
   }
@@ -113,7 +116,8 @@ TEST_CASE("NVRTC compiles wq_gemm for sm_80, sm_89 and sm_90a; the caches serve 
     archs.insert(e.arch);
     const std::string cubin = slurp(std::filesystem::path(e.path) / "kernel.cubin");
     REQUIRE(cubin.size() > 4);
-    CHECK(cubin.substr(0, 4) == std::string("\x7f" "ELF"));
+    CHECK(cubin.substr(0, 4) == std::string("\x7f"
+                                            "ELF"));
     CHECK(std::filesystem::exists(std::filesystem::path(e.path) / "kernel.cu"));
     CHECK(!e.meta.value("lowered_name", std::string()).empty());
   }

@@ -1,11 +1,12 @@
 // OnceMap: one build per key under concurrency; a failed build is retried by the next request.
+#include "common/once_map.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
-#include "common/once_map.hpp"
 #include "support/catch.hpp"
 
 TEST_CASE("OnceMap builds each key once for concurrent callers", "[once_map]") {

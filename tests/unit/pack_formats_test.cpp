@@ -29,16 +29,20 @@ using lowbit::GptqWeightsView;
 using lowbit::GptqZeros;
 using lowbit::PackedWeights;
 using lowbit::UnpackedWeightsView;
+using lowbit::test::gptq_checkpoint;
 using lowbit::test::GptqCheckpoint;
 using lowbit::test::RandomLayer;
-using lowbit::test::gptq_checkpoint;
 
 const int kBits[] = {1, 2, 3, 4, 8};
 const DequantMode kModes[] = {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
                               DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero};
 
-int64_t groups_of(int64_t k, int group) { return group == 0 ? 1 : k / group; }
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+int64_t groups_of(int64_t k, int group) {
+  return group == 0 ? 1 : k / group;
+}
+int64_t round_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b * b;
+}
 
 uint16_t to_act(float v, DType act) {
   return act == DType::BF16 ? lowbit::ref::float_to_bf16(v) : lowbit::ref::float_to_f16(v);
@@ -103,7 +107,8 @@ std::vector<uint32_t> documented_qweight(const uint8_t* q, int64_t n, int64_t k,
         }
         const int64_t base = (tile * chunks + chunk) * 32 * bits;
         for (int w = 0; w < bits; ++w)
-          out[static_cast<std::size_t>(base + (static_cast<int64_t>(w / V) * 32 + lane) * V + w % V)] = words[w];
+          out[static_cast<std::size_t>(base + (static_cast<int64_t>(w / V) * 32 + lane) * V + w % V)] =
+              words[w];
       }
   return out;
 }
@@ -185,7 +190,6 @@ std::string first_difference(const PackedWeights& P, const Layer& X, DequantMode
   return "";
 }
 
-
 GptqWeightsView gptq_view(const RandomLayer& L, const GptqCheckpoint& c, GptqZeros format) {
   GptqWeightsView v;
   v.qweight = c.qweight.data();
@@ -236,8 +240,8 @@ TEST_CASE("pack(unpacked): every width, group size and mode round-trips exactly 
       const std::vector<uint32_t> documented = documented_qweight(X.L.q.data(), s.n, s.k, bits);
       for (DequantMode mode : kModes)
         for (bool name_mode : {true, false}) {
-          INFO("bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group << " mode="
-                       << lowbit::to_string(mode) << " named=" << name_mode);
+          INFO("bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group
+                       << " mode=" << lowbit::to_string(mode) << " named=" << name_mode);
           const PackedWeights P = lowbit::pack(view_of(X, mode, name_mode));
           check_sizes(P, s.n, s.k, bits, s.group, mode);
           CHECK(P.perm.empty());
@@ -261,7 +265,8 @@ TEST_CASE("pack: the qweight words of one tile are laid out as pack.hpp document
         const Layer X = random_layer(n, k, bits, 0, DType::F16, rng);
         const PackedWeights P = lowbit::pack(view_of(X, DequantMode::Symmetric));
         CHECK(P.qweight == documented_qweight(X.L.q.data(), n, k, bits));
-        CHECK(P.qweight.size() == static_cast<std::size_t>(n / 8 * k / 128 * 32 * bits));  // 128·b bytes per tile
+        CHECK(P.qweight.size() ==
+              static_cast<std::size_t>(n / 8 * k / 128 * 32 * bits));  // 128·b bytes per tile
       }
   }
   // Single values at hand-computed words (N = 8, K = 128: one tile, 32·b words).
@@ -273,7 +278,8 @@ TEST_CASE("pack: the qweight words of one tile are laid out as pack.hpp document
     u.q = q.data(), u.scales = scales.data(), u.n = 8, u.k = 128, u.bits = bits, u.group_size = 0;
     return lowbit::pack(u).qweight;
   };
-  auto expect_words = [](const std::vector<uint32_t>& got, int bits, const std::vector<std::pair<int, uint32_t>>& want) {
+  auto expect_words = [](const std::vector<uint32_t>& got, int bits,
+                         const std::vector<std::pair<int, uint32_t>>& want) {
     REQUIRE(got.size() == static_cast<std::size_t>(32 * bits));
     std::vector<uint32_t> expected(got.size(), 0u);
     for (const auto& [i, w] : want) expected[static_cast<std::size_t>(i)] = w;
@@ -298,7 +304,9 @@ TEST_CASE("pack: the qweight words of one tile are laid out as pack.hpp document
   SECTION("bits = 4 (V = 4): q[7][33] = 0xA, q[7][63] = 0x5 → lane 29, words 116 and 119") {
     expect_words(pack_sparse(4, {{7, 33, 0xA}, {7, 63, 0x5}}), 4, {{116, 0xAu << 16}, {119, 0x5u << 28}});
   }
-  SECTION("bits = 8 (V = 4, two groups of 32 lanes): q[1][96] = 0x81, q[1][126] = 0xC3 → lane 7, words 28 and 159") {
+  SECTION(
+      "bits = 8 (V = 4, two groups of 32 lanes): q[1][96] = 0x81, q[1][126] = 0xC3 → lane 7, words 28 and "
+      "159") {
     expect_words(pack_sparse(8, {{1, 96, 0x81}, {1, 126, 0xC3}}), 8, {{28, 0x81u}, {159, 0xC3u << 8}});
   }
 }
@@ -331,7 +339,8 @@ TEST_CASE("pack(GPTQ) 2- and 8-bit checkpoints round-trip exactly", "[pack][form
   const uint64_t seed = lowbit::test::fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  const Shape shapes[] = {{32, 384, 128}, {48, 256, 32}, {16, 1024, 0}, {20, 160, 32}, {64, 192, 64}, {12, 200, 0}};
+  const Shape shapes[] = {{32, 384, 128}, {48, 256, 32}, {16, 1024, 0},
+                          {20, 160, 32},  {64, 192, 64}, {12, 200, 0}};
   SECTION("random checkpoints, both zeros formats, with and without qzeros") {
     int cases = 0;
     for (int bits : {2, 8})
@@ -339,10 +348,11 @@ TEST_CASE("pack(GPTQ) 2- and 8-bit checkpoints round-trip exactly", "[pack][form
         for (GptqZeros format : {GptqZeros::StoredMinusOne, GptqZeros::Exact})
           for (bool with_zeros : {true, false}) {
             const int per = 32 / bits;
-            if (s.k % per != 0) continue;                   // GPTQ packs 32/bits k per int32 (tested below)
-            if (with_zeros && s.n % per != 0) continue;     // and 32/bits columns of qzeros per int32
+            if (s.k % per != 0) continue;                // GPTQ packs 32/bits k per int32 (tested below)
+            if (with_zeros && s.n % per != 0) continue;  // and 32/bits columns of qzeros per int32
             if (!with_zeros && format == GptqZeros::Exact) continue;
-            INFO("bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group << " zeros=" << with_zeros
+            INFO("bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group
+                         << " zeros=" << with_zeros
                          << " format=" << (format == GptqZeros::Exact ? "Exact" : "StoredMinusOne"));
             Layer X = random_layer(s.n, s.k, bits, s.group, DType::F16, rng);
             // v1 stores z − 1 in `bits` bits: z = 0 has no encoding there.
@@ -423,7 +433,8 @@ TEST_CASE("pack(HQQ): n-major scales and float zeros become [groups][N]; values 
   std::mt19937_64 rng(seed);
   SECTION("every width at odd shapes") {
     for (int bits : kBits)
-      for (const Shape& s : {Shape{20, 160, 32}, Shape{36, 320, 64}, Shape{13, 384, 128}, Shape{12, 200, 0}}) {
+      for (const Shape& s :
+           {Shape{20, 160, 32}, Shape{36, 320, 64}, Shape{13, 384, 128}, Shape{12, 200, 0}}) {
         const DType act = bits % 2 ? DType::BF16 : DType::F16;
         INFO("bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group);
         const Layer X = random_layer(s.n, s.k, bits, s.group, act, rng);
@@ -481,7 +492,8 @@ TEST_CASE("pack(HQQ): n-major scales and float zeros become [groups][N]; values 
   }
 }
 
-TEST_CASE("pack with g_idx (act-order): perm sorts the input features by group", "[pack][formats][act_order]") {
+TEST_CASE("pack with g_idx (act-order): perm sorts the input features by group",
+          "[pack][formats][act_order]") {
   const uint64_t seed = lowbit::test::fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -490,7 +502,8 @@ TEST_CASE("pack with g_idx (act-order): perm sorts the input features by group",
     for (int bits : kBits)
       for (const Shape& s : {Shape{20, 160, 32}, Shape{16, 384, 64}, Shape{12, 256, 128}, Shape{8, 512, 256}})
         for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::ScaleThenAddZero}) {
-          INFO("bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group << " mode=" << lowbit::to_string(mode));
+          INFO("bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group
+                       << " mode=" << lowbit::to_string(mode));
           const Layer X = random_layer(s.n, s.k, bits, s.group, DType::F16, rng);
           const std::vector<int32_t> g_idx = shuffled_g_idx(s.k, s.group, rng);
           // Scales and zeros stay indexed by group: [groups][N], as in the checkpoint.
@@ -515,7 +528,8 @@ TEST_CASE("pack with g_idx (act-order): perm sorts the input features by group",
               bad_q += P.q_at(n, j) != X.L.q[n * s.k + src];
               bad_meta += P.scale_at(n, j) != X.L.scales[g * s.n + n];
               if (lowbit::has_int_zeros(mode)) bad_meta += P.zero_at(n, j) != X.L.zeros[g * s.n + n];
-              if (lowbit::has_float_zeros(mode)) bad_meta += P.float_zero_at(n, j) != X.float_zeros[g * s.n + n];
+              if (lowbit::has_float_zeros(mode))
+                bad_meta += P.float_zero_at(n, j) != X.float_zeros[g * s.n + n];
             }
           }
           CHECK(bad_group == 0);
@@ -525,7 +539,8 @@ TEST_CASE("pack with g_idx (act-order): perm sorts the input features by group",
           std::vector<uint8_t> permuted(X.L.q.size());
           for (int64_t n = 0; n < s.n; ++n)
             for (int64_t j = 0; j < s.k; ++j)
-              permuted[static_cast<std::size_t>(n * s.k + j)] = X.L.q[n * s.k + P.perm[static_cast<std::size_t>(j)]];
+              permuted[static_cast<std::size_t>(n * s.k + j)] =
+                  X.L.q[n * s.k + P.perm[static_cast<std::size_t>(j)]];
           CHECK(P.qweight == documented_qweight(permuted.data(), s.n, s.k, bits));
           // Scales and zeros are not moved (groups keep their index).
           const PackedWeights plain = lowbit::pack(view_of(X, mode));
@@ -608,8 +623,9 @@ TEST_CASE("pack with g_idx (act-order): perm sorts the input features by group",
   }
 }
 
-TEST_CASE("wq_gemm_reference on packed weights (every mode, act-order) equals the naive checkpoint-order loop",
-          "[reference][formats]") {
+TEST_CASE(
+    "wq_gemm_reference on packed weights (every mode, act-order) equals the naive checkpoint-order loop",
+    "[reference][formats]") {
   const uint64_t seed = lowbit::test::fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -636,8 +652,9 @@ TEST_CASE("wq_gemm_reference on packed weights (every mode, act-order) equals th
             const uint16_t* b = cases % 3 == 0 ? bias.data() : nullptr;
             const auto ref = lowbit::ref::wq_gemm_reference(p, P, x.data(), b, {}, 2);
             const auto naive = lowbit::ref::wq_gemm_naive(
-                p, X.L.q.data(), lowbit::has_int_zeros(mode) ? X.L.zeros.data() : nullptr, X.L.scales.data(), x.data(), b,
-                lowbit::has_float_zeros(mode) ? X.float_zeros.data() : nullptr, act_order ? g_idx.data() : nullptr);
+                p, X.L.q.data(), lowbit::has_int_zeros(mode) ? X.L.zeros.data() : nullptr, X.L.scales.data(),
+                x.data(), b, lowbit::has_float_zeros(mode) ? X.float_zeros.data() : nullptr,
+                act_order ? g_idx.data() : nullptr);
             REQUIRE(ref.size() == static_cast<std::size_t>(p.m * p.n));
             REQUIRE(naive.size() == ref.size());
             CHECK(max_rel_diff(ref, naive) <= 1e-9);
@@ -647,8 +664,9 @@ TEST_CASE("wq_gemm_reference on packed weights (every mode, act-order) equals th
             if (act_order) {
               // g_idx matters: the same integers grouped by k / G give other outputs.
               const auto plain = lowbit::ref::wq_gemm_naive(
-                  p, X.L.q.data(), lowbit::has_int_zeros(mode) ? X.L.zeros.data() : nullptr, X.L.scales.data(),
-                  x.data(), b, lowbit::has_float_zeros(mode) ? X.float_zeros.data() : nullptr, nullptr);
+                  p, X.L.q.data(), lowbit::has_int_zeros(mode) ? X.L.zeros.data() : nullptr,
+                  X.L.scales.data(), x.data(), b,
+                  lowbit::has_float_zeros(mode) ? X.float_zeros.data() : nullptr, nullptr);
               CHECK(max_rel_diff(plain, naive) > 1e-6);
             }
             ++cases;
@@ -667,7 +685,8 @@ TEST_CASE("wq_gemm_reference on packed weights (every mode, act-order) equals th
     };
     for (const auto& [mode, want] : expected) {
       UnpackedWeightsView v;
-      v.q = q.data(), v.scales = scales.data(), v.n = 8, v.k = 128, v.bits = 2, v.group_size = 128, v.mode = mode;
+      v.q = q.data(), v.scales = scales.data(), v.n = 8, v.k = 128, v.bits = 2, v.group_size = 128,
+      v.mode = mode;
       if (lowbit::has_int_zeros(mode)) v.zeros = zeros.data();
       if (lowbit::has_float_zeros(mode)) v.float_zeros = float_zeros.data();
       const PackedWeights P = lowbit::pack(v);
@@ -690,7 +709,9 @@ TEST_CASE("pack(unpacked) refuses inconsistent zeros and values outside the bit 
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   Layer X = random_layer(16, 256, 2, 64, DType::F16, rng);
-  auto message = [](const UnpackedWeightsView& v) { return lowbit::test::error_of([&] { (void)lowbit::pack(v); }); };
+  auto message = [](const UnpackedWeightsView& v) {
+    return lowbit::test::error_of([&] { (void)lowbit::pack(v); });
+  };
 
   SECTION("both zeros and float_zeros") {
     UnpackedWeightsView v = view_of(X, DequantMode::SubZeroThenScale, false);

@@ -18,8 +18,8 @@ using lowbit::GptqWeightsView;
 using lowbit::GptqZeros;
 using lowbit::PackedWeights;
 using lowbit::UnpackedWeightsView;
-using lowbit::test::GptqCheckpoint;
 using lowbit::test::gptq_checkpoint;
+using lowbit::test::GptqCheckpoint;
 using lowbit::test::RandomLayer;
 
 struct Shape {
@@ -29,11 +29,12 @@ struct Shape {
 
 // The shapes of the brief: K = 4160 and K = 200 are not multiples of 128 (K padding), N = 20 is not a
 // multiple of 8 (N padding; only without qzeros, which need N % 8 == 0).
-const Shape kShapes[] = {{8, 128, 128}, {24, 256, 32}, {40, 384, 64}, {16, 512, 256},
+const Shape kShapes[] = {{8, 128, 128},   {24, 256, 32}, {40, 384, 64}, {16, 512, 256},
                          {136, 4160, 32}, {72, 1024, 0}, {20, 200, 0}};
 
-int64_t groups_of(int64_t k, int group) { return group == 0 ? 1 : k / group; }
-
+int64_t groups_of(int64_t k, int group) {
+  return group == 0 ? 1 : k / group;
+}
 
 GptqWeightsView gptq_view(const RandomLayer& L, const GptqCheckpoint& g, GptqZeros format) {
   GptqWeightsView v;
@@ -83,22 +84,23 @@ std::string first_difference(const PackedWeights& P, const RandomLayer& L, bool 
       const int64_t g = L.group_size == 0 ? 0 : k / L.group_size;
       const int want_q = L.q[n * L.k + k];
       if (P.q_at(n, k) != want_q)
-        return "q_at(" + std::to_string(n) + ", " + std::to_string(k) + ") = " + std::to_string(P.q_at(n, k)) +
-               ", want " + std::to_string(want_q);
+        return "q_at(" + std::to_string(n) + ", " + std::to_string(k) +
+               ") = " + std::to_string(P.q_at(n, k)) + ", want " + std::to_string(want_q);
       const int want_z = with_zeros ? L.zeros[g * L.n + n] : 8;
       if (P.zero_at(n, k) != want_z)
-        return "zero_at(" + std::to_string(n) + ", " + std::to_string(k) + ") = " +
-               std::to_string(P.zero_at(n, k)) + ", want " + std::to_string(want_z);
+        return "zero_at(" + std::to_string(n) + ", " + std::to_string(k) +
+               ") = " + std::to_string(P.zero_at(n, k)) + ", want " + std::to_string(want_z);
       if (P.scale_at(n, k) != L.scales[g * L.n + n])
-        return "scale_at(" + std::to_string(n) + ", " + std::to_string(k) + ") = " +
-               std::to_string(P.scale_at(n, k)) + ", want " + std::to_string(L.scales[g * L.n + n]);
+        return "scale_at(" + std::to_string(n) + ", " + std::to_string(k) +
+               ") = " + std::to_string(P.scale_at(n, k)) + ", want " + std::to_string(L.scales[g * L.n + n]);
     }
   // Padding: q of every padded (n, k) position reads back 0; scales and zeros rows/columns past the
   // real ones are 0.
   for (int64_t n = 0; n < P.n_pad; ++n)
     for (int64_t k = 0; k < P.k_pad; ++k)
       if ((n >= L.n || k >= L.k) && P.q_at(n, k) != 0)
-        return "padded q_at(" + std::to_string(n) + ", " + std::to_string(k) + ") = " + std::to_string(P.q_at(n, k));
+        return "padded q_at(" + std::to_string(n) + ", " + std::to_string(k) +
+               ") = " + std::to_string(P.q_at(n, k));
   for (int64_t g = 0; g < P.groups_pad; ++g)
     for (int64_t n = 0; n < P.n_pad; ++n) {
       if (g < groups && n < L.n) continue;
@@ -321,24 +323,27 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
 
 TEST_CASE("pack(AWQ): the interleaved column order round-trips exactly", "[pack]") {
   std::mt19937_64 rng(lowbit::test::fresh_seed());
-  for (auto [n, k, group] : {std::tuple<int64_t, int64_t, int>{8, 128, 128}, {40, 384, 64}, {136, 4160, 32},
-                             {72, 1024, 0}}) {
+  for (auto [n, k, group] :
+       {std::tuple<int64_t, int64_t, int>{8, 128, 128}, {40, 384, 64}, {136, 4160, 32}, {72, 1024, 0}}) {
     const auto layer = lowbit::test::random_layer(n, k, 4, group, lowbit::DType::F16, rng);
     const int64_t groups = group == 0 ? 1 : k / group;
     // Build the AutoAWQ tensors independently: output column 8c + j goes to nibble ORDER⁻¹[j], i.e.
     // nibble i holds column 8c + ORDER[i] with ORDER = {0, 2, 4, 6, 1, 3, 5, 7}.
     const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
-    std::vector<int32_t> qweight(static_cast<std::size_t>(k * n / 8)), qzeros(static_cast<std::size_t>(groups * n / 8));
+    std::vector<int32_t> qweight(static_cast<std::size_t>(k * n / 8)),
+        qzeros(static_cast<std::size_t>(groups * n / 8));
     for (int64_t r = 0; r < k; ++r)
       for (int64_t c = 0; c < n / 8; ++c) {
         uint32_t w = 0;
-        for (int i = 0; i < 8; ++i) w |= static_cast<uint32_t>(layer.q[(8 * c + order[i]) * k + r]) << (4 * i);
+        for (int i = 0; i < 8; ++i)
+          w |= static_cast<uint32_t>(layer.q[(8 * c + order[i]) * k + r]) << (4 * i);
         qweight[r * (n / 8) + c] = static_cast<int32_t>(w);
       }
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t c = 0; c < n / 8; ++c) {
         uint32_t w = 0;
-        for (int i = 0; i < 8; ++i) w |= static_cast<uint32_t>(layer.zeros[g * n + 8 * c + order[i]]) << (4 * i);
+        for (int i = 0; i < 8; ++i)
+          w |= static_cast<uint32_t>(layer.zeros[g * n + 8 * c + order[i]]) << (4 * i);
         qzeros[g * (n / 8) + c] = static_cast<int32_t>(w);
       }
     lowbit::AwqWeightsView awq;

@@ -30,7 +30,8 @@ void check_rejected(const WqGemmProblem& p, const std::string& needle) {
   CHECK(lowbit::test::contains(why, needle));
 }
 
-void check_rejected(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, const std::string& needle) {
+void check_rejected(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch,
+                    const std::string& needle) {
   std::string why;
   INFO(p.str() << " " << c.str() << " " << arch.str() << " expected reason containing: " << needle);
   CHECK_FALSE(lowbit::can_implement(p, c, arch, &why));
@@ -49,9 +50,9 @@ TEST_CASE("can_implement(problem) accepts a normal problem", "[checks]") {
   CHECK(lowbit::can_implement(p, &why));
   // Every supported width, every mode, act-order and deterministic split-K.
   for (int bits : {1, 2, 3, 4, 8})
-    for (lowbit::DequantMode mode : {lowbit::DequantMode::SubZeroThenScale, lowbit::DequantMode::Symmetric,
-                                     lowbit::DequantMode::SubFloatZeroThenScale,
-                                     lowbit::DequantMode::ScaleThenAddZero}) {
+    for (lowbit::DequantMode mode :
+         {lowbit::DequantMode::SubZeroThenScale, lowbit::DequantMode::Symmetric,
+          lowbit::DequantMode::SubFloatZeroThenScale, lowbit::DequantMode::ScaleThenAddZero}) {
       WqGemmProblem q = normal_problem();
       q.bits = bits, q.mode = mode, q.act_order = true, q.deterministic = true;
       INFO(q.str());
@@ -142,7 +143,8 @@ TEST_CASE("Arch::parse", "[checks]") {
   CHECK(Arch::parse("sm_120").str() == "sm_120");
   CHECK(Arch::parse("sm_90") != Arch::parse("sm_90a"));
 
-  for (const char* bad : {"sm_91", "compute_90", "sm_80a", "sm_42", "", "sm_", "sm_9", "sm_9x", "90", "SM_90"}) {
+  for (const char* bad :
+       {"sm_91", "compute_90", "sm_80a", "sm_42", "", "sm_", "sm_9", "sm_9x", "90", "SM_90"}) {
     const std::string msg = lowbit::test::error_of([&] { (void)Arch::parse(bad); });
     INFO("input: '" << bad << "' message: " << msg);
     CHECK(msg.rfind("<", 0) != 0);  // a lowbit::Error was thrown

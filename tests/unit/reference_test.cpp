@@ -61,7 +61,7 @@ TEST_CASE("wq_gemm_reference agrees with the naive loop at odd shapes", "[refere
                 const uint16_t* b = with_bias ? bias.data() : nullptr;
                 const auto ref = lowbit::ref::wq_gemm_reference(p, P, x.data(), b, {}, 2);
                 const auto naive = lowbit::ref::wq_gemm_naive(p, L.q.data(), zeros ? L.zeros.data() : nullptr,
-                                                               L.scales.data(), x.data(), b);
+                                                              L.scales.data(), x.data(), b);
                 REQUIRE(ref.size() == static_cast<std::size_t>(m * n));
                 REQUIRE(naive.size() == ref.size());
                 CHECK(max_rel_diff(ref, naive) <= 1e-12);
@@ -109,8 +109,8 @@ TEST_CASE("wq_gemm_reference and wq_gemm_naive on hand-computed inputs", "[refer
     v.n = pr.n, v.k = pr.k, v.group_size = pr.group_size;
     const auto P = lowbit::pack(v);
     auto ref = lowbit::ref::wq_gemm_reference(pr, P, x.data(), b);
-    auto naive =
-        lowbit::ref::wq_gemm_naive(pr, q.data(), with_zeros ? zeros.data() : nullptr, scales.data(), x.data(), b);
+    auto naive = lowbit::ref::wq_gemm_naive(pr, q.data(), with_zeros ? zeros.data() : nullptr, scales.data(),
+                                            x.data(), b);
     return std::make_pair(ref, naive);
   };
 
@@ -141,7 +141,8 @@ TEST_CASE("wq_gemm_reference and wq_gemm_naive on hand-computed inputs", "[refer
   }
   SECTION("the sign is (q − z), scaled by s, per column") {
     // column n: q = n, z = 8, s = 0.5 (0x3800); x row 0 = 1.0, so y[n] = 128·(n − 8)·0.5 = 64·(n − 8).
-    for (int n = 0; n < 8; ++n) std::fill(q.begin() + n * 128, q.begin() + (n + 1) * 128, static_cast<uint8_t>(n));
+    for (int n = 0; n < 8; ++n)
+      std::fill(q.begin() + n * 128, q.begin() + (n + 1) * 128, static_cast<uint8_t>(n));
     std::fill(scales.begin(), scales.end(), 0x3800);
     const auto [ref, naive] = run_both(p, nullptr, true);
     for (int n = 0; n < 8; ++n) {
@@ -155,8 +156,8 @@ TEST_CASE("wq_gemm_reference and wq_gemm_naive on hand-computed inputs", "[refer
     pb.m = 2, pb.act = DType::BF16, pb.out = DType::BF16;
     std::fill(scales.begin(), scales.end(), 0x3F80);  // bf16 1.0
     x.assign(256, 0x3F80);
-    std::fill(x.begin() + 128, x.end(), 0x4000);       // bf16 2.0
-    std::vector<uint16_t> bias_bf16(8, 0x3F00);        // bf16 0.5
+    std::fill(x.begin() + 128, x.end(), 0x4000);  // bf16 2.0
+    std::vector<uint16_t> bias_bf16(8, 0x3F00);   // bf16 0.5
     const auto [ref, naive] = run_both(pb, bias_bf16.data(), true);
     REQUIRE(ref.size() == 16);
     for (int n = 0; n < 8; ++n) {

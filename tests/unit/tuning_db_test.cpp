@@ -1,4 +1,6 @@
 // The tuning database: round trip, merge, lookup order, arch filter, bad files and bad entries.
+#include "tune/tuning_db.hpp"
+
 #include <filesystem>
 #include <fstream>
 
@@ -6,7 +8,6 @@
 #include "kernels/wq_gemm_internal.hpp"
 #include "support/catch.hpp"
 #include "support/test_support.hpp"
-#include "tune/tuning_db.hpp"
 
 using lowbit::Arch;
 using lowbit::tune::TuningDb;
@@ -22,9 +23,10 @@ TuningKey key(int64_t m, int64_t n = 8192, int64_t k = 8192) {
 }
 
 nlohmann::json entry(int split_k, double us = 1.0) {
-  return {{"config",
-           {{"m_tiles", 1}, {"n_tiles", 4}, {"warps_n", 1}, {"warps_k", 8}, {"split_k", split_k}, {"stages", 3}}},
-          {"us", us}};
+  return {
+      {"config",
+       {{"m_tiles", 1}, {"n_tiles", 4}, {"warps_n", 1}, {"warps_k", 8}, {"split_k", split_k}, {"stages", 3}}},
+      {"us", us}};
 }
 
 TuningDb db_for(const char* arch) {
@@ -35,7 +37,9 @@ TuningDb db_for(const char* arch) {
   return db;
 }
 
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 
 }  // namespace
 
@@ -52,7 +56,8 @@ TEST_CASE("tuning keys are built from and parsed into named fields", "[tuning]")
     CHECK_FALSE(TuningKey::parse(bad).has_value());
   }
   lowbit::WqGemmProblem p;
-  p.n = 4096, p.k = 14336, p.group_size = 0, p.out = lowbit::DType::F32, p.mode = lowbit::DequantMode::Symmetric;
+  p.n = 4096, p.k = 14336, p.group_size = 0, p.out = lowbit::DType::F32,
+  p.mode = lowbit::DequantMode::Symmetric;
   CHECK(lowbit::wq::tuning_key(p, 32).str() == "w4.pc.f16.o32.sym|m32.n4096.k14336");
 }
 
@@ -109,7 +114,8 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, nearest layer, similar format
   CHECK_FALSE(db.lookup("fp8_block_gemm", key(1)).has_value());
 }
 
-TEST_CASE("tuning files: other arch ignored; garbage, truncated, wrong schema reported and skipped", "[tuning]") {
+TEST_CASE("tuning files: other arch ignored; garbage, truncated, wrong schema reported and skipped",
+          "[tuning]") {
   lowbit::test::TempDir dir;
   TuningDb other = db_for("sm_80");
   other.put("wq_gemm", key(1), entry(1));
@@ -121,9 +127,10 @@ TEST_CASE("tuning files: other arch ignored; garbage, truncated, wrong schema re
   write(dir.path + "/garbage.json", "this is not json");
   write(dir.path + "/truncated.json", R"({"schema": 1, "meta": {"arch": "sm_90a"}, "wq_gemm": {"w4.g128)");
   write(dir.path + "/schema.json", R"({"schema": 99, "meta": {"arch": "sm_90a"}})");
-  write(dir.path + "/entries.json",
-        R"({"schema": 1, "meta": {"arch": "sm_90a"}, "wq_gemm": {"not a key": {"config": {}}, )"
-        R"("w4.g128.f16.zp|m1.n8.k128": {"us": 1}, "w4.g128.f16.zp|m2.n8.k128": {"config": {"split_k": 1}}}})");
+  write(
+      dir.path + "/entries.json",
+      R"({"schema": 1, "meta": {"arch": "sm_90a"}, "wq_gemm": {"not a key": {"config": {}}, )"
+      R"("w4.g128.f16.zp|m1.n8.k128": {"us": 1}, "w4.g128.f16.zp|m2.n8.k128": {"config": {"split_k": 1}}}})");
   for (const char* name : {"garbage", "truncated", "schema"}) {
     warnings.clear();
     const std::string path = dir.path + "/" + name + ".json";
@@ -145,9 +152,9 @@ TEST_CASE("plans use a valid tuned entry, and skip one that fails can_implement"
   lowbit::WqGemmProblem p;
   p.m = 1, p.n = 4096, p.k = 4096;
   TuningDb db = db_for("sm_90a");
-  db.put("wq_gemm", lowbit::wq::tuning_key(p, 1), entry(2));      // valid
+  db.put("wq_gemm", lowbit::wq::tuning_key(p, 1), entry(2));  // valid
   nlohmann::json bad = entry(1);
-  bad["config"]["n_tiles"] = 3;                                    // fails can_implement
+  bad["config"]["n_tiles"] = 3;  // fails can_implement
   db.put("wq_gemm", lowbit::wq::tuning_key(p, 16), bad);
   db.save(dir.path + "/h200.json");
 

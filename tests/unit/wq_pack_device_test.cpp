@@ -192,12 +192,13 @@ TEST_CASE("packed_sizes: the byte sizes of what pack() builds", "[pack]") {
     for (int bits : {1, 2, 3, 4, 8})
       for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
                                DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero}) {
-        INFO("n=" << s.n << " k=" << s.k << " group=" << s.group << " bits=" << bits << " mode="
-                  << lowbit::to_string(mode));
+        INFO("n=" << s.n << " k=" << s.k << " group=" << s.group << " bits=" << bits
+                  << " mode=" << lowbit::to_string(mode));
         const auto L = lowbit::test::random_layer(s.n, s.k, bits, s.group, lowbit::DType::F16, rng);
         std::vector<uint16_t> float_zeros(L.scales.size(), 0x3c00);
         UnpackedWeightsView v;
-        v.q = L.q.data(), v.scales = L.scales.data(), v.n = s.n, v.k = s.k, v.bits = bits, v.group_size = s.group;
+        v.q = L.q.data(), v.scales = L.scales.data(), v.n = s.n, v.k = s.k, v.bits = bits,
+        v.group_size = s.group;
         v.mode = mode;
         if (lowbit::has_int_zeros(mode)) v.zeros = L.zeros.data();
         if (lowbit::has_float_zeros(mode)) v.float_zeros = float_zeros.data();
