@@ -34,8 +34,8 @@ enum class GptqZeros : uint8_t { StoredMinusOne, Exact };
 // Host views of a GPTQ layer (all row-major, as in the checkpoint). bits 2, 4 or 8 (GPTQ's 3-bit
 // packing crosses words: unpack it yourself and use UnpackedWeightsView).
 struct GptqWeightsView {
-  const int32_t* qweight =
-      nullptr;  // [K·bits/32, N]: 32/bits values of consecutive k per int32, low bits first
+  // [K·bits/32, N]: 32/bits values of consecutive k per int32, low bits first
+  const int32_t* qweight = nullptr;
   const int32_t* qzeros = nullptr;   // [K/G, N·bits/32]: zeros of consecutive n per int32 (null: Symmetric)
   const uint16_t* scales = nullptr;  // [K/G, N] fp16/bf16 bits
   const int32_t* g_idx = nullptr;    // [K] group of each input feature (act-order), or null
