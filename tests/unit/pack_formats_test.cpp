@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <set>
@@ -767,5 +768,53 @@ TEST_CASE("pack(unpacked) refuses inconsistent zeros and values outside the bit 
       CHECK(lowbit::test::contains(msg, "q[6][99] = " + std::to_string(1 << bits)));
       CHECK(lowbit::test::contains(msg, "does not fit in " + std::to_string(bits) + " bits"));
     }
+  }
+}
+
+TEST_CASE("pack: element counts that do not match the shape are refused, naming the field",
+          "[pack][formats]") {
+  std::mt19937_64 rng(lowbit::test::fresh_seed());
+  const Layer X = random_layer(32, 256, 4, 64, DType::F16, rng);  // groups = 4
+  auto refused = [](const std::function<void()>& fn, const std::string& field, const std::string& rule) {
+    const std::string msg = lowbit::test::error_of(fn);
+    INFO(msg);
+    CHECK(lowbit::test::contains(msg, field + " has "));
+    CHECK(lowbit::test::contains(msg, rule));
+  };
+  SECTION("unpacked") {
+    UnpackedWeightsView v = view_of(X, DequantMode::SubZeroThenScale);
+    v.q_count = X.L.q.size(), v.zeros_count = X.L.zeros.size(), v.scales_count = X.L.scales.size();
+    CHECK_NOTHROW(lowbit::pack(v));  // right counts pass
+    UnpackedWeightsView bad = v;
+    bad.q_count = X.L.q.size() - 1;
+    refused([&] { (void)lowbit::pack(bad); }, "q", "N·K = 8192");
+    bad = v;
+    bad.scales_count = 3 * 32;
+    refused([&] { (void)lowbit::pack(bad); }, "scales", "groups·N = 128");
+    bad = v;
+    bad.g_idx_count = 255;
+    refused([&] { (void)lowbit::pack(bad); }, "g_idx", "K = 256");
+  }
+  SECTION("GPTQ") {
+    const GptqCheckpoint c = gptq_checkpoint(X.L, GptqZeros::Exact, true);
+    GptqWeightsView v = gptq_view(X.L, c, GptqZeros::Exact);
+    v.qweight_count = c.qweight.size(), v.qzeros_count = c.qzeros.size(), v.scales_count = X.L.scales.size();
+    CHECK_NOTHROW(lowbit::pack(v));
+    GptqWeightsView bad = v;
+    bad.qweight_count = c.qweight.size() / 2;  // e.g. a checkpoint of the wrong bit width
+    refused([&] { (void)lowbit::pack(bad); }, "qweight", "K·bits/32 · N = 1024");
+    bad = v;
+    bad.qzeros_count = 1;
+    refused([&] { (void)lowbit::pack(bad); }, "qzeros", "groups · N·bits/32 = 16");
+  }
+  SECTION("HQQ") {
+    std::vector<uint16_t> s(X.L.scales.size()), z(X.float_zeros.size());
+    lowbit::HqqWeightsView v;
+    v.w_q = X.L.q.data(), v.scales = s.data(), v.zeros = z.data();
+    v.n = 32, v.k = 256, v.bits = 4, v.group_size = 64;
+    v.w_q_count = X.L.q.size(), v.scales_count = s.size(), v.zeros_count = z.size();
+    CHECK_NOTHROW(lowbit::pack(v));
+    v.zeros_count = z.size() + 1;
+    refused([&] { (void)lowbit::pack(v); }, "zeros", "N·groups = 128");
   }
 }
