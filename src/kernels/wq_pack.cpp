@@ -7,6 +7,7 @@
 
 #include "common/check.hpp"
 #include "kernels/wq_gemm_internal.hpp"
+#include "kernels/wq_pack_checks.hpp"
 #include "lowbit/pack.hpp"
 
 namespace lowbit {
@@ -69,10 +70,10 @@ void check_shape(int64_t n, int64_t k, int bits, int group_size, const char* wha
 }
 
 // A caller-given element count (0 = unknown) must match what the shape implies.
-void check_count(const char* what, const char* field, std::size_t given, int64_t expected,
+void check_count(const std::string& who, const char* field, std::size_t given, int64_t expected,
                  const std::string& rule) {
   LOWBIT_CHECK(given == 0 || given == static_cast<std::size_t>(expected),
-               "pack({}): {} has {} elements, must be {} = {}", what, field, given, rule, expected);
+               "{}: {} has {} elements, must be {} = {}", who, field, given, rule, expected);
 }
 
 // Act-order: sort the input features by group (stable), so each group is contiguous in the packed
@@ -174,14 +175,27 @@ PackedWeights pack_through_unpacked(const View& v, const char* format, const int
 
 }  // namespace
 
+void check_counts(const UnpackedWeightsView& v, const std::string& who) {
+  const int64_t meta = groups_of(v.k, v.group_size) * v.n;
+  check_count(who, "q", v.q_count, v.n * v.k, "N·K");
+  check_count(who, "zeros", v.zeros_count, meta, "groups·N");
+  check_count(who, "float_zeros", v.float_zeros_count, meta, "groups·N");
+  check_count(who, "scales", v.scales_count, meta, "groups·N");
+  check_count(who, "g_idx", v.g_idx_count, v.k, "K");
+}
+
+void check_counts(const GptqWeightsView& v, const std::string& who) {
+  const int per_word = 32 / v.bits;
+  const int64_t groups = groups_of(v.k, v.group_size);
+  check_count(who, "qweight", v.qweight_count, v.k / per_word * v.n, "K·bits/32 · N");
+  check_count(who, "qzeros", v.qzeros_count, groups * (v.n / per_word), "groups · N·bits/32");
+  check_count(who, "scales", v.scales_count, groups * v.n, "groups·N");
+  check_count(who, "g_idx", v.g_idx_count, v.k, "K");
+}
+
 PackedWeights pack(const UnpackedWeightsView& v) {
   check_shape(v.n, v.k, v.bits, v.group_size, "unpacked");
-  const int64_t meta = groups_of(v.k, v.group_size) * v.n;
-  check_count("unpacked", "q", v.q_count, v.n * v.k, "N·K");
-  check_count("unpacked", "zeros", v.zeros_count, meta, "groups·N");
-  check_count("unpacked", "float_zeros", v.float_zeros_count, meta, "groups·N");
-  check_count("unpacked", "scales", v.scales_count, meta, "groups·N");
-  check_count("unpacked", "g_idx", v.g_idx_count, v.k, "K");
+  check_counts(v, "pack(unpacked)");
   Canonical c;
   c.q = v.q, c.zeros = v.zeros, c.float_zeros = v.float_zeros, c.scales = v.scales, c.g_idx = v.g_idx;
   c.n = v.n, c.k = v.k, c.bits = v.bits, c.group_size = v.group_size;
@@ -199,9 +213,9 @@ PackedWeights pack(const UnpackedWeightsView& v) {
 
 PackedWeights pack(const HqqWeightsView& v) {
   check_shape(v.n, v.k, v.bits, v.group_size, "hqq");
-  check_count("hqq", "w_q", v.w_q_count, v.n * v.k, "N·K");
-  check_count("hqq", "scales", v.scales_count, v.n * groups_of(v.k, v.group_size), "N·groups");
-  check_count("hqq", "zeros", v.zeros_count, v.n * groups_of(v.k, v.group_size), "N·groups");
+  check_count("pack(hqq)", "w_q", v.w_q_count, v.n * v.k, "N·K");
+  check_count("pack(hqq)", "scales", v.scales_count, v.n * groups_of(v.k, v.group_size), "N·groups");
+  check_count("pack(hqq)", "zeros", v.zeros_count, v.n * groups_of(v.k, v.group_size), "N·groups");
   LOWBIT_CHECK(v.scales != nullptr && v.zeros != nullptr, "pack(hqq): scales and zeros must both be set");
   // HQQ keeps one row of groups per output channel; lowbit wants [groups, N].
   const int64_t groups = groups_of(v.k, v.group_size);
@@ -227,11 +241,7 @@ void unpack_gptq(const GptqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
       "across words: unpack it and use UnpackedWeightsView)",
       v.bits);
   const int per_word = 32 / v.bits;
-  check_count("gptq", "qweight", v.qweight_count, v.k / per_word * v.n, "K·bits/32 · N");
-  check_count("gptq", "qzeros", v.qzeros_count, groups_of(v.k, v.group_size) * (v.n / per_word),
-              "groups · N·bits/32");
-  check_count("gptq", "scales", v.scales_count, groups_of(v.k, v.group_size) * v.n, "groups·N");
-  check_count("gptq", "g_idx", v.g_idx_count, v.k, "K");
+  check_counts(v, "pack(gptq)");
   LOWBIT_CHECK(v.k % per_word == 0,
                "pack(gptq): k = {}: GPTQ packs {} input features per int32, so K must be a "
                "multiple of {}",
@@ -268,9 +278,10 @@ void unpack_awq(const AwqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
   LOWBIT_CHECK(v.bits == 4, "pack(awq): bits = {}: the AutoAWQ GEMM layout is 4-bit only", v.bits);
   LOWBIT_CHECK(v.n % 8 == 0,
                "pack(awq): n = {}: AWQ packs 8 output columns per int32, so N must be a multiple of 8", v.n);
-  check_count("awq", "qweight", v.qweight_count, v.k * (v.n / 8), "K · N/8");
-  check_count("awq", "qzeros", v.qzeros_count, groups_of(v.k, v.group_size) * (v.n / 8), "groups · N/8");
-  check_count("awq", "scales", v.scales_count, groups_of(v.k, v.group_size) * v.n, "groups·N");
+  check_count("pack(awq)", "qweight", v.qweight_count, v.k * (v.n / 8), "K · N/8");
+  check_count("pack(awq)", "qzeros", v.qzeros_count, groups_of(v.k, v.group_size) * (v.n / 8),
+              "groups · N/8");
+  check_count("pack(awq)", "scales", v.scales_count, groups_of(v.k, v.group_size) * v.n, "groups·N");
   // Column 8c + j sits at nibble kNibbleOf[j] of word c (AutoAWQ's interleaved order).
   static constexpr int kNibbleOf[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   const int64_t words = v.n / 8;

@@ -8,6 +8,7 @@
 #include "jit/context.hpp"
 #include "jit/driver.hpp"
 #include "kernels/wq_gemm_internal.hpp"
+#include "kernels/wq_pack_checks.hpp"
 #include "lowbit/pack.hpp"
 
 namespace lowbit {
@@ -118,6 +119,7 @@ PackJob unpacked_job(const UnpackedWeightsView& v) {
   job.format = SourceFormat::Unpacked;
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
   check_shape(job.problem, what);
+  check_counts(v, "pack_on_device(unpacked)");
   LOWBIT_CHECK(v.q != nullptr, "pack_on_device(unpacked): q is null");
   LOWBIT_CHECK(v.scales != nullptr, "pack_on_device(unpacked): scales is null");
   LOWBIT_CHECK(aligned(v.scales, 2), "pack_on_device(unpacked): scales = {}: must be 2-byte aligned",
@@ -144,6 +146,7 @@ PackJob gptq_job(const GptqWeightsView& v) {
   job.format = SourceFormat::Gptq;
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
   check_shape(job.problem, what);
+  check_counts(v, "pack_on_device(gptq)");
   LOWBIT_CHECK(v.qweight != nullptr, "pack_on_device(gptq): qweight is null");
   LOWBIT_CHECK(
       gptq_bits(v.bits),
