@@ -48,6 +48,8 @@ std::vector<std::string> model_names();
 
 // A runtime for the flags: offline when there is no device, or when --arch names another arch.
 Runtime make_runtime(const CommonFlags& f, bool need_device);
+// Options for a runtime on GPU `device` (throws when there is no CUDA device).
+RuntimeOptions device_runtime_options(const CommonFlags& f, int device);
 
 void print_json(const nlohmann::json& j);
 
@@ -55,7 +57,10 @@ int run_info(const CommonFlags& f);
 int run_compile(const CommonFlags& f, const WqFlags& w);
 int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, bool resources, bool explain);
 int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save);
-int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s);
+int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s,
+             const std::string& devices);
+// "[#####.....] 12/48 problems, 30 s elapsed, ETA 90 s" (ETA "?" before the first result).
+std::string progress_bar(std::size_t done, std::size_t total, double elapsed_s, int width);
 int run_cache(const CommonFlags& f, const std::string& action, bool all, double older_than_days);
 
 }  // namespace lowbit::cli

@@ -150,17 +150,23 @@ WqGemmProblem wq_problem(const WqFlags& f, int64_t n, int64_t k) {
   return p;
 }
 
+RuntimeOptions device_runtime_options(const CommonFlags& f, int device) {
+  std::string why;
+  LOWBIT_CHECK(cuda_device_available(&why), "this command needs a CUDA device: {}", why);
+  RuntimeOptions o;
+  o.cache_dir = f.cache_dir;
+  o.arch = f.arch;
+  o.device = device;
+  return o;
+}
+
 Runtime make_runtime(const CommonFlags& f, bool need_device) {
+  if (need_device) return Runtime(device_runtime_options(f, f.device));
   RuntimeOptions o;
   o.cache_dir = f.cache_dir;
   o.arch = f.arch;
   std::string why;
   const bool have_device = cuda_device_available(&why);
-  if (need_device) {
-    LOWBIT_CHECK(have_device, "this command needs a CUDA device: {}", why);
-    o.device = f.device;
-    return Runtime(o);
-  }
   // With a device whose arch is the one asked for (or none asked for, and no --sm-count), build for
   // that device; otherwise offline for --arch.
   if (have_device && f.sm_count == 0) {

@@ -1,8 +1,16 @@
+// `lowbit tune`: layers are handed out to one worker per GPU (--devices), each with its own
+// runtime; results are merged into the tuning file after every layer (atomically, under a lock),
+// so an interrupted run loses at most one layer per worker. On a terminal a progress bar with an
+// ETA is redrawn under the result lines; otherwise plain lines.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "cli.hpp"
 #include "common/check.hpp"
@@ -15,47 +23,110 @@
 
 namespace lowbit::cli {
 
-int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s) {
-  LOWBIT_CHECK(!db_path.empty(), "--db is required: the tuning file to merge results into");
-  Runtime rt = make_runtime(f, true);
+std::string progress_bar(std::size_t done, std::size_t total, double elapsed_s, int width) {
+  const double frac = total ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+  const int filled = static_cast<int>(frac * width + 0.5);
+  std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
+                    std::string(static_cast<std::size_t>(width - filled), '.') + "]";
+  const double eta = done ? elapsed_s / static_cast<double>(done) * static_cast<double>(total - done) : 0.0;
+  return fmt::format("{} {}/{} problems, {:.0f} s elapsed, ETA {}", bar, done, total, elapsed_s,
+                     done ? fmt::format("{:.0f} s", eta) : std::string("?"));
+}
+
+namespace {
+
+tune::TuningMeta meta_of(Runtime& rt) {
   const DeviceInfo& d = rt.device();
-  tune::TuningDb db;
   char date[16] = {};
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
-  db.meta = {d.name, rt.arch().str(), jit::lowbit_version(), jit::nvrtc_version(), jit::templates_digest(),
-             date,   d.sm_count};
+  return {d.name, rt.arch().str(), jit::lowbit_version(), jit::nvrtc_version(), jit::templates_digest(),
+          date,   d.sm_count};
+}
+
+}  // namespace
+
+int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s,
+             const std::string& devices_list) {
+  LOWBIT_CHECK(!db_path.empty(), "--db is required: the tuning file to merge results into");
+  std::vector<int64_t> devices =
+      devices_list.empty() ? std::vector<int64_t>{f.device} : parse_int_list(devices_list, "--devices");
   tune::WqTuneOptions opt;
   opt.ms = parse_int_list(w.ms, "--m");
   opt.budget_s = budget_s;
   const auto shapes = wq_shapes(w);
-  const bool tty = ::isatty(1);
-  const auto start = std::chrono::steady_clock::now();
-  nlohmann::json all = nlohmann::json::array();
-  int failures = 0;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const WqGemmProblem p = wq_problem(w, shapes[i].first, shapes[i].second);
-    tune::tune_wq_gemm(rt, p, opt, db, [&](const tune::WqTuneResult& r) {
-      failures += r.best_us >= 1e300 ? 1 : 0;
-      all.push_back({{"key", r.key},
-                     {"best", wq::to_json(r.best)},
-                     {"best_us", r.best_us},
-                     {"heuristic_us", r.heuristic_us},
-                     {"tried", r.tried},
-                     {"failed", r.failed}});
-      if (f.json) return;
-      std::printf("%s%-36s best %8.2f us (heuristic %8.2f, %2d tried, %d failed)  %s\n", tty ? "\r" : "",
-                  r.key.c_str(), r.best_us, r.heuristic_us, r.tried, r.failed, r.best.str().c_str());
-      std::fflush(stdout);
-    });
-    db.save(db_path);  // after every layer: an interrupted run loses at most one layer
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!f.json)
-      std::printf("[%zu/%zu layers] %.0f s elapsed, ETA %.0f s; saved %s\n", i + 1, shapes.size(), el,
-                  el / static_cast<double>(i + 1) * static_cast<double>(shapes.size() - i - 1),
-                  db_path.c_str());
+  std::vector<WqGemmProblem> problems;
+  for (const auto& [n, k] : shapes)
+    problems.push_back(wq_problem(w, n, k));  // bad flags fail before any GPU work
+
+  // One runtime per device, made here so a missing device fails before anything is tuned. The
+  // file takes the first device's meta; every device must be the same GPU model.
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  for (int64_t d : devices) {
+    runtimes.push_back(std::make_unique<Runtime>(device_runtime_options(f, static_cast<int>(d))));
+    LOWBIT_CHECK(runtimes.back()->device().name == runtimes.front()->device().name,
+                 "--devices: device {} is a {}, device {} a {}: one tuning file describes one GPU model", d,
+                 runtimes.back()->device().name, devices.front(), runtimes.front()->device().name);
   }
-  if (f.json) print_json({{"db", db_path}, {"device", d.name}, {"results", all}});
+  const tune::TuningMeta meta = meta_of(*runtimes.front());
+
+  const bool tty = ::isatty(1) && !f.json;
+  const std::size_t total = problems.size() * opt.ms.size();
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::mutex mu;  // output, results, the file
+  std::size_t done = 0;
+  int failures = 0;
+  nlohmann::json all = nlohmann::json::array();
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> errors(runtimes.size());
+
+  auto worker = [&](std::size_t wi) {
+    try {
+      Runtime& rt = *runtimes[wi];
+      for (std::size_t i; (i = next++) < problems.size();) {
+        tune::TuningDb db;
+        db.meta = meta;
+        tune::tune_wq_gemm(rt, problems[i], opt, db, [&](const tune::WqTuneResult& r) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++done;
+          failures += r.best_us >= 1e300 ? 1 : 0;
+          all.push_back({{"key", r.key},
+                         {"device", devices[wi]},
+                         {"best", wq::to_json(r.best)},
+                         {"best_us", r.best_us},
+                         {"heuristic_us", r.heuristic_us},
+                         {"tried", r.tried},
+                         {"failed", r.failed}});
+          if (f.json) return;
+          std::printf("%s%-36s best %8.2f us (heuristic %8.2f, %2d tried, %d failed)  %s%s\n",
+                      tty ? "\r\033[K" : "", r.key.c_str(), r.best_us, r.heuristic_us, r.tried, r.failed,
+                      r.best.str().c_str(),
+                      devices.size() > 1 ? fmt::format("  [device {}]", devices[wi]).c_str() : "");
+          if (tty) std::printf("%s", progress_bar(done, total, elapsed(), 30).c_str());
+          std::fflush(stdout);
+        });
+        std::lock_guard<std::mutex> lock(mu);
+        db.save(db_path);  // merges with what the other workers saved
+        if (!f.json && !tty)
+          std::printf("%s; saved %s\n", progress_bar(done, total, elapsed(), 20).c_str(), db_path.c_str());
+      }
+    } catch (...) {
+      errors[wi] = std::current_exception();
+      next = problems.size();  // the others stop after their current layer
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t wi = 1; wi < runtimes.size(); ++wi) pool.emplace_back(worker, wi);
+  worker(0);
+  for (auto& t : pool) t.join();
+  if (tty)
+    std::printf("\r\033[K%s; saved %s\n", progress_bar(done, total, elapsed(), 30).c_str(), db_path.c_str());
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  if (f.json) print_json({{"db", db_path}, {"device", meta.device}, {"devices", devices}, {"results", all}});
   return failures ? 1 : 0;
 }
 

@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
   double budget = 0;
   tune->add_option("--db", db_path, "tuning file to merge into (created if missing)")->required();
   tune->add_option("--budget", budget, "seconds per layer (0 = try every candidate)")->default_val(0);
+  std::string devices;
+  tune->add_option("--devices", devices,
+                   "GPUs to tune on at once, e.g. 0,1,2,3 (one worker each; default --device)");
 
   auto* cache = app.add_subcommand("cache", "list, verify or prune the kernel cache");
   std::string action;
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
     if (*compile) return run_compile(common, wq);
     if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources, want_explain);
     if (*bench) return run_bench(common, wq, replays, save);
-    if (*tune) return run_tune(common, wq, db_path, budget);
+    if (*tune) return run_tune(common, wq, db_path, budget, devices);
     if (*cache) return run_cache(common, action, prune_all, older_than);
   } catch (const lowbit::Error& e) {
     std::fprintf(stderr, "lowbit: error: %s\n", e.what());
