@@ -1,0 +1,52 @@
+// `lowbit tune` end to end on the GPU: a tiny run (two layers, a small budget) writes a tuning
+// file, and a second process picks its entries up through LOWBIT_TUNING_DB.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gpu/gpu_fixture.hpp"
+#include "support/catch.hpp"
+#include "tune/tuning_db.hpp"
+
+using namespace lowbit;
+using namespace lowbit::test;
+
+namespace {
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+TEST_CASE("lowbit tune: a tiny run writes a file that a second process uses", "[gpu][tune]") {
+  const std::string cli = LOWBIT_CLI_PATH;
+  REQUIRE(std::filesystem::exists(cli));
+  TempDir dir;
+  const std::string db = dir.path + "/tuned.json", shapes = dir.path + "/shapes.txt",
+                    log = dir.path + "/log.txt";
+  std::ofstream(shapes) << "# two small layers\n264 1024\n520 2048\n";
+  const std::string tune =
+      cli + " tune wq_gemm --shapes " + shapes + " --m 1,16 --budget 3 --db " + db + " > " + log + " 2>&1";
+  const int rc = std::system(tune.c_str());
+  INFO(tune << "\n" << read_all(log));
+  REQUIRE(rc == 0);
+
+  std::vector<std::string> warnings;
+  const tune::TuningDb loaded = tune::TuningDb::load(db, gpu_runtime().arch(), &warnings);
+  CHECK(warnings.empty());
+  CHECK(loaded.size() == 4);  // 2 layers × 2 M buckets
+  CHECK(loaded.meta.device == gpu_runtime().device().name);
+  CHECK(loaded.meta.sm_count == gpu_runtime().sm_count());
+
+  const std::string out = dir.path + "/inspect.json";
+  const std::string inspect = "LOWBIT_TUNING_DB=" + db + " " + cli +
+                              " inspect wq_gemm --n 520 --k 2048 --m 16 --explain --json > " + out + " 2>&1";
+  const int rc2 = std::system(inspect.c_str());
+  const std::string text = read_all(out);
+  INFO(inspect << "\n" << text);
+  REQUIRE(rc2 == 0);
+  CHECK(text.find("tuned (exact, " + db) != std::string::npos);
+}
