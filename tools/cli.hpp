@@ -54,7 +54,7 @@ RuntimeOptions device_runtime_options(const CommonFlags& f, int device);
 void print_json(const nlohmann::json& j);
 
 int run_info(const CommonFlags& f);
-int run_compile(const CommonFlags& f, const WqFlags& w);
+int run_compile(const CommonFlags& f, const WqFlags& w, const std::string& family);
 int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, bool resources, bool explain);
 int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save);
 int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s,

@@ -4,16 +4,23 @@
 
 namespace lowbit::cli {
 
-int run_compile(const CommonFlags& f, const WqFlags& w) {
+int run_compile(const CommonFlags& f, const WqFlags& w, const std::string& family) {
   Runtime rt = make_runtime(f, false);
-  const auto ms = parse_int_list(w.ms, "--m-buckets");
-  const auto config = parse_config(w.config);
+  // wq_gemm: the kernels of the layers and M buckets given; wq_pack: the device packers of --bits.
+  std::vector<std::vector<KernelRecord>> batches;
+  if (family == "wq_pack") {
+    batches.push_back(compile_pack_on_device(rt, w.bits));
+  } else {
+    const auto ms = parse_int_list(w.ms, "--m-buckets");
+    const auto config = parse_config(w.config);
+    for (auto [n, k] : wq_shapes(w)) batches.push_back(compile_wq_gemm(rt, wq_problem(w, n, k), ms, config));
+  }
   nlohmann::json rows = nlohmann::json::array();
   if (!f.json)
     std::printf("%-62s %5s %-7s %-13s %9s  %s\n", "kernel", "m<=", "arch", "result", "ms", "config");
   double total_ms = 0;
-  for (auto [n, k] : wq_shapes(w)) {
-    for (const KernelRecord& r : compile_wq_gemm(rt, wq_problem(w, n, k), ms, config)) {
+  for (const auto& batch : batches) {
+    for (const KernelRecord& r : batch) {
       total_ms += r.total_ms;
       rows.push_back({{"name", r.name},
                       {"m_bucket", r.m_bucket},

@@ -15,9 +15,9 @@ int main(int argc, char** argv) {
   add_common(info, common, true);
 
   auto* compile = app.add_subcommand("compile", "build kernels into the cache (no GPU needed with --arch)");
-  compile->add_option("family", family, "kernel family: wq_gemm")
+  compile->add_option("family", family, "kernel family: wq_gemm, or wq_pack (the device packers of --bits)")
       ->required()
-      ->check(CLI::IsMember({"wq_gemm"}));
+      ->check(CLI::IsMember({"wq_gemm", "wq_pack"}));
   add_common(compile, common, true);
   add_wq(compile, wq);
   compile->add_option("--m-buckets,--m", wq.ms, "M values whose buckets to build, e.g. 1,16")
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*info) return run_info(common);
-    if (*compile) return run_compile(common, wq);
+    if (*compile) return run_compile(common, wq, family);
     if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources, want_explain);
     if (*bench) return run_bench(common, wq, replays, save);
     if (*tune) return run_tune(common, wq, db_path, budget, devices);
