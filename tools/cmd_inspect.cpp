@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <regex>
 #include <sstream>
@@ -32,10 +33,24 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
                       {"problem", p.str()},
                       {"config_source", choice.source},
                       {"tuning_key", wq::tuning_key(p, m_bucket(p.m)).str()}};
-  if (explain && !f.json)
-    std::printf("%s\n  M bucket %lld, tuning key %s\n  %s\n  chosen by: %s\n", p.str().c_str(),
-                static_cast<long long>(m_bucket(p.m)), j["tuning_key"].get<std::string>().c_str(),
-                config.str().c_str(), choice.source.c_str());
+  if (explain) {
+    // What the choice costs a plan build: the whole chain (tuning lookup, validation, heuristic).
+    const int reps = 2000;
+    std::vector<double> us(5);
+    for (double& u : us) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < reps; ++i) (void)wq::choose(rt.context(), p, m_bucket(p.m), parse_config(w.config));
+      u = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+    }
+    std::sort(us.begin(), us.end());
+    j["choose_us"] = us[2];
+    if (!f.json)
+      std::printf(
+          "%s\n  M bucket %lld, tuning key %s\n  %s\n  chosen by: %s\n  choosing took %.2f us (median of 5 x "
+          "%d)\n",
+          p.str().c_str(), static_cast<long long>(m_bucket(p.m)), j["tuning_key"].get<std::string>().c_str(),
+          config.str().c_str(), choice.source.c_str(), us[2], reps);
+  }
   if (source) {
     std::string templ;
     for (const auto& t : jit::embedded_templates())
