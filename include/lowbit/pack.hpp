@@ -41,12 +41,12 @@ struct GptqWeightsView {
   const uint16_t* scales = nullptr;  // [K/G, N] fp16/bf16 bits
   const int32_t* g_idx = nullptr;    // [K] group of each input feature (act-order), or null
   int64_t n = 0, k = 0;
-  // Element counts of the arrays above when known (0 = not checked): pack() refuses a count that
-  // does not match the shape, naming the field.
-  std::size_t qweight_count = 0, qzeros_count = 0, scales_count = 0, g_idx_count = 0;
   int bits = 4;
   int group_size = 128;  // 0 = per-channel
   GptqZeros zeros_format = GptqZeros::StoredMinusOne;
+  // Element counts of the arrays above when known (0 = not checked): pack() refuses a count that
+  // does not match the shape, naming the field.
+  std::size_t qweight_count = 0, qzeros_count = 0, scales_count = 0, g_idx_count = 0;
 };
 
 // Host views of an AWQ layer in the AutoAWQ "GEMM" layout (4-bit): 8 values of consecutive output
@@ -56,9 +56,9 @@ struct AwqWeightsView {
   const int32_t* qzeros = nullptr;   // [K/G, N/8]
   const uint16_t* scales = nullptr;  // [K/G, N] fp16/bf16 bits
   int64_t n = 0, k = 0;
-  std::size_t qweight_count = 0, qzeros_count = 0, scales_count = 0;  // when known (0 = not checked)
   int bits = 4;
   int group_size = 128;  // 0 = per-channel
+  std::size_t qweight_count = 0, qzeros_count = 0, scales_count = 0;  // when known (0 = not checked)
 };
 
 // HQQ / GemLite: unpacked uint8 W_q [N, K] (HQQ's unpacked tensor, GemLite's input), scales and
@@ -68,9 +68,9 @@ struct HqqWeightsView {
   const uint16_t* scales = nullptr;  // [N, K/G] fp16/bf16 bits
   const uint16_t* zeros = nullptr;   // [N, K/G] fp16/bf16 bits
   int64_t n = 0, k = 0;
-  std::size_t w_q_count = 0, scales_count = 0, zeros_count = 0;  // when known (0 = not checked)
   int bits = 4;
   int group_size = 64;  // 0 = per-channel
+  std::size_t w_q_count = 0, scales_count = 0, zeros_count = 0;  // when known (0 = not checked)
 };
 
 // Plain unpacked integers (one value per byte), for users who quantize themselves.
@@ -83,11 +83,11 @@ struct UnpackedWeightsView {
   const uint16_t* scales = nullptr;       // [groups, N] fp16/bf16 bits
   const int32_t* g_idx = nullptr;         // [K] group of each input feature (act-order), or null
   int64_t n = 0, k = 0;
-  // Element counts when known (0 = not checked).
-  std::size_t q_count = 0, zeros_count = 0, float_zeros_count = 0, scales_count = 0, g_idx_count = 0;
   int bits = 4;
   int group_size = 128;
   std::optional<DequantMode> mode;
+  // Element counts when known (0 = not checked).
+  std::size_t q_count = 0, zeros_count = 0, float_zeros_count = 0, scales_count = 0, g_idx_count = 0;
 };
 
 // Weights in lowbit's layout, on the host; upload the vectors as they are.
