@@ -50,6 +50,21 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
       c.split_k = v;
       return c;
     }());
+  // Two-field moves along the pair that trades registers for warps (winners were often there), and
+  // the heuristic's choice for the neighbouring M buckets (its regimes change with M).
+  for (int nt : {2, 4, 8})
+    for (int wk : {2, 4, 8, 16})
+      add([&] {
+        auto c = h;
+        c.n_tiles = nt, c.warps_k = wk;
+        return c;
+      }());
+  for (int64_t m : {p.m / 2, p.m * 2}) {
+    if (m < 1) continue;
+    WqGemmProblem pm = p;
+    pm.m = m;
+    add(choose_config(pm, arch, sm_count));
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "kernels/wq_gemm_internal.hpp"
 #include "support/catch.hpp"
 #include "support/test_support.hpp"
+#include "tune/wq_tune.hpp"
 
 using lowbit::Arch;
 using lowbit::tune::TuningDb;
@@ -176,4 +177,23 @@ TEST_CASE("plans use a valid tuned entry, and skip one that fails can_implement"
   o.no_tuning_db = true;
   lowbit::Runtime plain(o);
   CHECK(lowbit::wq::choose(plain.context(), p, 1, std::nullopt).source == "heuristic");
+}
+
+TEST_CASE("tune candidates: the heuristic first, then distinct configs that can run", "[tuning]") {
+  const lowbit::Arch arch = lowbit::Arch::parse("sm_90a");
+  for (int64_t m : {1, 8, 16, 32, 64, 128})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {1280, 8192}, {28672, 4096}}) {
+      lowbit::WqGemmProblem p;
+      p.m = m, p.n = n, p.k = k;
+      const auto cands = lowbit::tune::wq_candidates(p, arch, 132);
+      INFO("m=" << m << " n=" << n << " k=" << k);
+      REQUIRE(!cands.empty());
+      CHECK(cands.front() == lowbit::choose_config(p, arch, 132));
+      for (std::size_t i = 0; i < cands.size(); ++i) {
+        std::string why;
+        CHECK(lowbit::can_implement(p, cands[i], arch, &why));
+        for (std::size_t j = 0; j < i; ++j) CHECK_FALSE(cands[i] == cands[j]);
+      }
+      CHECK(cands.size() >= 10);
+    }
 }
