@@ -11,11 +11,12 @@
 namespace lowbit::cli {
 
 struct CommonFlags {
-  std::string arch;       // --arch
-  std::string cache_dir;  // --cache-dir
-  int device = 0;         // --device
-  int sm_count = 0;       // --sm-count (offline builds)
-  bool json = false;      // --json
+  std::string arch;         // --arch
+  std::string cache_dir;    // --cache-dir
+  int device = 0;           // --device
+  int sm_count = 0;         // --sm-count (offline builds)
+  std::string device_name;  // --device-name (offline builds: whose tuning file wins)
+  bool json = false;        // --json
 };
 
 struct WqFlags {

@@ -15,6 +15,9 @@ void add_common(CLI::App* app, CommonFlags& f, bool with_device) {
                   "kernel cache dir (default $LOWBIT_CACHE_DIR or ~/.cache/lowbit)");
   app->add_option("--sm-count", f.sm_count,
                   "offline: SM count of the target GPU (configs depend on it; default: a typical part)");
+  app->add_option("--device-name", f.device_name,
+                  "offline: the GPU to build for as the driver names it (\"NVIDIA H100 80GB HBM3\"); its tuning "
+                  "file wins");
   if (with_device) app->add_option("--device", f.device, "CUDA device ordinal");
   app->add_flag("--json", f.json, "machine-readable output");
 }
@@ -183,6 +186,7 @@ Runtime make_runtime(const CommonFlags& f, bool need_device) {
                have_device ? "--sm-count asks for an offline build" : why);
   o.device = -1;
   o.sm_count = f.sm_count;
+  o.device_name = f.device_name;
   return Runtime(o);
 }
 

@@ -41,6 +41,10 @@ struct RuntimeOptions {
   // 0 = a typical part of the arch (sm_80: 108, sm_86: 84, sm_89: 142, sm_90: 132, sm_100: 148,
   // sm_120: 170). A cache built ahead must use the deployment GPU's count to be found there.
   int sm_count = 0;
+  // Offline only: the name of the GPU to build for, as the driver reports it ("NVIDIA H100 80GB
+  // HBM3"); its shipped tuning file wins over the other files of the same arch. Empty: the files
+  // are laid over each other in name order.
+  std::string device_name;
   // Tuning database directory holding one <gpu>.json per device; empty = the installed one (or the
   // source tree's tuning_db/). $LOWBIT_TUNING_DB names a user file laid over it.
   std::string tuning_dir;

@@ -40,11 +40,14 @@ tune::TuningDb load_tuning(const std::string& dir_option, const Arch& arch, cons
                                                           : LOWBIT_TUNING_DIR_SOURCE;
 #endif
   std::vector<std::string> warnings;
-  std::vector<tune::TuningDb> shipped;
+  // In name order (directory order is unspecified), then the file naming the device last: it wins.
+  std::vector<std::string> paths;
   if (!dir.empty() && fs::is_directory(dir, ec))
     for (const auto& f : fs::directory_iterator(dir, ec))
-      if (f.path().extension() == ".json")
-        shipped.push_back(tune::TuningDb::load(f.path().string(), arch, &warnings));
+      if (f.path().extension() == ".json") paths.push_back(f.path().string());
+  std::sort(paths.begin(), paths.end());
+  std::vector<tune::TuningDb> shipped;
+  for (const auto& path : paths) shipped.push_back(tune::TuningDb::load(path, arch, &warnings));
   std::stable_partition(shipped.begin(), shipped.end(),
                         [&](const tune::TuningDb& db) { return db.meta.device != device_name; });
   tune::TuningDb db;
@@ -89,7 +92,7 @@ Context::Context(const RuntimeOptions& options) {
   cache_ = std::make_unique<ModuleCache>(
       *arch, no_disk ? std::string() : default_cache_root(options.cache_dir), no_compile);
   if (!options.no_tuning_db && !env_flag("LOWBIT_NO_TUNING_DB"))
-    tuning_ = load_tuning(options.tuning_dir, *arch, device_ ? device_->name : "");
+    tuning_ = load_tuning(options.tuning_dir, *arch, device_ ? device_->name : options.device_name);
 }
 
 Context::~Context() {

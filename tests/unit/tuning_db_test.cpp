@@ -197,3 +197,27 @@ TEST_CASE("tune candidates: the heuristic first, then distinct configs that can 
       CHECK(cands.size() >= 10);
     }
 }
+
+TEST_CASE("shipped files of one arch: the one naming the device wins (offline: RuntimeOptions::device_name)",
+          "[tuning]") {
+  lowbit::test::TempDir dir;
+  lowbit::WqGemmProblem p;
+  p.m = 1, p.n = 4096, p.k = 4096;
+  TuningDb h100 = db_for("sm_90a"), h200 = db_for("sm_90a");
+  h100.meta.device = "NVIDIA H100 80GB HBM3";
+  h100.put("wq_gemm", lowbit::wq::tuning_key(p, 1), entry(2));
+  h200.put("wq_gemm", lowbit::wq::tuning_key(p, 1), entry(4));  // h200.meta.device = "NVIDIA H200"
+  h100.save(dir.path + "/nvidia-h100.json");
+  h200.save(dir.path + "/nvidia-h200.json");
+  auto split_for = [&](const std::string& device_name) {
+    lowbit::RuntimeOptions o;
+    o.device = -1, o.arch = "sm_90a", o.no_disk_cache = true, o.tuning_dir = dir.path,
+    o.device_name = device_name;
+    lowbit::Runtime rt(o);
+    REQUIRE(rt.context().tuning().files.size() == 2);
+    return lowbit::wq::choose(rt.context(), p, 1, std::nullopt).config.split_k;
+  };
+  CHECK(split_for("NVIDIA H100 80GB HBM3") == 2);
+  CHECK(split_for("NVIDIA H200") == 4);
+  CHECK(split_for("") == 4);  // no name: name order, the last file (nvidia-h200.json) wins
+}
