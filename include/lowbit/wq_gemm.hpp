@@ -139,5 +139,9 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
 // The config the heuristic picks for a problem on an arch with sm_count SMs (plans consult the
 // tuning database first).
 WqGemmConfig choose_config(const WqGemmProblem& problem, const Arch& arch, int sm_count);
+// The safe default, the last step of the choice: one tile, one warp, no split, 2 stages (a few KB
+// of shared memory, few registers); it can run every problem can_implement(problem) accepts on
+// sm_80 and newer, with at most 65535 · 16 rows.
+WqGemmConfig default_config();
 
 }  // namespace lowbit

@@ -250,7 +250,11 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
               fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
                           hit->file, hit->key, why));
   }
-  return {choose_config(pb, ctx.arch(), ctx.sm_count()), "heuristic"};
+  const WqGemmConfig h = choose_config(pb, ctx.arch(), ctx.sm_count());
+  std::string why;
+  if (can_implement(pb, h, ctx.arch(), &why)) return {h, "heuristic"};
+  // The last step: the smallest config, which fits every arch this family runs on.
+  return {default_config(), fmt::format("default (the heuristic's {} cannot run: {})", h.str(), why)};
 }
 }  // namespace
 
@@ -333,6 +337,12 @@ std::size_t workspace_bytes(const WqGemmProblem& p) {
   LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
   return wq::permuted_x_bytes(p, m_bucket(p.m)) +
          wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2);
+}
+
+WqGemmConfig default_config() {
+  WqGemmConfig c;
+  c.m_tiles = 1, c.n_tiles = 1, c.warps_n = 1, c.warps_k = 1, c.split_k = 1, c.stages = 2;
+  return c;
 }
 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {

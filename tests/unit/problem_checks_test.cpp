@@ -211,3 +211,19 @@ TEST_CASE("can_implement refuses more row blocks than a grid holds", "[config]")
   CHECK_FALSE(lowbit::can_implement(p, c, Arch::parse("sm_90a"), &why));
   CHECK(why.find("65535") != std::string::npos);
 }
+
+TEST_CASE("default_config runs every problem can_implement accepts, on every arch from sm_80", "[problem]") {
+  for (const char* arch_name : {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120"})
+    for (int bits : {1, 2, 3, 4, 8})
+      for (int group : {32, 64, 128, 256, 0})
+        for (auto mode : {lowbit::DequantMode::SubZeroThenScale, lowbit::DequantMode::Symmetric,
+                          lowbit::DequantMode::SubFloatZeroThenScale, lowbit::DequantMode::ScaleThenAddZero})
+          for (int64_t m : {1, 17, 4096}) {
+            lowbit::WqGemmProblem p;
+            p.m = m, p.n = 20, p.k = 256 * 3, p.bits = bits, p.group_size = group, p.mode = mode;
+            p.deterministic = bits == 3;
+            std::string why;
+            INFO(arch_name << " " << p.str() << ": " << why);
+            CHECK(lowbit::can_implement(p, lowbit::default_config(), lowbit::Arch::parse(arch_name), &why));
+          }
+}
