@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, GPU + unit tests, compile timings, benchmark. Everything lands
-# in $OUT (summary.txt last). Usage: scripts/device_run.sh [bench args...]
+# in $OUT (summary.txt last). Usage: [FORMATS=1] scripts/device_run.sh [bench args...]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 step() { echo "== $*" | tee -a "$S"; }
 step "gpu"; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$S"
@@ -21,3 +21,10 @@ grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion
 step "bench"
 [ $# -eq 0 ] && set -- --cases standard --m 1,16,64
 "$B/lowbit" bench wq_gemm "$@" --save "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt" | tee -a "$S"
+# FORMATS=1: the same cases for the other formats the closing table of issue 3 asks for.
+if [ "${FORMATS:-0}" = 1 ]; then
+  for fmt in "--act bf16" "--bits 2" "--bits 8"; do
+    step "bench $fmt"
+    "$B/lowbit" bench wq_gemm "$@" $fmt 2>&1 | tee -a "$OUT/bench.txt" | tee -a "$S"
+  done
+fi
