@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <initializer_list>
 #include <thread>
 
 #include "jit/context.hpp"
@@ -20,45 +21,27 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     if (std::find(out.begin(), out.end(), c) == out.end() && can_implement(p, c, arch, &why))
       out.push_back(c);
   };
-  for (int v : {1, 2, 4})
-    add([&] {
-      auto c = h;
-      c.m_tiles = v;
-      return c;
-    }());
-  for (int v : {2, 4, 8})
-    add([&] {
-      auto c = h;
-      c.n_tiles = v;
-      return c;
-    }());
-  for (int v : {2, 4, 8, 16})
-    add([&] {
-      auto c = h;
-      c.warps_k = v;
-      return c;
-    }());
-  for (int v : {2, 3, 4, 6})
-    add([&] {
-      auto c = h;
-      c.stages = v;
-      return c;
-    }());
-  for (int v : {1, 2, 4, 8})
-    add([&] {
-      auto c = h;
-      c.split_k = v;
-      return c;
-    }());
+  // The heuristic with one field changed.
+  auto vary = [&](int WqGemmConfig::*field, std::initializer_list<int> values) {
+    for (int v : values) {
+      WqGemmConfig c = h;
+      c.*field = v;
+      add(c);
+    }
+  };
+  vary(&WqGemmConfig::m_tiles, {1, 2, 4});
+  vary(&WqGemmConfig::n_tiles, {2, 4, 8});
+  vary(&WqGemmConfig::warps_k, {2, 4, 8, 16});
+  vary(&WqGemmConfig::stages, {2, 3, 4, 6});
+  vary(&WqGemmConfig::split_k, {1, 2, 4, 8});
   // Two-field moves along the pair that trades registers for warps (winners were often there), and
   // the heuristic's choice for the neighbouring M buckets (its regimes change with M).
   for (int nt : {2, 4, 8})
-    for (int wk : {2, 4, 8, 16})
-      add([&] {
-        auto c = h;
-        c.n_tiles = nt, c.warps_k = wk;
-        return c;
-      }());
+    for (int wk : {2, 4, 8, 16}) {
+      WqGemmConfig c = h;
+      c.n_tiles = nt, c.warps_k = wk;
+      add(c);
+    }
   for (int64_t m : {p.m / 2, p.m * 2}) {
     if (m < 1) continue;
     WqGemmProblem pm = p;
