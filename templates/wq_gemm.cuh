@@ -416,36 +416,18 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
   if constexpr (kSplitK == 1) {
     for_each_output(store);
-  } else if constexpr (kDeterministic) {
-    // Each split stores its partial tile in its own slice; the last block to arrive adds the slices
-    // in split order (the same order whichever block arrives last) and writes y.
-    for_each_output([&](int row, int col, float v) {
-      __stcg(ws + (static_cast<i64>(blockIdx.y) * M + row) * kN + col, v);
-    });
-    __threadfence();
-    __syncthreads();
-    __shared__ u32 is_last_det;
-    const int tile_id = blockIdx.z * gridDim.x + blockIdx.x;
-    if (threadIdx.x == 0) is_last_det = atomicAdd(counters + tile_id, 1u) == kSplitK - 1;
-    __syncthreads();
-    if (is_last_det) {
-      __threadfence();
-      for_each_output([&](int row, int col, float& v) {
-        v = 0.f;
-#pragma unroll
-        for (int sp = 0; sp < kSplitK; ++sp) v += __ldcg(ws + (static_cast<i64>(sp) * M + row) * kN + col);
-      });
-      // Zero the slices again: the workspace is all zeros between calls whatever M each call has
-      // (the counters of a later, larger M overlap where these slices were).
-      for_each_output([&](int row, int col, float v) {
-        store(row, col, v);
-#pragma unroll
-        for (int sp = 0; sp < kSplitK; ++sp) __stcg(ws + (static_cast<i64>(sp) * M + row) * kN + col, 0.f);
-      });
-      if (threadIdx.x == 0) counters[tile_id] = 0;
-    }
   } else {
-    for_each_output([&](int row, int col, float v) { atomicAdd(ws + static_cast<i64>(row) * kN + col, v); });
+    // Split K: every block leaves its partial tile in the workspace, added atomically into one fp32
+    // slice, or (kDeterministic) stored into a slice of its own. The last block to arrive (counted
+    // per output tile) reads the complete sums, writes y and zeroes what it read, so the workspace
+    // is all zeros between calls whatever M each call has (the counters of a later, larger M
+    // overlap where these sums were). No state survives a call.
+    auto slice = [&](i64 sp, int row, int col) { return ws + (sp * M + row) * kN + col; };
+    constexpr int kSlices = kDeterministic ? kSplitK : 1;
+    for_each_output([&](int row, int col, float v) {
+      if constexpr (kDeterministic) __stcg(slice(blockIdx.y, row, col), v);
+      else atomicAdd(slice(0, row, col), v);
+    });
     __threadfence();  // our partial sums are visible device-wide before we count ourselves in
     __syncthreads();
     __shared__ u32 is_last;
@@ -455,12 +437,21 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     if (is_last) {
       __threadfence();
       // Read every complete sum from L2 first (.cg skips L1; the loads are independent, so they are
-      // all in flight at once — an atomicExch per element would wait a round trip each), then write
-      // the outputs and leave the workspace zeroed for the next call.
-      for_each_output([&](int row, int col, float& v) { v = __ldcg(ws + static_cast<i64>(row) * kN + col); });
+      // all in flight at once — an atomicExch per element would wait a round trip each); the
+      // deterministic slices are added in split order, whichever block arrived last.
       for_each_output([&](int row, int col, float& v) {
+        if constexpr (kDeterministic) {
+          v = 0.f;
+#pragma unroll
+          for (int sp = 0; sp < kSplitK; ++sp) v += __ldcg(slice(sp, row, col));
+        } else {
+          v = __ldcg(slice(0, row, col));
+        }
+      });
+      for_each_output([&](int row, int col, float v) {
         store(row, col, v);
-        __stcg(ws + static_cast<i64>(row) * kN + col, 0.f);
+#pragma unroll
+        for (int sp = 0; sp < kSlices; ++sp) __stcg(slice(sp, row, col), 0.f);
       });
       if (threadIdx.x == 0) counters[tile_id] = 0;
     }

@@ -25,21 +25,19 @@ __device__ __forceinline__ u32 biased_zero2(u32 z) {
 // Both halves = the 16-bit scale s.
 __device__ __forceinline__ u32 splat2(u16 s) { return static_cast<u32>(s) | (static_cast<u32>(s) << 16); }
 
-// (q2 − zb2)·s2 on packed pairs. q2 and zb2 carry the magic base.
+// a − b on pairs (bf16: through fma, which sm_80 has; a·1 − b rounds once, exactly like a sub).
 template <bool kBf16>
-__device__ __forceinline__ u32 sub_mul2(u32 q2, u32 zb2, u32 s2) {
+__device__ __forceinline__ u32 sub2(u32 a, u32 b) {
   u32 r;
-  if constexpr (kBf16) {
-    // sm_80 has fma.bf16x2 but no sub/mul.bf16x2: (q·1 − zb) is exact, then ·s + (−0) rounds once.
-    const u32 one2 = 0x3f803f80u, neg_zero2 = 0x80008000u;
-    u32 diff;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(diff) : "r"(q2), "r"(one2), "r"(zb2 ^ 0x80008000u));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(diff), "r"(s2), "r"(neg_zero2));
-  } else {
-    u32 diff;
-    asm("sub.f16x2 %0, %1, %2;" : "=r"(diff) : "r"(q2), "r"(zb2));
-    asm("mul.f16x2 %0, %1, %2;" : "=r"(r) : "r"(diff), "r"(s2));
-  }
+  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(0x3f803f80u), "r"(b ^ 0x80008000u));
+  else asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+template <bool kBf16>
+__device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
+  u32 r;
+  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
   return r;
 }
 
@@ -76,10 +74,10 @@ __device__ __forceinline__ void int4_word_minus_zero_f16(u32 w, const Int4Zero& 
   const u32 w8 = w >> 8;
   const u32 p0 = and_or(w, lo, magic), p1 = and_or(w, hi, magic);
   const u32 p2 = and_or(w8, lo, magic), p3 = and_or(w8, hi, magic);
-  asm("sub.f16x2 %0, %1, %2;" : "=r"(out[0]) : "r"(p0), "r"(z.zb));
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out[1]) : "r"(p1), "r"(one_16th), "r"(z.zhi));
-  asm("sub.f16x2 %0, %1, %2;" : "=r"(out[2]) : "r"(p2), "r"(z.zb));
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out[3]) : "r"(p3), "r"(one_16th), "r"(z.zhi));
+  out[0] = sub2<false>(p0, z.zb);
+  out[1] = fma2<false>(p1, one_16th, z.zhi);
+  out[2] = sub2<false>(p2, z.zb);
+  out[3] = fma2<false>(p3, one_16th, z.zhi);
 }
 
 // Both dtypes: the four pairs of a word as q − z (bf16: shift per pair; sub via fma, which sm_80 has).
@@ -90,8 +88,7 @@ __device__ __forceinline__ void int4_word_minus_zero(u32 w, u32 z, u32 (&out)[4]
   } else {
     const u32 zb = biased_zero2<true>(z);
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(int4_pair<true>(w, j)), "r"(0x3f803f80u), "r"(zb ^ 0x80008000u));
+    for (int j = 0; j < 4; ++j) out[j] = sub2<true>(int4_pair<true>(w, j), zb);
   }
 }
 
@@ -111,22 +108,6 @@ __device__ __forceinline__ u32 raw_pair(const u32 (&w)[kBits], int j) {
     constexpr u32 mask = ((1u << kBits) - 1) * 0x00010001u;
     return and_or(w[j / kPairsPerWord] >> (kBits * (j % kPairsPerWord)), mask, magic);
   }
-}
-
-// a − b on pairs (bf16: through fma, which sm_80 has; a·1 − b rounds once, exactly like a sub).
-template <bool kBf16>
-__device__ __forceinline__ u32 sub2(u32 a, u32 b) {
-  u32 r;
-  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(0x3f803f80u), "r"(b ^ 0x80008000u));
-  else asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-template <bool kBf16>
-__device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
-  u32 r;
-  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-  else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-  return r;
 }
 
 // 8-bit values in bf16: 128 + q does not fit bf16's 7 mantissa bits, so go through fp32
