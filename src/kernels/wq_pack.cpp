@@ -193,21 +193,40 @@ void check_counts(const GptqWeightsView& v, const std::string& who) {
   check_count(who, "g_idx", v.g_idx_count, v.k, "K");
 }
 
+DequantMode unpacked_mode(const UnpackedWeightsView& v, const std::string& who) {
+  const DequantMode mode = v.mode          ? *v.mode
+                           : v.zeros       ? DequantMode::SubZeroThenScale
+                           : v.float_zeros ? DequantMode::SubFloatZeroThenScale
+                                           : DequantMode::Symmetric;
+  LOWBIT_CHECK(!(v.zeros && v.float_zeros), "{}: both zeros and float_zeros are set; give one", who);
+  LOWBIT_CHECK(has_int_zeros(mode) || !v.zeros, "{}: zeros is set but mode = {} takes no integer zeros", who,
+               to_string(mode));
+  LOWBIT_CHECK(has_float_zeros(mode) || !v.float_zeros,
+               "{}: float_zeros is set but mode = {} takes no float zeros", who, to_string(mode));
+  return mode;
+}
+
+void check_gptq_packing(const GptqWeightsView& v, const std::string& who, bool with_zeros) {
+  LOWBIT_CHECK(v.bits == 2 || v.bits == 4 || v.bits == 8,
+               "{}: bits = {}: GPTQ packing is supported for 2, 4 and 8 bits (3-bit GPTQ packs values "
+               "across words: unpack it and use UnpackedWeightsView)",
+               who, v.bits);
+  const int per_word = 32 / v.bits;
+  LOWBIT_CHECK(v.k % per_word == 0,
+               "{}: k = {}: GPTQ packs {} input features per int32, so K must be a multiple of {}", who, v.k,
+               per_word, per_word);
+  LOWBIT_CHECK(!with_zeros || v.n % per_word == 0,
+               "{}: n = {}: GPTQ qzeros pack {} columns per int32, so N must be a multiple of {}", who, v.n,
+               per_word, per_word);
+}
+
 PackedWeights pack(const UnpackedWeightsView& v) {
   check_shape(v.n, v.k, v.bits, v.group_size, "unpacked");
   check_counts(v, "pack(unpacked)");
   Canonical c;
   c.q = v.q, c.zeros = v.zeros, c.float_zeros = v.float_zeros, c.scales = v.scales, c.g_idx = v.g_idx;
   c.n = v.n, c.k = v.k, c.bits = v.bits, c.group_size = v.group_size;
-  c.mode = v.mode          ? *v.mode
-           : v.zeros       ? DequantMode::SubZeroThenScale
-           : v.float_zeros ? DequantMode::SubFloatZeroThenScale
-                           : DequantMode::Symmetric;
-  LOWBIT_CHECK(!(v.zeros && v.float_zeros), "pack(unpacked): both zeros and float_zeros are set; give one");
-  LOWBIT_CHECK(has_int_zeros(c.mode) || !v.zeros,
-               "pack(unpacked): zeros is set but mode = {} takes no integer zeros", to_string(c.mode));
-  LOWBIT_CHECK(has_float_zeros(c.mode) || !v.float_zeros,
-               "pack(unpacked): float_zeros is set but mode = {} takes no float zeros", to_string(c.mode));
+  c.mode = unpacked_mode(v, "pack(unpacked)");
   return pack_canonical(c, "unpacked");
 }
 
@@ -235,17 +254,9 @@ PackedWeights pack(const HqqWeightsView& v) {
 void unpack_gptq(const GptqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
   check_shape(v.n, v.k, v.bits, v.group_size, "gptq");
   LOWBIT_CHECK(v.qweight != nullptr, "pack(gptq): qweight is null");
-  LOWBIT_CHECK(
-      v.bits == 2 || v.bits == 4 || v.bits == 8,
-      "pack(gptq): bits = {}: GPTQ packing is supported for 2, 4 and 8 bits (3-bit GPTQ packs values "
-      "across words: unpack it and use UnpackedWeightsView)",
-      v.bits);
+  check_gptq_packing(v, "pack(gptq)", v.qzeros && zeros_out);
   const int per_word = 32 / v.bits;
   check_counts(v, "pack(gptq)");
-  LOWBIT_CHECK(v.k % per_word == 0,
-               "pack(gptq): k = {}: GPTQ packs {} input features per int32, so K must be a "
-               "multiple of {}",
-               v.k, per_word, per_word);
   const uint32_t mask = (1u << v.bits) - 1;
   for (int64_t k = 0; k < v.k; ++k)
     for (int64_t n = 0; n < v.n; ++n) {
@@ -253,10 +264,6 @@ void unpack_gptq(const GptqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
       q_out[n * v.k + k] = static_cast<uint8_t>((w >> (v.bits * (k % per_word))) & mask);
     }
   if (v.qzeros && zeros_out) {
-    LOWBIT_CHECK(v.n % per_word == 0,
-                 "pack(gptq): n = {}: GPTQ qzeros pack {} columns per int32, so N must be a "
-                 "multiple of {}",
-                 v.n, per_word, per_word);
     const int64_t groups = groups_of(v.k, v.group_size);
     const int offset = v.zeros_format == GptqZeros::StoredMinusOne ? 1 : 0;
     for (int64_t g = 0; g < groups; ++g)

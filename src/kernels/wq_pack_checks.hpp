@@ -11,4 +11,9 @@ namespace lowbit {
 void check_counts(const UnpackedWeightsView& view, const std::string& who);
 void check_counts(const GptqWeightsView& view, const std::string& who);
 
+// The mode an unpacked view packs to (named, or following from its pointers), checked against them.
+DequantMode unpacked_mode(const UnpackedWeightsView& view, const std::string& who);
+// GPTQ's int32 packing: bits 2, 4 or 8, K a multiple of 32/bits and, when its zeros are read, N too.
+void check_gptq_packing(const GptqWeightsView& view, const std::string& who, bool with_zeros);
+
 }  // namespace lowbit

@@ -96,25 +96,10 @@ void check_outputs(const DevicePackedWeights& out, DequantMode mode, const char*
   }
 }
 
-DequantMode mode_of(const UnpackedWeightsView& v) {
-  return v.mode          ? *v.mode
-         : v.zeros       ? DequantMode::SubZeroThenScale
-         : v.float_zeros ? DequantMode::SubFloatZeroThenScale
-                         : DequantMode::Symmetric;
-}
-
 PackJob unpacked_job(const UnpackedWeightsView& v) {
   const char* what = "unpacked";
   check_act_order(v.g_idx, what);
-  const DequantMode mode = mode_of(v);
-  LOWBIT_CHECK(!(v.zeros && v.float_zeros),
-               "pack_on_device(unpacked): both zeros and float_zeros are set; give one");
-  LOWBIT_CHECK(has_int_zeros(mode) || !v.zeros,
-               "pack_on_device(unpacked): zeros is set but mode = {} takes no integer zeros",
-               to_string(mode));
-  LOWBIT_CHECK(has_float_zeros(mode) || !v.float_zeros,
-               "pack_on_device(unpacked): float_zeros is set but mode = {} takes no float zeros",
-               to_string(mode));
+  const DequantMode mode = unpacked_mode(v, "pack_on_device(unpacked)");
   PackJob job;
   job.format = SourceFormat::Unpacked;
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
@@ -148,26 +133,13 @@ PackJob gptq_job(const GptqWeightsView& v) {
   check_shape(job.problem, what);
   check_counts(v, "pack_on_device(gptq)");
   LOWBIT_CHECK(v.qweight != nullptr, "pack_on_device(gptq): qweight is null");
-  LOWBIT_CHECK(
-      gptq_bits(v.bits),
-      "pack_on_device(gptq): bits = {}: GPTQ packing is supported for 2, 4 and 8 bits (3-bit GPTQ packs "
-      "values across words: unpack it and use UnpackedWeightsView)",
-      v.bits);
-  const int per_word = 32 / v.bits;
-  LOWBIT_CHECK(
-      v.k % per_word == 0,
-      "pack_on_device(gptq): k = {}: GPTQ packs {} input features per int32, so K must be a multiple of {}",
-      v.k, per_word, per_word);
+  check_gptq_packing(v, "pack_on_device(gptq)", v.qzeros != nullptr);
   LOWBIT_CHECK(aligned(v.qweight, 4), "pack_on_device(gptq): qweight = {}: must be 4-byte aligned",
                static_cast<const void*>(v.qweight));
   LOWBIT_CHECK(v.scales != nullptr, "pack_on_device(gptq): scales is null");
   LOWBIT_CHECK(aligned(v.scales, 2), "pack_on_device(gptq): scales = {}: must be 2-byte aligned",
                static_cast<const void*>(v.scales));
   if (v.qzeros) {
-    LOWBIT_CHECK(
-        v.n % per_word == 0,
-        "pack_on_device(gptq): n = {}: GPTQ qzeros pack {} columns per int32, so N must be a multiple of {}",
-        v.n, per_word, per_word);
     LOWBIT_CHECK(aligned(v.qzeros, 4), "pack_on_device(gptq): qzeros = {}: must be 4-byte aligned",
                  static_cast<const void*>(v.qzeros));
   }
