@@ -181,9 +181,10 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
 
 tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   tune::TuningKey k;
-  k.format = fmt::format("w{}.{}.{}{}.{}{}{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
-                         to_string(p.act), p.out == DType::F32 ? ".o32" : "", mode_tag(p.mode), "",
-                         p.deterministic ? ".det" : "");  // act-order layers run the same kernel
+  // No act-order field: act-order layers run the same kernel as plain ones.
+  k.format = fmt::format("w{}.{}.{}{}.{}{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
+                         to_string(p.act), p.out == DType::F32 ? ".o32" : "", mode_tag(p.mode),
+                         p.deterministic ? ".det" : "");
   k.shape = {{"m", bucket}, {"n", p.n}, {"k", p.k}};
   return k;
 }
