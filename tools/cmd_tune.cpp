@@ -4,6 +4,7 @@
 // ETA is redrawn under the result lines; otherwise plain lines.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -47,7 +48,7 @@ tune::TuningMeta meta_of(Runtime& rt) {
 }  // namespace
 
 int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s,
-             const std::string& devices_list) {
+             const std::string& devices_list, bool resume) {
   LOWBIT_CHECK(!db_path.empty(), "--db is required: the tuning file to merge results into");
   std::vector<int64_t> devices =
       devices_list.empty() ? std::vector<int64_t>{f.device} : parse_int_list(devices_list, "--devices");
@@ -69,6 +70,17 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
                  runtimes.back()->device().name, devices.front(), runtimes.front()->device().name);
   }
   const tune::TuningMeta meta = meta_of(*runtimes.front());
+  if (resume) {  // layers whose every bucket the file already has are done
+    std::vector<std::string> warnings;
+    const tune::TuningDb have = tune::TuningDb::load(db_path, runtimes.front()->arch(), &warnings);
+    std::erase_if(problems, [&](const WqGemmProblem& p) {
+      return std::all_of(opt.ms.begin(), opt.ms.end(), [&](int64_t m) {
+        const auto hit = have.lookup("wq_gemm", wq::tuning_key(p, m_bucket(m)));
+        return hit && hit->step == "exact";
+      });
+    });
+    if (!f.json) std::printf("--resume: %zu layer(s) left to tune\n", problems.size());
+  }
 
   const bool tty = ::isatty(1) && !f.json;
   const std::size_t total = problems.size() * opt.ms.size();

@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
   std::string devices;
   tune->add_option("--devices", devices,
                    "GPUs to tune on at once, e.g. 0,1,2,3 (one worker each; default --device)");
+  bool resume = false;
+  tune->add_flag("--resume", resume,
+                 "skip layers whose every M bucket is already in --db (to go on after an interrupted run)");
 
   auto* cache = app.add_subcommand("cache", "list, verify or prune the kernel cache");
   std::string action;
@@ -80,7 +83,7 @@ int main(int argc, char** argv) {
     if (*compile) return run_compile(common, wq, family);
     if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources, want_explain);
     if (*bench) return run_bench(common, wq, replays, save);
-    if (*tune) return run_tune(common, wq, db_path, budget, devices);
+    if (*tune) return run_tune(common, wq, db_path, budget, devices, resume);
     if (*cache) return run_cache(common, action, prune_all, older_than);
   } catch (const lowbit::Error& e) {
     std::fprintf(stderr, "lowbit: error: %s\n", e.what());

@@ -100,6 +100,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     r.key = wq::tuning_key(base, bucket).str();
     r.heuristic = candidates.front();
     r.best_us = 1e300;
+    std::vector<std::pair<double, WqGemmConfig>> timed;
     for (const auto& c : candidates) {
       if (r.tried > 0 && opt.budget_s > 0 && elapsed_s() > opt.budget_s) break;  // the heuristic always runs
       ++r.tried;
@@ -111,6 +112,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
         const double us = setup.time_us(p, bucket, opt.rounds, opt.replays);
         if (&c == &candidates.front()) r.heuristic_us = us;
         if (us < r.best_us) r.best_us = us, r.best = c;
+        timed.emplace_back(us, c);
       } catch (const Error&) {
         ++r.failed;
         try {
@@ -120,11 +122,19 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
       }
     }
     if (r.best_us < 1e300) {
+      // The runners-up let a lookup for an untuned layer pick a config that is good on several
+      // tuned neighbours instead of the one that happened to win on the nearest (TuningDb::lookup).
+      std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      nlohmann::json runners_up = nlohmann::json::array();
+      for (std::size_t i = 1; i < timed.size() && runners_up.size() < kRunnersUp; ++i)
+        if (timed[i].first <= kRunnerUpWithin * r.best_us)
+          runners_up.push_back({{"config", wq::to_json(timed[i].second)}, {"us", timed[i].first}});
       db.put("wq_gemm", wq::tuning_key(base, bucket),
              {{"config", wq::to_json(r.best)},
               {"us", r.best_us},
               {"heuristic_us", r.heuristic_us},
-              {"tried", r.tried}});
+              {"tried", r.tried},
+              {"runners_up", std::move(runners_up)}});
     }
     results.push_back(r);
     if (on_result) on_result(r);

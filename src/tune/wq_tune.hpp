@@ -18,6 +18,10 @@ struct WqTuneOptions {
   int rounds = 2;
 };
 
+// Each entry keeps up to kRunnersUp other configs within kRunnerUpWithin of the best, with times.
+inline constexpr std::size_t kRunnersUp = 6;
+inline constexpr double kRunnerUpWithin = 1.20;
+
 struct WqTuneResult {
   std::string key;
   WqGemmConfig best, heuristic;
