@@ -1,6 +1,5 @@
 // wq_gemm host side: problem checks, config space, heuristic, render, launch.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -234,34 +233,6 @@ std::size_t permuted_x_bytes(const WqGemmProblem& p, int64_t max_m) {
   return p.act_order ? (static_cast<std::size_t>(max_m) * p.k * 2 + 255) / 256 * 256 : 0;
 }
 
-WqGemmConfig retarget(const WqGemmProblem& target, const WqGemmProblem& neighbour, const WqGemmConfig& config,
-                      const Arch& arch, int sm_count) {
-  if (m_bucket(target.m) > 16) return config;
-  const int64_t sms = std::max(sm_count, 1);
-  // Warp slots per SM a grid asks for: whole blocks per SM (the last wave rounds up) × warps per block.
-  auto warps_per_sm = [&](const WqGemmProblem& p, const WqGemmConfig& c) {
-    const int64_t blocks =
-        ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n) * ceil_div(p.m, 16 * c.m_tiles) * c.split_k;
-    return static_cast<double>(ceil_div(blocks, sms) * c.warps_n * c.warps_k);
-  };
-  const double want = warps_per_sm(neighbour, config);
-  const int64_t chunks = layout(target).chunks;
-  WqGemmConfig best = config;
-  double best_score = 1e300;
-  for (int wk = 1; wk <= 16; wk *= 2) {
-    WqGemmConfig c = config;
-    c.warps_k = wk;
-    const bool same = wk == config.warps_k;
-    if (!same && (chunks < 2LL * c.split_k * wk || !can_implement(target, c, arch))) continue;
-    const double have = warps_per_sm(target, c);
-    // Closest in ratio; over the neighbour's count is worse than under; then the smallest change.
-    const double score = std::fabs(std::log(have / want)) + (have > want ? 0.01 : 0.0) +
-                         0.001 * std::fabs(std::log2(static_cast<double>(wk) / config.warps_k));
-    if (score < best_score) best_score = score, best = c;
-  }
-  return best;
-}
-
 namespace {
 Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                   const std::optional<WqGemmConfig>& forced) {
@@ -273,19 +244,9 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
     // Every config read from a file is checked before use: files outlive code changes.
     const auto c = config_from_json(hit->config);
     std::string why = "a field is missing or not an integer";
-    if (c && can_implement(pb, *c, ctx.arch(), &why)) {
-      if (hit->step == "exact") return {*c, fmt::format("tuned (exact, {})", hit->file)};
-      std::string source = fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file);
-      if (!hit->why.empty()) source += "; " + hit->why;
-      const auto from = tune::TuningKey::parse(hit->key);
-      if (hit->step == "nearest M bucket" || !from || !from->field("n") || !from->field("k")) return {*c, source};
-      WqGemmProblem neighbour = pb;
-      neighbour.n = *from->field("n"), neighbour.k = *from->field("k");
-      const WqGemmConfig moved = retarget(pb, neighbour, *c, ctx.arch(), ctx.sm_count());
-      if (moved.warps_k != c->warps_k)
-        source += fmt::format("; warps_k {} -> {} to keep the neighbour's warps per SM", c->warps_k, moved.warps_k);
-      return {moved, source};
-    }
+    if (c && can_implement(pb, *c, ctx.arch(), &why))
+      return {*c, hit->step == "exact" ? fmt::format("tuned (exact, {})", hit->file)
+                                       : fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file)};
     warn_once("tuning-entry:" + hit->file + hit->key,
               fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
                           hit->file, hit->key, why));

@@ -72,13 +72,6 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j);
 // ("pc" for per-channel, ".o32" for f32 output, "sym" for symmetric).
 tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
 
-// A config tuned for a neighbouring layer, moved to this one. At M ≤ 16 the tuned winners fill each
-// SM with one wave of blocks; where this layer's grid needs more blocks per SM than the neighbour's
-// did (a second, partial wave) or far fewer (idle warp slots), warps_k changes so the warps per SM
-// stay where the neighbour had them. Larger M buckets are returned unchanged.
-WqGemmConfig retarget(const WqGemmProblem& target, const WqGemmProblem& neighbour, const WqGemmConfig& config,
-                      const Arch& arch, int sm_count);
-
 // How a plan picked the config of one M bucket.
 struct Choice {
   WqGemmConfig config;

@@ -115,23 +115,6 @@ std::string format_class(const std::string& format) {
   const auto second = first == std::string::npos ? first : format.find('.', first + 1);
   return format.substr(0, second);
 }
-
-// The entry's winner and runners-up with their slowdown against the winner; malformed runners-up
-// are dropped (the winner alone is always there).
-std::vector<std::pair<nlohmann::json, double>> offers_of(const nlohmann::json& entry) {
-  std::vector<std::pair<nlohmann::json, double>> offers{{entry["config"], 1.0}};
-  const auto us = entry.find("us");
-  const auto runners = entry.find("runners_up");
-  if (us == entry.end() || !us->is_number() || us->get<double>() <= 0 || runners == entry.end() ||
-      !runners->is_array())
-    return offers;
-  for (const auto& r : *runners)
-    if (r.is_object() && r.contains("config") && r["config"].is_object() && r.contains("us") &&
-        r["us"].is_number() && r["us"].get<double>() > 0)
-      offers.emplace_back(r["config"], r["us"].get<double>() / us->get<double>());
-  return offers;
-}
-
 }  // namespace
 
 void TuningDb::reindex() {
@@ -146,7 +129,6 @@ void TuningDb::reindex() {
       e.file = value["file"].get<std::string>();
       e.config = value["entry"]["config"];
       e.format_class = format_class(key->format);
-      e.offers = offers_of(value["entry"]);
       for (const auto& [name, v] : key->shape)
         if (name == "m")
           e.m = v;
@@ -184,75 +166,27 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   const std::string cls = format_class(key.format);
   const double log_m = std::log2(static_cast<double>(*m));
   // Steps 1..3 below; the first step with any candidate wins, nearest first (ties → the larger M).
-  struct Near {
-    double d;
-    const Indexed* e;
-  };
-  std::vector<Near> by_step[3];
+  const Indexed* best[3] = {nullptr, nullptr, nullptr};
+  double best_d[3] = {1e300, 1e300, 1e300};
   for (const Indexed& e : fi.entries) {
     if (e.log_rest.size() != log_rest.size() || e.m <= 0) continue;
     double layer_d = 0;
     for (std::size_t i = 0; i < log_rest.size(); ++i) layer_d += std::fabs(e.log_rest[i] - log_rest[i]);
     const bool same_format = e.key.format == key.format;
+    int step = -1;
+    double d = 0;
     if (same_format && layer_d == 0)
-      by_step[0].push_back({std::fabs(std::log2(static_cast<double>(e.m)) - log_m) - (e.m > *m ? 1e-9 : 0), &e});
+      step = 0, d = std::fabs(std::log2(static_cast<double>(e.m)) - log_m) - (e.m > *m ? 1e-9 : 0);
     else if (same_format && e.m == *m)
-      by_step[1].push_back({layer_d, &e});
+      step = 1, d = layer_d;
     else if (e.m == *m && e.format_class == cls)
-      by_step[2].push_back({layer_d, &e});
+      step = 2, d = layer_d;
+    if (step >= 0 && d < best_d[step]) best_d[step] = d, best[step] = &e;
   }
   static const char* const kSteps[3] = {"nearest M bucket", "nearest layer", "similar format"};
-  for (int s = 0; s < 3; ++s) {
-    auto& near = by_step[s];
-    if (near.empty()) continue;
-    std::stable_sort(near.begin(), near.end(), [](const Near& a, const Near& b) { return a.d < b.d; });
-    if (s == 0) return TuningHit{near[0].e->config, near[0].e->key_str, kSteps[s], near[0].e->file, ""};
-    std::vector<const Indexed*> chosen;
-    for (const Near& n : near)
-      if (static_cast<int>(chosen.size()) < kMaxNeighbours && n.d <= near[0].d + kNeighbourSlack)
-        chosen.push_back(n.e);
-    return pick_over_neighbours(chosen, kSteps[s]);
-  }
+  for (int s = 0; s < 3; ++s)
+    if (best[s]) return TuningHit{best[s]->config, best[s]->key_str, kSteps[s], best[s]->file};
   return std::nullopt;
-}
-
-TuningHit TuningDb::pick_over_neighbours(const std::vector<const Indexed*>& near, const char* step) const {
-  // Only neighbours that list runners-up can say how a config fares on them.
-  auto informative = [](const Indexed* e) { return e->offers.size() > 1; };
-  auto slowdown = [](const Indexed* e, const nlohmann::json& config) {
-    for (const auto& [c, r] : e->offers)
-      if (c == config) return r;
-    return kUnlistedSlowdown;
-  };
-  const Indexed* first = near.front();
-  nlohmann::json best = first->config;
-  double best_worst = 1e300, best_sum = 1e300;
-  for (const Indexed* source : near)
-    for (const auto& [config, ignored] : source->offers) {
-      double worst = 0, sum = 0;
-      int counted = 0;
-      for (const Indexed* e : near)
-        if (informative(e) || e == first) {
-          const double r = slowdown(e, config);
-          worst = std::max(worst, r), sum += r, ++counted;
-        }
-      if (counted == 0) continue;
-      if (worst < best_worst - 1e-9 || (worst < best_worst + 1e-9 && sum < best_sum - 1e-9))
-        best = config, best_worst = worst, best_sum = sum;
-    }
-  const Indexed* listed = first;  // the nearest neighbour that lists the pick
-  for (const Indexed* e : near)
-    if (slowdown(e, best) < kUnlistedSlowdown) {
-      listed = e;
-      break;
-    }
-  std::string why;
-  if (near.size() > 1) {
-    why = fmt::format("best over {} neighbours (", near.size());
-    for (std::size_t i = 0; i < near.size(); ++i) why += (i ? ", " : "") + near[i]->key_str;
-    why += fmt::format("); worst slowdown among them {:.2f}x", best_worst);
-  }
-  return TuningHit{best, listed->key_str, step, listed->file, why};
 }
 
 void TuningDb::put(const std::string& family, const TuningKey& key, nlohmann::json entry) {

@@ -12,13 +12,9 @@
 //    "meta": {"device": "NVIDIA H200", "arch": "sm_90a", "sm_count": 132, "lowbit": "0.1.0",
 //             "nvrtc": "13.0", "templates": "<digest>", "date": "2026-11-22"},
 //    "wq_gemm": {"w4.g128.f16.zp|m16.n8192.k8192": {"config": {...}, "us": 17.9, "heuristic_us": 18.0,
-//                 "runners_up": [{"config": {...}, "us": 18.3}, ...]}}}
-//
-// Nearest layer / similar format: the entries of that step within kNeighbourSlack (log2 units) of
-// the nearest, up to kMaxNeighbours, each offering its winner and its runners-up. The config whose
-// worst slowdown over those neighbours is smallest wins (a config a neighbour did not list counts
-// as kUnlistedSlowdown there): a winner that only the nearest layer liked, by a hair, does not
-// carry over to a layer in between. Entries without runners-up (older files) only offer their winner.
+//                 "tried": 21, "runners_up": [{"config": {...}, "us": 18.3}, ...]}}}
+// Lookup reads only "config"; the times and runners-up are there for people and for fitting the
+// heuristic (docs/perf-notes.md: picking over several neighbours with them did not beat the nearest).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -46,16 +42,11 @@ struct TuningKey {
   std::optional<int64_t> field(const std::string& name) const;
 };
 
-inline constexpr int kMaxNeighbours = 4;
-inline constexpr double kNeighbourSlack = 1.0;
-inline constexpr double kUnlistedSlowdown = 1.25;
-
 struct TuningHit {
   nlohmann::json config;
-  std::string key;   // the entry used (for a pick over several neighbours: the nearest listing it)
+  std::string key;   // the entry used
   std::string step;  // "exact", "nearest M bucket", "nearest layer" or "similar format"
   std::string file;  // where it came from
-  std::string why;   // for a pick over several neighbours: which, and the worst slowdown among them
 };
 
 class TuningDb {
@@ -89,9 +80,6 @@ class TuningDb {
     nlohmann::json config;
     int64_t m = 0;
     std::vector<double> log_rest;  // log2 of the shape fields other than m, in key order
-    // The winner (first) and the runners-up, with their times relative to the winner's
-    // (all 1.0 when the file gives no times).
-    std::vector<std::pair<nlohmann::json, double>> offers;
   };
   struct FamilyIndex {
     std::unordered_map<std::string, std::size_t> by_key;
@@ -99,7 +87,6 @@ class TuningDb {
   };
   std::unordered_map<std::string, FamilyIndex> index_;
   void reindex();
-  TuningHit pick_over_neighbours(const std::vector<const Indexed*>& nearest_first, const char* step) const;
 };
 
 }  // namespace lowbit::tune

@@ -40,6 +40,16 @@ TEST_CASE("lowbit tune: a tiny run writes a file that a second process uses", "[
   CHECK(loaded.size() == 4);  // 2 layers × 2 M buckets
   CHECK(loaded.meta.device == gpu_runtime().device().name);
   CHECK(loaded.meta.sm_count == gpu_runtime().sm_count());
+  for (const auto& [key, entry] : loaded.to_json()["wq_gemm"].items()) {
+    INFO(key);
+    CHECK(entry.contains("runners_up"));
+  }
+
+  // --resume: both layers have every bucket in the file, so nothing is left to tune.
+  const std::string again = cli + " tune wq_gemm --shapes " + shapes + " --m 1,16 --db " + db + " --resume > " + log +
+                            " 2>&1";
+  REQUIRE(std::system(again.c_str()) == 0);
+  CHECK(read_all(log).find("--resume: 0 layer(s) left to tune") != std::string::npos);
 
   const std::string out = dir.path + "/inspect.json";
   const std::string inspect = "LOWBIT_TUNING_DB=" + db + " " + cli +

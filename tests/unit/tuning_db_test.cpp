@@ -115,62 +115,6 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, nearest layer, similar format
   CHECK_FALSE(db.lookup("fp8_block_gemm", key(1)).has_value());
 }
 
-TEST_CASE("tuning lookup for an untuned layer: the config that is good on every near neighbour", "[tuning]") {
-  // Three tuned layers around 10000×4096 at M = 16. Each neighbour's winner is listed with its
-  // runners-up; split_k tags the configs. Winner 1 won only on the nearest, by a hair, and is 1.4×
-  // slower on the next one; config 2 is within 2 % everywhere.
-  auto with_runners = [](int winner, std::vector<std::pair<int, double>> runners) {
-    nlohmann::json e = entry(winner, 10.0);
-    e["runners_up"] = nlohmann::json::array();
-    for (const auto& [sk, us] : runners) e["runners_up"].push_back({{"config", entry(sk)["config"]}, {"us", us}});
-    return e;
-  };
-  TuningDb db = db_for("sm_90a");
-  db.put("wq_gemm", key(16, 8192, 4096), with_runners(1, {{2, 10.1}}));
-  db.put("wq_gemm", key(16, 14336, 4096), with_runners(2, {{1, 14.0}, {4, 10.5}}));
-  db.put("wq_gemm", key(16, 16384, 4096), with_runners(4, {{2, 10.2}}));
-  db.put("wq_gemm", key(16, 65536, 4096), with_runners(8, {}));  // too far to have a say
-  auto hit = db.lookup("wq_gemm", key(16, 10000, 4096));
-  REQUIRE(hit.has_value());
-  CHECK(hit->step == "nearest layer");
-  CHECK(hit->config["split_k"] == 2);
-  CHECK(hit->key == key(16, 8192, 4096).str());  // the nearest neighbour that lists the pick
-  CHECK(hit->why.find("3 neighbours") != std::string::npos);
-  CHECK(hit->why.find("1.02x") != std::string::npos);
-
-  // Entries without runners-up (older files) say nothing about other configs: the nearest wins.
-  TuningDb old = db_for("sm_90a");
-  old.put("wq_gemm", key(16, 8192, 4096), entry(1, 10.0));
-  old.put("wq_gemm", key(16, 14336, 4096), entry(2, 10.0));
-  CHECK(old.lookup("wq_gemm", key(16, 10000, 4096))->config["split_k"] == 1);
-  // Malformed runners-up are dropped, not fatal.
-  nlohmann::json bad = entry(1, 10.0);
-  bad["runners_up"] = {{{"config", 3}}, {{"us", 1.0}}, "x"};
-  old.put("wq_gemm", key(16, 8192, 4096), bad);
-  CHECK(old.lookup("wq_gemm", key(16, 10000, 4096))->config["split_k"] == 1);
-}
-
-TEST_CASE("a neighbour's config moved to another layer keeps its warps per SM (M <= 16)", "[tuning]") {
-  const Arch arch = kSm90a;
-  lowbit::WqGemmProblem target, neighbour;
-  target.m = neighbour.m = 1;
-  neighbour.n = 8192, neighbour.k = 4096;
-  target.n = 11008, target.k = 4096;
-  const lowbit::WqGemmConfig tuned{1, 4, 1, 8, 1, 2};
-  // 8192: 256 blocks of 8 warps, 2 per SM (16 warps); 11008 would need 3 per SM (24): 4 warps instead.
-  CHECK(lowbit::wq::retarget(target, neighbour, tuned, arch, 132).warps_k == 4);
-  // The same grid size: unchanged.
-  target.n = 8000;
-  CHECK(lowbit::wq::retarget(target, neighbour, tuned, arch, 132) == tuned);
-  // A much smaller layer leaves warp slots idle: more warps along K.
-  target.n = 2048, target.k = 8192;
-  CHECK(lowbit::wq::retarget(target, neighbour, tuned, arch, 132).warps_k == 16);
-  // Large M buckets are bound by other things: unchanged.
-  target.m = neighbour.m = 64;
-  target.n = 11008, target.k = 4096;
-  CHECK(lowbit::wq::retarget(target, neighbour, tuned, arch, 132) == tuned);
-}
-
 TEST_CASE("tuning files: other arch ignored; garbage, truncated, wrong schema reported and skipped",
           "[tuning]") {
   lowbit::test::TempDir dir;
