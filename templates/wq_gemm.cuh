@@ -140,23 +140,39 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
   // Rows this lane feeds into the A fragments: m0 + 16·mt + g (+8).
   const u16* xrow[kMTiles][kHalves];
-  bool row_ok[kMTiles][kHalves];
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
       const int row = m0 + mt * 16 + g + 8 * h;
-      row_ok[mt][h] = row < M;
-      xrow[mt][h] = x + static_cast<i64>(row_ok[mt][h] ? row : 0) * kK;
+      xrow[mt][h] = x + static_cast<i64>(row < M ? row : 0) * kK;
     }
   // Activations of chunk c, step pair p (k = 128c + 32t + 8p .. +7) for every row this lane feeds.
-  auto load_x = [&](int c, int p, uint4 (&dst)[kMTiles][kHalves]) {
-    const int kk = c * 128 + 32 * t + 8 * p;
+  // Rows past M read row 0 instead (xrow is clamped): an output row depends only on its own
+  // activation row and those rows are never stored, so no predicate is needed. Past K the values
+  // must be zeros (the padded weights dequantize to −z·s, not 0); with K a multiple of 128 there is
+  // no such tail.
+  constexpr bool kKTail = kK % 128 != 0;
+  // Chunks are read in order, so each row keeps a pointer to the next chunk's activations
+  // (k = 128c + 32t) and the four loads use constant offsets from it.
+  const u16* xnext[kMTiles][kHalves];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) xnext[mt][h] = xrow[mt][h] + c_begin * 128 + 32 * t;
+  auto load_next_x = [&](int c, uint4 (&dst)[4][kMTiles][kHalves]) {  // chunk c, the next in order
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h)
+          dst[p][mt][h] = (!kKTail || c * 128 + 32 * t + 8 * p < kK) ? ld_cached_v4(xnext[mt][h] + 8 * p)
+                                                                       : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int h = 0; h < kHalves; ++h)
-        dst[mt][h] = (row_ok[mt][h] && kk < kK) ? ld_cached_v4(xrow[mt][h] + kk) : make_uint4(0, 0, 0, 0);
+      for (int h = 0; h < kHalves; ++h) xnext[mt][h] += 128 * kWarpsK;
   };
 
   // With one 16-row tile the chunk's activations are prefetched a chunk ahead (16 registers when
@@ -173,27 +189,33 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kAllTiles = kTilesTotal % (kNTiles * kWarpsN) == 0;
   uint4* ring = smem + warp * (kStages * kSlot);
   const u32 ring_addr = smem_addr(ring) + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
-  const u32* wsrc = qweight + (static_cast<i64>(tile0) * kChunks + c_begin) * kTileWords + lane * kV;
-  auto issue = [&](int j) {  // chunk j of this warp → slot j % kStages
+  // Chunks are issued in order too: running pointers to the next chunk's weights and (groups of
+  // ≤ 128, where the group index grows by 128 / kGroup per chunk) this lane's scale/zero row.
+  const u32* wnext = qweight + (static_cast<i64>(tile0) * kChunks + c_begin) * kTileWords + lane * kV;
+  const int meta_tile = min(tile0 + lane / max(kGroupsPerChunk, 1), kTilesTotal - 1);
+  const int meta_sub = lane % max(kGroupsPerChunk, 1);  // group within the chunk
+  constexpr bool kMetaLinear = kGroup > 0 && kGroup <= 128;
+  i64 meta_next = kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
+  auto issue = [&](int j) {  // chunk j of this warp (the next in order) → slot j % kStages
     const u32 slot = ring_addr + (j % kStages) * (kSlot * 16);
-    const u32* src = wsrc + j * (kWarpsK * kTileWords);
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt)
       if (kAllTiles || tile0 + nt < kTilesTotal)
 #pragma unroll
         for (int v = 0; v < kBits / kV; ++v)
-          cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4, src + nt * (kChunks * kTileWords) + v * 32 * kV);
+          cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4, wnext + nt * (kChunks * kTileWords) + v * 32 * kV);
+    wnext += kWarpsK * kTileWords;
     if constexpr (kMetaRows > 0) {
-      const int c = c_begin + j * kWarpsK;
-      const u32 meta = slot - lane * kV * 4 + kNTiles * kTileWords * 4;
-      for (int i = lane; i < kMetaRows; i += 32) {
-        const int tile = min(tile0 + i / kGroupsPerChunk, kTilesTotal - 1);
-        const int group = c * 128 / kGroup + i % kGroupsPerChunk;
-        const i64 at = static_cast<i64>(group) * kNPad + tile * 8;
-        cp_async_16(meta + i * 16, scales + at);
-        if constexpr (kFloatZeros) cp_async_16(meta + (kMetaRows + i) * 16, zeros16 + at);
-        else if constexpr (kHasZeros) cp_async_8(meta + (kMetaRows + i) * 16, zeros8 + at);
+      static_assert(kMetaRows <= 32, "one scale/zero row per lane");
+      if (lane < kMetaRows) {
+        const u32 meta = slot - lane * kV * 4 + kNTiles * kTileWords * 4 + lane * 16;
+        const i64 at = kMetaLinear ? meta_next
+                                   : static_cast<i64>((c_begin + j * kWarpsK) * 128 / kGroup) * kNPad + meta_tile * 8;
+        cp_async_16(meta, scales + at);
+        if constexpr (kFloatZeros) cp_async_16(meta + kMetaRows * 16, zeros16 + at);
+        else if constexpr (kHasZeros) cp_async_8(meta + kMetaRows * 16, zeros8 + at);
       }
+      if constexpr (kMetaLinear) meta_next += static_cast<i64>(kWarpsK) * kGroupsPerChunk * kNPad;
     }
   };
 #pragma unroll
@@ -204,8 +226,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   uint4 xa[4][kMTiles][kHalves];
   if constexpr (kPrefetchX)
     if (n_chunks > 0)
-#pragma unroll
-      for (int p = 0; p < 4; ++p) load_x(c_begin, p, xa[p]);
+      load_next_x(c_begin, xa);
   // Per-channel zero points (and, in the float-zero modes, scales) do not change along K: read once.
   // Integer zeros are kept as integers, float zeros as a pair of act-dtype values.
   u32 z_channel[kNTiles], s_channel[kNTiles];
@@ -225,12 +246,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     cp_async_commit();
     uint4 xn[4][kMTiles][kHalves];
     if constexpr (kPrefetchX) {
-      if (j + 1 < n_chunks)
-#pragma unroll
-        for (int p = 0; p < 4; ++p) load_x(c + kWarpsK, p, xn[p]);  // next chunk's, while this one computes
+      if (j + 1 < n_chunks) load_next_x(c + kWarpsK, xn);  // next chunk's, while this one computes
     } else {
-#pragma unroll
-      for (int p = 0; p < 4; ++p) load_x(c, p, xa[p]);
+      load_next_x(c, xa);
     }
 
     cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
