@@ -233,6 +233,17 @@ std::size_t permuted_x_bytes(const WqGemmProblem& p, int64_t max_m) {
   return p.act_order ? (static_cast<std::size_t>(max_m) * p.k * 2 + 255) / 256 * 256 : 0;
 }
 
+WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
+  // Modes that dequantize every weight before the MMA (float zeros, groups under 128) keep more
+  // registers live per tile: past 8 accumulator tiles per warp they spill (ptxas, sm_90a: m_tiles 2 ×
+  // n_tiles 8 needs 255 registers and 32-76 B of stack).
+  const bool full_dequant = p.mode == DequantMode::SubFloatZeroThenScale || p.mode == DequantMode::ScaleThenAddZero ||
+                            (p.group_size > 0 && p.group_size < 128);
+  if (full_dequant)
+    while (c.m_tiles * c.n_tiles > 8 && c.m_tiles > 1) c.m_tiles /= 2;
+  return c;
+}
+
 namespace {
 Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                   const std::optional<WqGemmConfig>& forced) {
@@ -244,9 +255,14 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
     // Every config read from a file is checked before use: files outlive code changes.
     const auto c = config_from_json(hit->config);
     std::string why = "a field is missing or not an integer";
-    if (c && can_implement(pb, *c, ctx.arch(), &why))
-      return {*c, hit->step == "exact" ? fmt::format("tuned (exact, {})", hit->file)
-                                       : fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file)};
+    if (c && can_implement(pb, *c, ctx.arch(), &why)) {
+      if (hit->step == "exact") return {*c, fmt::format("tuned (exact, {})", hit->file)};
+      std::string source = fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file);
+      // An entry tuned for another mode may hold more tiles than this mode's registers allow.
+      const WqGemmConfig fitted = hit->step == "similar format" ? fit_registers(pb, *c) : *c;
+      if (fitted.m_tiles != c->m_tiles) source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
+      return {fitted, source};
+    }
     warn_once("tuning-entry:" + hit->file + hit->key,
               fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
                           hit->file, hit->key, why));
@@ -379,6 +395,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   } else {
     c = tiles_per_sm <= 4 ? make(2, 4, 2, 2) : tiles_per_sm <= 6 ? make(1, 4, 2, 4) : make(2, 8, 2, 4);
   }
+  c = wq::fit_registers(p, c);
   const int64_t col_blocks = ceil_div(tiles, c.n_tiles * c.warps_n);
   const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.

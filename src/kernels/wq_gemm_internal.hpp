@@ -72,6 +72,10 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j);
 // ("pc" for per-channel, ".o32" for f32 output, "sym" for symmetric).
 tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
 
+// The config with fewer 16-row tiles per warp where the mode dequantizes every weight before the
+// MMA (float zeros, groups under 128) and more than 8 accumulator tiles would spill registers.
+WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);
+
 // How a plan picked the config of one M bucket.
 struct Choice {
   WqGemmConfig config;

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/wq_gemm_internal.hpp"
 #include "lowbit/lowbit.hpp"
 #include "support/catch.hpp"
 #include "unit/unit_helpers.hpp"
@@ -226,4 +227,27 @@ TEST_CASE("default_config runs every problem can_implement accepts, on every arc
             INFO(arch_name << " " << p.str() << ": " << why);
             CHECK(lowbit::can_implement(p, lowbit::default_config(), lowbit::Arch::parse(arch_name), &why));
           }
+}
+
+TEST_CASE("modes that dequantize before the MMA never get more than 8 accumulator tiles per warp", "[wq_gemm]") {
+  const Arch sm90a = Arch::parse("sm_90a");
+  for (auto mode : {lowbit::DequantMode::SubFloatZeroThenScale, lowbit::DequantMode::ScaleThenAddZero,
+                    lowbit::DequantMode::SubZeroThenScale}) {
+    for (int group : {32, 128}) {
+      for (int64_t m : {1, 16, 32, 64, 128}) {
+        lowbit::WqGemmProblem p;
+        p.m = m, p.n = 28672, p.k = 8192, p.group_size = group, p.mode = mode;
+        const bool full_dequant = mode != lowbit::DequantMode::SubZeroThenScale || group < 128;
+        const WqGemmConfig c = lowbit::choose_config(p, sm90a, 132);
+        INFO("mode " << static_cast<int>(mode) << " group " << group << " m " << m << ": " << c.str());
+        if (full_dequant) CHECK(c.m_tiles * c.n_tiles <= 8);
+        // A config tuned for the scale-after mode is cut down the same way, and only then.
+        WqGemmConfig wide = c;
+        wide.m_tiles = 2, wide.n_tiles = 8;
+        const WqGemmConfig fitted = lowbit::wq::fit_registers(p, wide);
+        CHECK(fitted.m_tiles == (full_dequant ? 1 : 2));
+        CHECK(fitted.n_tiles == 8);
+      }
+    }
+  }
 }
