@@ -237,8 +237,7 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   // Modes that dequantize every weight before the MMA (float zeros, groups under 128) keep more
   // registers live per tile: past 8 accumulator tiles per warp they spill (ptxas, sm_90a: m_tiles 2 ×
   // n_tiles 8 needs 255 registers and 32-76 B of stack).
-  const bool full_dequant = p.mode == DequantMode::SubFloatZeroThenScale || p.mode == DequantMode::ScaleThenAddZero ||
-                            (p.group_size > 0 && p.group_size < 128);
+  const bool full_dequant = has_float_zeros(p.mode) || (p.group_size > 0 && p.group_size < 128);
   if (full_dequant)
     while (c.m_tiles * c.n_tiles > 8 && c.m_tiles > 1) c.m_tiles /= 2;
   return c;
@@ -260,7 +259,8 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
       std::string source = fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file);
       // An entry tuned for another mode may hold more tiles than this mode's registers allow.
       const WqGemmConfig fitted = hit->step == "similar format" ? fit_registers(pb, *c) : *c;
-      if (fitted.m_tiles != c->m_tiles) source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
+      if (fitted.m_tiles != c->m_tiles)
+        source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
       return {fitted, source};
     }
     warn_once("tuning-entry:" + hit->file + hit->key,

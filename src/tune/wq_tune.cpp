@@ -122,8 +122,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
       }
     }
     if (r.best_us < 1e300) {
-      // The runners-up let a lookup for an untuned layer pick a config that is good on several
-      // tuned neighbours instead of the one that happened to win on the nearest (TuningDb::lookup).
+      // Runners-up, for people and for fitting the heuristic; the lookup reads only "config".
       std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       nlohmann::json runners_up = nlohmann::json::array();
       for (std::size_t i = 1; i < timed.size() && runners_up.size() < kRunnersUp; ++i)

@@ -181,12 +181,14 @@ TEST_CASE("DiskCache::verify_dir catches every kind of damage", "[cache]") {
 TEST_CASE("a corrupt cache entry is rebuilt by the next runtime", "[cache][nvrtc]") {
   lowbit::test::TempDir dir;
   const lowbit::WqGemmProblem p = problem_4096();
-  {
+  // A fresh runtime compiles the kernel (it finds no usable entry) and stores it.
+  auto compile_fresh = [&] {
     lowbit::Runtime rt(offline(dir.path));
     const auto recs = lowbit::compile_wq_gemm(rt, p, {1});
     REQUIRE(recs.size() == 1);
     CHECK(source_name(recs[0].source) == "compiled");
-  }
+  };
+  compile_fresh();
   auto entries = DiskCache(dir.path).list();
   REQUIRE(entries.size() == 1);
   REQUIRE(entries[0].valid);
@@ -199,12 +201,7 @@ TEST_CASE("a corrupt cache entry is rebuilt by the next runtime", "[cache][nvrtc
   REQUIRE(entries.size() == 1);
   CHECK_FALSE(entries[0].valid);
   CHECK(lowbit::test::contains(entries[0].problem, "truncated"));
-  {
-    lowbit::Runtime rt(offline(dir.path));
-    const auto recs = lowbit::compile_wq_gemm(rt, p, {1});
-    REQUIRE(recs.size() == 1);
-    CHECK(source_name(recs[0].source) == "compiled");
-  }
+  compile_fresh();
   entries = DiskCache(dir.path).list();
   REQUIRE(entries.size() == 1);
   CHECK(entries[0].valid);
@@ -216,12 +213,7 @@ TEST_CASE("a corrupt cache entry is rebuilt by the next runtime", "[cache][nvrtc
   entries = DiskCache(dir.path).list();
   REQUIRE(entries.size() == 1);
   CHECK_FALSE(entries[0].valid);
-  {
-    lowbit::Runtime rt(offline(dir.path));
-    const auto recs = lowbit::compile_wq_gemm(rt, p, {1});
-    REQUIRE(recs.size() == 1);
-    CHECK(source_name(recs[0].source) == "compiled");
-  }
+  compile_fresh();
   entries = DiskCache(dir.path).list();
   REQUIRE(entries.size() == 1);
   CHECK(entries[0].valid);
