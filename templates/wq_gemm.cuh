@@ -81,7 +81,7 @@ __device__ __forceinline__ void load_fragment(const u32* tile, int lane, u32 (&w
 }
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kSplitK,
-          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic>
+          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic, bool kXShared>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales, const void* __restrict__ zeros,
                    const u16* __restrict__ x, const u16* __restrict__ bias,
@@ -92,6 +92,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
                 "group size must be 32, 64, 128, a multiple of 128, or 0 (per channel)");
   static_assert(kStages >= 2, "at least one chunk in flight");
   static_assert(kUpperRows || kMTiles == 1, "rows 8..15 may be skipped only with one 16-row tile");
+  static_assert(kUpperRows || !kXShared, "block-shared activations feed whole 16-row tiles");
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
   constexpr int kKPad = (kK + 127) / 128 * 128;
@@ -101,7 +102,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kIntMode = kMode <= 1;        // (q − z)·s with an integer (or fixed) z
   constexpr bool kFloatZeros = kMode >= 2;     // zeros are act dtype
   constexpr bool kHasZeros = kMode != 1;
-  constexpr bool kScaleAfter = kIntMode && (kGroup == 0 || kGroup >= 128);  // one scale per lane per chunk
+  // One scale per lane per chunk (per channel: once, at the end). Not for groups with more than 16
+  // accumulator tiles of block-shared activations: the chunk's partial sums would double the
+  // accumulator registers.
+  constexpr bool kScaleAfter =
+      kIntMode && (kGroup == 0 || (kGroup >= 128 && !(kXShared && !kDeterministic && kMTiles * kNTiles > 8)));
   constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;                     // one per column for all of K
   // With the scale after the MMA the zero can come after it too: the MMA runs on base + q (one
   // mask-or per pair, no subtraction) and (base + z)·Σx leaves the chunk's sum, Σx coming from one
@@ -134,8 +139,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int c_begin = blockIdx.y * kChunksPerSplit + wk;
   const int c_end = min(kChunks, (static_cast<int>(blockIdx.y) + 1) * kChunksPerSplit);
   const int n_chunks = c_begin < c_end ? (c_end - c_begin + kWarpsK - 1) / kWarpsK : 0;  // this warp's
+  // kXShared: the block steps through its K range kWarpsK chunks at a time (warp wk takes chunk wk).
+  const int cb0 = c_begin - wk;
+  const int n_steps = cb0 < c_end ? (c_end - cb0 + kWarpsK - 1) / kWarpsK : 0;
 
   float acc[kMTiles][kAccN][4], acc_odd[kMTiles][kAccN][4];  // odd MMA steps: a second chain
+  // ... except with many tiles of block-shared activations, where the registers matter more (there
+  // is enough independent work); deterministic mode keeps two chains in every config.
+  constexpr int kAccChains = kXShared && kMTiles * kAccN >= 8 && !kDeterministic ? 1 : 2;
   for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] = acc_odd[mt][q][r] = 0.f; });
 
   // Rows this lane feeds into the A fragments: m0 + 16·mt + g (+8).
@@ -177,7 +188,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
   // With one 16-row tile the chunk's activations are prefetched a chunk ahead (16 registers when
   // rows 8..15 are skipped); with more, all of a chunk's are loaded at the top of its iteration.
-  constexpr bool kPrefetchX = kMTiles == 1;
+  constexpr bool kPrefetchX = kMTiles == 1 && !kXShared;
 
   // This warp's ring: kStages slots, each holding the weight tiles (kNTiles × 128·kBits B) and, per
   // tile and group of the chunk, the 8 scales (16 B) and 8 zeros (8 B integer, 16 B float) of its
@@ -187,7 +198,38 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kSlot = kNTiles * 8 * kBits + 2 * kMetaRows;  // uint4 per slot
   // When every block's tiles exist (N a multiple of the block's columns) no tile check is needed.
   constexpr bool kAllTiles = kTilesTotal % (kNTiles * kWarpsN) == 0;
-  uint4* ring = smem + warp * (kStages * kSlot);
+  // Block-shared activations (kXShared) come first in shared memory: kStages stages, each holding
+  // the activations of the block's 16·kMTiles rows for the kWarpsK chunks of one block step, which
+  // the block copies with cp.async and every warp reads its A fragments from, so they cross
+  // L2 → SM once per block instead of once per warp. A stage row is kXRowVecs 16-byte vectors;
+  // vector v = 16·wk + 4t + p of row r sits at v ^ (2·(t / 2) + r % 2), so that the 8 lanes of a
+  // 16-byte shared-load phase (g ∈ {2a, 2a+1}, t = 0..3) hit 8 different 4-bank groups.
+  constexpr int kXRowVecs = 16 * kWarpsK;
+  constexpr int kXStage = kXShared ? 16 * kMTiles * kXRowVecs : 0;  // uint4 per stage
+  constexpr int kThreads = 32 * kWarpsN * kWarpsK;
+  constexpr int kXRowStep = kThreads / kXRowVecs;            // rows between one thread's copies
+  constexpr int kXCopies = kXStage / kThreads;               // 16-byte copies per thread per stage
+  static_assert(!kXShared || kXStage % kThreads == 0, "whole copies per thread");
+  const u32 xs_addr = smem_addr(smem);
+  const int xv = threadIdx.x % kXRowVecs, xr0 = threadIdx.x / kXRowVecs;  // the copies' column, first row
+  const u32 xdst0 = (xr0 * kXRowVecs + (xv ^ (((xv >> 3) & 1) << 1 | (xr0 & 1)))) * 16;
+  auto issue_x = [&](int j) {  // block step j → stage j % kStages; past K: zeros
+    const int k0 = (cb0 + j * kWarpsK) * 128 + xv * 8;
+    const bool valid = k0 < kK;
+    const u16* col = x + (valid ? k0 : 0);
+    const u32 dst = xs_addr + (j % kStages) * (kXStage * 16) + xdst0;
+#pragma unroll
+    for (int i = 0; i < kXCopies; ++i) {
+      const int row = m0 + xr0 + i * kXRowStep;
+      cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, col + static_cast<i64>(row < M ? row : 0) * kK,
+                          valid);
+    }
+  };
+  // This lane's A fragment (tile mt, half h, step pair p) is at xs_lane + (j % kStages)·stage +
+  // ((p ^ xsw) + (16·mt + 8·h)·kXRowVecs)·16.
+  const u32 xs_lane = xs_addr + (g * kXRowVecs + 16 * wk + 4 * t) * 16;
+  const int xsw = 2 * (t >> 1) + (g & 1);
+  uint4* ring = smem + kStages * kXStage + warp * (kStages * kSlot);
   const u32 ring_addr = smem_addr(ring) + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
   // Chunks are issued in order too: running pointers to the next chunk's weights and (groups of
   // ≤ 128, where the group index grows by 128 / kGroup per chunk) this lane's scale/zero row.
@@ -220,6 +262,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
+    if (kXShared && j < n_steps) issue_x(j);
     if (j < n_chunks) issue(j);
     cp_async_commit();  // empty groups keep the count uniform
   }
@@ -239,21 +282,30 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     s_channel[nt] = kGroup == 0 && !kScaleAfter ? splat2(ld_cached_u16(scales + at)) : 0u;
   }
 
-  for (int j = 0; j < n_chunks; ++j) {
+  for (int j = 0; j < (kXShared ? n_steps : n_chunks); ++j) {
     const int c = c_begin + j * kWarpsK;
-    if constexpr (kMetaRows > 0) __syncwarp();  // all lanes are done with the slot refilled next
-    if (j + kStages - 1 < n_chunks) issue(j + kStages - 1);
-    cp_async_commit();
     uint4 xn[4][kMTiles][kHalves];
-    if constexpr (kPrefetchX) {
-      if (j + 1 < n_chunks) load_next_x(c + kWarpsK, xn);  // next chunk's, while this one computes
+    if constexpr (kXShared) {
+      cp_async_wait<kStages - 2>();  // this thread's copies for step j have landed
+      __syncthreads();  // ... and every thread's; every warp is done with the slots of step j − 1
+      if (j + kStages - 1 < n_steps) issue_x(j + kStages - 1);
+      if (j + kStages - 1 < n_chunks) issue(j + kStages - 1);
+      cp_async_commit();
+      if (j >= n_chunks) continue;  // this warp has no chunk in the block's last step
     } else {
-      load_next_x(c, xa);
+      if constexpr (kMetaRows > 0) __syncwarp();  // all lanes are done with the slot refilled next
+      if (j + kStages - 1 < n_chunks) issue(j + kStages - 1);
+      cp_async_commit();
+      if constexpr (kPrefetchX) {
+        if (j + 1 < n_chunks) load_next_x(c + kWarpsK, xn);  // next chunk's, while this one computes
+      } else {
+        load_next_x(c, xa);
+      }
+      cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
+      if constexpr (kMetaRows > 0) __syncwarp();  // ... and the other lanes' scale and zero rows
     }
-
-    cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
-    if constexpr (kMetaRows > 0) __syncwarp();  // ... and the other lanes' scale and zero rows
     const uint4* slot = ring + (j % kStages) * kSlot;
+    const u32 xslot = xs_lane + (j % kStages) * (kXStage * 16);
 
     // Per lane and tile: the zero point of column g and the scale (column g before the MMA, or
     // columns 2t, 2t+1 after it). Lane t's 32 k values never straddle a group.
@@ -309,7 +361,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // Even steps accumulate into part[0] / acc, odd ones into part[1] / acc_odd.
     auto mma_step = [&](int hs, int mt, int q, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
       if constexpr (kScaleAfter && !kScaleAtEnd) mma_16816<kBf16>(part[hs % kChains][mt][q], a0, a1, a2, a3, b0, b1);
-      else if (hs == 0) mma_16816<kBf16>(acc[mt][q], a0, a1, a2, a3, b0, b1);
+      else if (hs == 0 || kAccChains == 1) mma_16816<kBf16>(acc[mt][q], a0, a1, a2, a3, b0, b1);
       else mma_16816<kBf16>(acc_odd[mt][q], a0, a1, a2, a3, b0, b1);
     };
     auto dequant = [&](int nt, int p, u32 (&b)[4]) {  // pairs: step 2p (b[0], b[1]), step 2p+1 (b[2], b[3])
@@ -329,7 +381,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       for (int r = 0; r < 4; ++r) xsum[mt][r] = 0.f;
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      const uint4(&xp)[kMTiles][kHalves] = xa[p];
+      uint4 xsh[kMTiles][kHalves];
+      if constexpr (kXShared)
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+          for (int h = 0; h < kHalves; ++h)
+            xsh[mt][h] = ld_shared_v4(xslot + ((p ^ xsw) + (16 * mt + 8 * h) * kXRowVecs) * 16);
+      const uint4(&xp)[kMTiles][kHalves] = kXShared ? xsh : xa[p];
       if constexpr (kSwap) {
 #pragma unroll
         for (int q = 0; q < kAccN; ++q) {
@@ -386,7 +445,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         for (int h = 0; h < kHalves; ++h) xa[p][0][h] = xn[p][0][h];
   }
   cp_async_wait<0>();
-  if constexpr (!(kScaleAfter && !kScaleAtEnd))
+  if constexpr (!(kScaleAfter && !kScaleAtEnd) && kAccChains == 2)
     for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] += acc_odd[mt][q][r]; });
 
   // Per-channel scales: one multiply per output, here.

@@ -15,9 +15,10 @@ void add_common(CLI::App* app, CommonFlags& f, bool with_device) {
                   "kernel cache dir (default $LOWBIT_CACHE_DIR or ~/.cache/lowbit)");
   app->add_option("--sm-count", f.sm_count,
                   "offline: SM count of the target GPU (configs depend on it; default: a typical part)");
-  app->add_option("--device-name", f.device_name,
-                  "offline: the GPU to build for as the driver names it (\"NVIDIA H100 80GB HBM3\"); its tuning "
-                  "file wins");
+  app->add_option(
+      "--device-name", f.device_name,
+      "offline: the GPU to build for as the driver names it (\"NVIDIA H100 80GB HBM3\"); its tuning "
+      "file wins");
   if (with_device) app->add_option("--device", f.device, "CUDA device ordinal");
   app->add_flag("--json", f.json, "machine-readable output");
 }
@@ -35,7 +36,8 @@ void add_wq(CLI::App* app, WqFlags& f) {
       ->default_val("zp");
   app->add_flag("--act-order", f.act_order, "weights packed from an act-order (g_idx) checkpoint");
   app->add_flag("--deterministic", f.deterministic, "fixed-order split-K, same K order for every M bucket");
-  app->add_option("--config", f.config, "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k[,stages]");
+  app->add_option("--config", f.config,
+                  "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k[,stages[,x_shared 0|1]]");
   app->add_option("--model", f.model,
                   "model preset: llama-3-8b, mistral-7b, qwen2.5-7b, llama-3-70b[-tp2|-tp4|-tp8], standard");
   app->add_option("--shapes", f.shapes, "file of layers, one 'N K' per line");
@@ -63,12 +65,17 @@ std::vector<int64_t> parse_int_list(const std::string& s, const char* flag) {
 std::optional<WqGemmConfig> parse_config(const std::string& s) {
   if (s.empty()) return std::nullopt;
   auto v = parse_int_list(s, "--config");
-  LOWBIT_CHECK(v.size() == 5 || v.size() == 6,
-               "--config = '{}': expected m_tiles,n_tiles,warps_n,warps_k,split_k[,stages]", s);
+  LOWBIT_CHECK(v.size() >= 5 && v.size() <= 7,
+               "--config = '{}': expected m_tiles,n_tiles,warps_n,warps_k,split_k[,stages[,x_shared]]", s);
   WqGemmConfig c;
   c.m_tiles = static_cast<int>(v[0]), c.n_tiles = static_cast<int>(v[1]), c.warps_n = static_cast<int>(v[2]);
   c.warps_k = static_cast<int>(v[3]), c.split_k = static_cast<int>(v[4]);
-  if (v.size() == 6) c.stages = static_cast<int>(v[5]);
+  if (v.size() >= 6) c.stages = static_cast<int>(v[5]);
+  if (v.size() == 7) {
+    LOWBIT_CHECK(v[6] == 0 || v[6] == 1, "--config = '{}': x_shared (the 7th field) = {}: must be 0 or 1", s,
+                 v[6]);
+    c.x_shared = v[6] == 1;
+  }
   return c;
 }
 

@@ -57,12 +57,16 @@ struct WqGemmProblem {
 // range and reduce through shared memory; split_k blocks split K across the grid and reduce
 // through an fp32 workspace (atomics; the last block to finish writes the output).
 struct WqGemmConfig {
-  int m_tiles = 1;          // 1..8
-  int n_tiles = 4;          // 1, 2, 4, 8
-  int warps_n = 1;          // 1, 2, 4
-  int warps_k = 4;          // 1, 2, 4, 8, 16 (at most 16 warps per block)
-  int split_k = 1;          // 1..64; 1 = data-parallel (each output written once, no workspace)
-  int stages = 4;           // 2..8: cp.async ring slots per warp (stages − 1 chunks of weights in flight)
+  int m_tiles = 1;  // 1..8
+  int n_tiles = 4;  // 1, 2, 4, 8
+  int warps_n = 1;  // 1, 2, 4
+  int warps_k = 4;  // 1, 2, 4, 8, 16 (at most 16 warps per block)
+  int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace)
+  int stages = 4;   // 2..8: cp.async ring slots per warp (stages − 1 chunks of weights in flight)
+  // The block copies each chunk's activations once into shared memory (with the weights' ring) and
+  // every warp reads them there, instead of every warp loading its own from L2: for M ≥ 17, where
+  // warps_n > 1 warps then share them. Warps of a block step through K together.
+  bool x_shared = false;
   std::string str() const;  // WqGemmConfig(m_tiles=1, n_tiles=4, ...)
   bool operator==(const WqGemmConfig&) const = default;
 };

@@ -41,8 +41,8 @@ std::string WqGemmProblem::str() const {
 }
 
 std::string WqGemmConfig::str() const {
-  return fmt::format("WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={})",
-                     m_tiles, n_tiles, warps_n, warps_k, split_k, stages);
+  return fmt::format("WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{})",
+                     m_tiles, n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "");
 }
 
 namespace {
@@ -98,7 +98,10 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const std::size_t slot =
       (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
-  return std::max(rings, reduction_smem_bytes(c));
+  // x_shared: per stage the activations of 16·m_tiles rows × warps_k chunks of 128 (kXStage).
+  const std::size_t x_stages =
+      c.x_shared ? static_cast<std::size_t>(c.stages) * 16 * c.m_tiles * 128 * c.warps_k * 2 : 0;
+  return std::max(x_stages + rings, reduction_smem_bytes(c));
 }
 
 std::size_t smem_limit(const Arch& a) {
@@ -163,8 +166,10 @@ nlohmann::json to_json(const WqGemmProblem& p) {
 }
 
 nlohmann::json to_json(const WqGemmConfig& c) {
-  return {{"m_tiles", c.m_tiles}, {"n_tiles", c.n_tiles}, {"warps_n", c.warps_n},
-          {"warps_k", c.warps_k}, {"split_k", c.split_k}, {"stages", c.stages}};
+  nlohmann::json j = {{"m_tiles", c.m_tiles}, {"n_tiles", c.n_tiles}, {"warps_n", c.warps_n},
+                      {"warps_k", c.warps_k}, {"split_k", c.split_k}, {"stages", c.stages}};
+  if (c.x_shared) j["x_shared"] = true;  // absent = false: files from before the field stay valid
+  return j;
 }
 
 std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
@@ -175,6 +180,10 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
         std::pair{"warps_k", &c.warps_k}, std::pair{"split_k", &c.split_k}, std::pair{"stages", &c.stages}}) {
     if (!j.contains(name) || !j[name].is_number_integer()) return std::nullopt;
     *field = j[name].get<int>();
+  }
+  if (j.contains("x_shared")) {
+    if (!j["x_shared"].is_boolean()) return std::nullopt;
+    c.x_shared = j["x_shared"].get<bool>();
   }
   return c;
 }
@@ -194,19 +203,19 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   WqGemmProblem p = problem;
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
-  const bool upper_rows = !(bucket <= 8 && c.m_tiles == 1);
+  const bool upper_rows = c.x_shared || !(bucket <= 8 && c.m_tiles == 1);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name =
-      fmt::format("wq_gemm_w{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}", p.bits,
-                  p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                  p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n, p.k,
-                  c.m_tiles, upper_rows ? "" : "h", c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages);
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}", p.bits,
+                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                       p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n,
+                       p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                       c.stages, c.x_shared ? "xs" : "");
   s.name_expression = fmt::format(
-      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits,
+      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits,
       p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, b(upper_rows),
-      b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(p.deterministic));
+      b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
@@ -396,22 +405,28 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     c = tiles_per_sm <= 4 ? make(2, 4, 2, 2) : tiles_per_sm <= 6 ? make(1, 4, 2, 4) : make(2, 8, 2, 4);
   }
   c = wq::fit_registers(p, c);
-  const int64_t col_blocks = ceil_div(tiles, c.n_tiles * c.warps_n);
-  const int64_t row_blocks = ceil_div(p.m, 16 * c.m_tiles);
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
   while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
-  const int64_t max_split = p.deterministic ? 8 : 64;
   // Split K only when the grid would leave most SMs idle: each split adds a pipeline ramp per warp
   // and a reduction, and measured slower even with half the SMs busy (4096² M=16: 9.9 µs unsplit,
-  // 12.6 split in two). So: fewer than SMs/4 blocks, and ≥ 2 chunks per warp after the split.
-  const int64_t blocks = col_blocks * row_blocks;
-  int64_t split = 1;
-  while (4 * blocks * split < std::max(sm_count, 1) && chunks / (split * 2) >= 2LL * c.warps_k &&
-         split < max_split)
-    split *= 2;
-  c.split_k = static_cast<int>(split);
+  // 12.6 split in two). So: fewer than SMs/4 blocks.
+  c.split_k = wq::fill_split(p, c, std::max(sm_count, 1) / 4.0);
   return c;
 }
+
+namespace wq {
+int fill_split(const WqGemmProblem& p, const WqGemmConfig& c, double min_blocks) {
+  const int64_t col_blocks = ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n);
+  const int64_t blocks = col_blocks * ceil_div(p.m, 16 * c.m_tiles);
+  const int64_t chunks = layout(p).chunks;
+  const int64_t max_split = p.deterministic ? 8 : 64;
+  int64_t split = 1;
+  while (static_cast<double>(blocks * split) < min_blocks && chunks / (split * 2) >= 2LL * c.warps_k &&
+         split < max_split)
+    split *= 2;
+  return static_cast<int>(split);
+}
+}  // namespace wq
 
 // ---- plans --------------------------------------------------------------------------------------
 

@@ -76,6 +76,10 @@ tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
 // MMA (float zeros, groups under 128) and more than 8 accumulator tiles would spill registers.
 WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);
 
+// The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2
+// chunks per warp per split (at most 64; deterministic problems at most 8).
+int fill_split(const WqGemmProblem& problem, const WqGemmConfig& config, double min_blocks);
+
 // How a plan picked the config of one M bucket.
 struct Choice {
   WqGemmConfig config;

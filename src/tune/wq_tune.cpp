@@ -48,6 +48,18 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     pm.m = m;
     add(choose_config(pm, arch, sm_count));
   }
+  // Block-shared activations (M ≥ 16): 2-4 warps share each chunk's rows; K split to fill the SMs.
+  if (p.m >= 16)
+    for (int mt : {1, 2, 4})
+      for (int nt : {4, 8})
+        for (int wn : {2, 4})
+          for (int wk : {1, 2}) {
+            if (16 * mt > 2 * p.m) continue;
+            WqGemmConfig c;
+            c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.stages = 3, c.x_shared = true;
+            c.split_k = wq::fill_split(p, c, sm_count);  // one block per SM at least
+            add(c);
+          }
   return out;
 }
 

@@ -12,6 +12,11 @@ __device__ __forceinline__ u32 smem_addr(const void* p) { return static_cast<u32
 __device__ __forceinline__ void cp_async_16(u32 smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(gmem) : "memory");
 }
+// The same, but copies nothing and writes 16 zero bytes when !valid (src-size 0: gmem is not read).
+__device__ __forceinline__ void cp_async_16_or_zero(u32 smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(gmem), "r"(valid ? 16 : 0)
+               : "memory");
+}
 // 8-byte copies exist only with .ca (L1 + L2).
 __device__ __forceinline__ void cp_async_8(u32 smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem), "l"(gmem) : "memory");

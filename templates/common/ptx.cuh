@@ -19,6 +19,13 @@ __device__ __forceinline__ uint4 ld_cached_v4(const void* p) { return __ldg(stat
 __device__ __forceinline__ u16 ld_cached_u16(const u16* p) { return __ldg(p); }
 __device__ __forceinline__ u8 ld_cached_u8(const u8* p) { return __ldg(p); }
 
+// 16 bytes from a shared-memory address (cp_async.cuh: smem_addr), with no generic-address math.
+__device__ __forceinline__ uint4 ld_shared_v4(u32 addr) {
+  uint4 r;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
+  return r;
+}
+
 // fp32 <-> 16-bit float bit patterns without cuda_fp16.h (NVRTC has no host headers here).
 __device__ __forceinline__ u16 f32_to_f16(float f) {
   u16 h;

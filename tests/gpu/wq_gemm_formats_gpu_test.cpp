@@ -22,9 +22,9 @@ WqGemmProblem make_problem(int64_t n, int64_t k, int bits, int group, DequantMod
   return p;
 }
 
-WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk) {
+WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared = false) {
   WqGemmPlanOptions o;
-  o.config = WqGemmConfig{mt, nt, wn, wk, sk, 3};
+  o.config = WqGemmConfig{mt, nt, wn, wk, sk, 3, x_shared};
   return o;
 }
 
@@ -59,12 +59,24 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
     if (p.group_size == 128 || p.group_size == 32) split_problems.push_back(p);
   const auto split_plans = build_plans(
       split_problems, {17}, std::vector<WqGemmPlanOptions>(split_problems.size(), forced(1, 2, 2, 2, 3)));
+  // And with block-shared activations: 2 × 2 tiles per warp (scale after the MMA where the mode
+  // allows), and 2 × 8 (every weight dequantized before it).
+  const auto shared_small =
+      build_plans(split_problems, {17},
+                  std::vector<WqGemmPlanOptions>(split_problems.size(), forced(2, 2, 2, 2, 3, true)));
+  const auto shared_wide =
+      build_plans(split_problems, {17},
+                  std::vector<WqGemmPlanOptions>(split_problems.size(), forced(2, 8, 2, 1, 1, true)));
   std::size_t s = 0;
   for (std::size_t i = 0; i < problems.size(); ++i) {
     auto L = make_layer(problems[i], biased[i]);
     for (int64_t m : {1, 5, 17}) run_and_check(*L, *plans[i], m, biased[i]);
     if (problems[i].group_size == 128 || problems[i].group_size == 32) {
-      for (int64_t m : {1, 17}) run_and_check(*L, *split_plans[s], m, biased[i]);
+      for (int64_t m : {1, 17}) {
+        run_and_check(*L, *split_plans[s], m, biased[i]);
+        run_and_check(*L, *shared_small[s], m, biased[i]);
+        run_and_check(*L, *shared_wide[s], m, biased[i]);
+      }
       ++s;
     }
   }
@@ -127,7 +139,8 @@ TEST_CASE("wq_gemm deterministic: bitwise equal across 20 runs and across M buck
   };
   const Case cases[] = {{512, 8192, 4, DType::F16, std::nullopt, true},
                         {520, 4096, 2, DType::BF16, std::nullopt, false},
-                        {1032, 2048, 8, DType::F16, WqGemmConfig{1, 4, 1, 2, 5, 3}, false}};
+                        {1032, 2048, 8, DType::F16, WqGemmConfig{1, 4, 1, 2, 5, 3}, false},
+                        {1032, 2048, 4, DType::F16, WqGemmConfig{2, 8, 2, 2, 3, 3, true}, false}};
   const std::vector<int64_t> ms = {1, 3, 16, 64, 130};
   for (const Case& c : cases) {
     WqGemmProblem p = make_problem(c.n, c.k, c.bits, 128, DequantMode::SubZeroThenScale, c.act, 130);

@@ -21,27 +21,34 @@ WqGemmProblem problem(int64_t n, int64_t k, int group = 128, int64_t max_m = 130
   return p;
 }
 
-WqGemmConfig config(int mt, int nt, int wn, int wk, int sk) {
+WqGemmConfig config(int mt, int nt, int wn, int wk, int sk, int stages = 4, bool x_shared = false) {
   WqGemmConfig c;
-  c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.split_k = sk;
+  c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.split_k = sk, c.stages = stages;
+  c.x_shared = x_shared;
   return c;
 }
 
-// Every M of kMs through three plans: the library's choice, data-parallel, and split-K.
+// Every M of kMs through five plans: the library's choice, data-parallel, split-K, and two with
+// block-shared activations (warps stepping through K in pairs, split; and 4 × 8 tiles per warp,
+// which dequantizes before the MMA with one accumulator chain).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
+  const int split = static_cast<int>(std::min<int64_t>(3, (k + 127) / 128));
   WqGemmPlan chosen(rt, L->problem, kMs);
-  WqGemmPlanOptions dp, sk;
+  WqGemmPlanOptions dp, sk, xs_split, xs_wide;
   dp.config = config(2, 4, 1, 4, 1);
-  sk.config = config(1, 2, 2, 2, static_cast<int>(std::min<int64_t>(3, (k + 127) / 128)));
-  WqGemmPlan data_parallel(rt, L->problem, kMs, dp);
-  WqGemmPlan split_k(rt, L->problem, kMs, sk);
-  for (int64_t m : kMs) {
-    run_and_check(*L, chosen, m, false);
-    run_and_check(*L, data_parallel, m, false);
-    run_and_check(*L, split_k, m, false);
-  }
+  sk.config = config(1, 2, 2, 2, split);
+  xs_split.config = config(2, 4, 2, 2, split, 3, true);
+  xs_wide.config = config(4, 8, 4, 1, 1, 2, true);
+  std::vector<WqGemmPlan> plans;
+  plans.emplace_back(rt, L->problem, kMs);
+  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide}) plans.emplace_back(rt, L->problem, kMs, *o);
+  for (int64_t m : kMs)
+    for (const auto& plan : plans) {
+      INFO(plan.config_for(m).str());
+      run_and_check(*L, plan, m, false);
+    }
 }
 
 }  // namespace
@@ -82,12 +89,14 @@ TEST_CASE("wq_gemm groups, modes, dtypes, bias", "[gpu]") {
           p.mode = mode;
           const bool bias = group != 64;
           auto L = make_layer(p, bias);
-          WqGemmPlanOptions sk;
+          WqGemmPlanOptions sk, xs;
           sk.config = config(1, 1, 2, 2, 2);
-          WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk);
+          xs.config = config(2, 8, 2, 2, 2, 3, true);  // 16 tiles: dequantized before the MMA
+          WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs);
           for (int64_t m : {1, 5, 17}) {
             run_and_check(*L, chosen, m, bias);
             run_and_check(*L, split, m, bias);
+            run_and_check(*L, shared, m, bias);
           }
         }
 }

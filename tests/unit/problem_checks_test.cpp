@@ -229,7 +229,8 @@ TEST_CASE("default_config runs every problem can_implement accepts, on every arc
           }
 }
 
-TEST_CASE("modes that dequantize before the MMA never get more than 8 accumulator tiles per warp", "[wq_gemm]") {
+TEST_CASE("modes that dequantize before the MMA never get more than 8 accumulator tiles per warp",
+          "[wq_gemm]") {
   const Arch sm90a = Arch::parse("sm_90a");
   for (auto mode : {lowbit::DequantMode::SubFloatZeroThenScale, lowbit::DequantMode::ScaleThenAddZero,
                     lowbit::DequantMode::SubZeroThenScale}) {
@@ -250,4 +251,39 @@ TEST_CASE("modes that dequantize before the MMA never get more than 8 accumulato
       }
     }
   }
+}
+
+TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field", "[wq_gemm]") {
+  WqGemmProblem p = normal_problem();
+  p.m = 64;
+  WqGemmConfig c;
+  c.m_tiles = 4, c.n_tiles = 8, c.warps_n = 4, c.warps_k = 2, c.split_k = 2, c.stages = 3;
+  const WqGemmConfig plain = c;
+  c.x_shared = true;
+  // Old files have no "x_shared" field: they read as false, and false configs are written without it.
+  CHECK_FALSE(lowbit::wq::to_json(plain).contains("x_shared"));
+  CHECK(lowbit::wq::config_from_json(lowbit::wq::to_json(plain)) == plain);
+  CHECK(lowbit::wq::config_from_json(lowbit::wq::to_json(c)) == c);
+  auto bad = lowbit::wq::to_json(c);
+  bad["x_shared"] = 1;  // must be a boolean
+  CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
+  // The activation stages: 3 stages × 64 rows × 2 chunks of 128 values × 2 bytes, before the rings.
+  CHECK(lowbit::wq::smem_bytes(p, c) == lowbit::wq::smem_bytes(p, plain) + 3 * 64 * 256 * 2);
+  const auto spec = lowbit::wq::kernel_spec(p, c, 64);
+  CHECK(lowbit::test::contains(spec.name, "xs"));
+  CHECK(lowbit::test::contains(spec.name_expression, "true>"));
+  CHECK_FALSE(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 64).name, "xs"));
+  CHECK(lowbit::test::contains(c.str(), "x_shared"));
+}
+
+TEST_CASE("fill_split: the smallest power of 2 that fills the grid, keeping 2 chunks per warp", "[wq_gemm]") {
+  WqGemmProblem p = normal_problem();  // 4096 x 4096: 512 tiles, 32 chunks
+  p.m = 64;
+  WqGemmConfig c;
+  c.m_tiles = 4, c.n_tiles = 8, c.warps_n = 4, c.warps_k = 1, c.x_shared = true;  // 16 blocks
+  CHECK(lowbit::wq::fill_split(p, c, 16) == 1);
+  CHECK(lowbit::wq::fill_split(p, c, 17) == 2);
+  CHECK(lowbit::wq::fill_split(p, c, 132) == 16);  // 32 chunks / 16 = 2 per warp
+  c.warps_k = 2;
+  CHECK(lowbit::wq::fill_split(p, c, 132) == 8);  // 2 chunks per warp of 2
 }

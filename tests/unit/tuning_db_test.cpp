@@ -1,6 +1,7 @@
 // The tuning database: round trip, merge, lookup order, arch filter, bad files and bad entries.
 #include "tune/tuning_db.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -195,6 +196,10 @@ TEST_CASE("tune candidates: the heuristic first, then distinct configs that can 
         for (std::size_t j = 0; j < i; ++j) CHECK_FALSE(cands[i] == cands[j]);
       }
       CHECK(cands.size() >= 10);
+      // Block-shared activations are tried from M = 16 on.
+      const bool any_shared =
+          std::any_of(cands.begin(), cands.end(), [](const auto& c) { return c.x_shared; });
+      CHECK(any_shared == (m >= 16));
     }
 }
 
