@@ -61,23 +61,24 @@ __device__ __forceinline__ void for_each_acc(Fn&& fn) {
       for (int r = 0; r < 4; ++r) fn(mt, q, r);
 }
 
-// The lane's kBits words of one tile from shared memory: [kBits / V][32 lanes][V words].
-template <int kBits>
-__device__ __forceinline__ void load_fragment(const u32* tile, int lane, u32 (&w)[kBits]) {
+// The lane's kBits words of one tile from shared memory: [kBits / V][32 lanes][V words]; the tile
+// starts kTileOff bytes after `lane_addr`, the address of the lane's first vector in tile 0.
+template <int kBits, int kTileOff>
+__device__ __forceinline__ void load_fragment(u32 lane_addr, u32 (&w)[kBits]) {
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;
-#pragma unroll
-  for (int v = 0; v < kBits / kV; ++v) {
-    const u32* src = tile + (v * 32 + lane) * kV;
+  static_for<kBits / kV>([&](auto v_c) {
+    constexpr int v = decltype(v_c)::value;
+    constexpr int kOff = kTileOff + v * 32 * kV * 4;
     if constexpr (kV == 4) {
-      const uint4 q = *reinterpret_cast<const uint4*>(src);
+      const uint4 q = ld_shared_v4<kOff>(lane_addr);
       w[4 * v] = q.x, w[4 * v + 1] = q.y, w[4 * v + 2] = q.z, w[4 * v + 3] = q.w;
     } else if constexpr (kV == 2) {
-      const uint2 q = *reinterpret_cast<const uint2*>(src);
+      const uint2 q = ld_shared_v2<kOff>(lane_addr);
       w[2 * v] = q.x, w[2 * v + 1] = q.y;
     } else {
-      w[v] = *src;
+      w[v] = ld_shared_u32<kOff>(lane_addr);
     }
-  }
+  });
 }
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kSplitK,
@@ -213,24 +214,37 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const u32 xs_addr = smem_addr(smem);
   const int xv = threadIdx.x % kXRowVecs, xr0 = threadIdx.x / kXRowVecs;  // the copies' column, first row
   const u32 xdst0 = (xr0 * kXRowVecs + (xv ^ (((xv >> 3) & 1) << 1 | (xr0 & 1)))) * 16;
-  auto issue_x = [&](int j) {  // block step j → stage j % kStages; past K: zeros
-    const int k0 = (cb0 + j * kWarpsK) * 128 + xv * 8;
-    const bool valid = k0 < kK;
-    const u16* col = x + (valid ? k0 : 0);
-    const u32 dst = xs_addr + (j % kStages) * (kXStage * 16) + xdst0;
+  // When all the block's rows exist (every block but the last row block), a thread's copies are
+  // constant offsets from one pointer; otherwise rows past M read row 0, as in load_next_x.
+  const bool x_rows_full = m0 + 16 * kMTiles <= M;
+  const u16* x_thread = x + static_cast<i64>(x_rows_full ? m0 + xr0 : 0) * kK + xv * 8;
+  auto issue_x = [&](int j, int stage) {  // block step j → stage; past K: zeros
+    const int k0 = (cb0 + j * kWarpsK) * 128;
+    const bool valid = k0 + xv * 8 < kK;
+    const u32 dst = xs_addr + stage * (kXStage * 16) + xdst0;
+    if (x_rows_full) {
+      const u16* src = x_thread + (valid ? k0 : 0);
 #pragma unroll
-    for (int i = 0; i < kXCopies; ++i) {
-      const int row = m0 + xr0 + i * kXRowStep;
-      cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, col + static_cast<i64>(row < M ? row : 0) * kK,
-                          valid);
+      for (int i = 0; i < kXCopies; ++i)
+        cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, src + static_cast<i64>(i * kXRowStep) * kK, valid);
+    } else {
+      const u16* col = x + (valid ? k0 + xv * 8 : 0);
+#pragma unroll
+      for (int i = 0; i < kXCopies; ++i) {
+        const int row = m0 + xr0 + i * kXRowStep;
+        cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, col + static_cast<i64>(row < M ? row : 0) * kK,
+                            valid);
+      }
     }
   };
-  // This lane's A fragment (tile mt, half h, step pair p) is at xs_lane + (j % kStages)·stage +
-  // ((p ^ xsw) + (16·mt + 8·h)·kXRowVecs)·16.
-  const u32 xs_lane = xs_addr + (g * kXRowVecs + 16 * wk + 4 * t) * 16;
-  const int xsw = 2 * (t >> 1) + (g & 1);
+  // This lane's A fragment (tile mt, half h, step pair p) is at xs_lane[p] + stage·(kXStage·16) +
+  // (16·mt + 8·h)·kXRowVecs·16.
+  u32 xs_lane[4];
+#pragma unroll
+  for (int p = 0; p < 4; ++p) xs_lane[p] = xs_addr + (g * kXRowVecs + 16 * wk + 4 * t + (p ^ (2 * (t >> 1) + (g & 1)))) * 16;
   uint4* ring = smem + kStages * kXStage + warp * (kStages * kSlot);
-  const u32 ring_addr = smem_addr(ring) + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
+  const u32 ring_base = smem_addr(ring);
+  const u32 ring_addr = ring_base + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
   // Chunks are issued in order too: running pointers to the next chunk's weights and (groups of
   // ≤ 128, where the group index grows by 128 / kGroup per chunk) this lane's scale/zero row.
   const u32* wnext = qweight + (static_cast<i64>(tile0) * kChunks + c_begin) * kTileWords + lane * kV;
@@ -238,8 +252,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int meta_sub = lane % max(kGroupsPerChunk, 1);  // group within the chunk
   constexpr bool kMetaLinear = kGroup > 0 && kGroup <= 128;
   i64 meta_next = kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
-  auto issue = [&](int j) {  // chunk j of this warp (the next in order) → slot j % kStages
-    const u32 slot = ring_addr + (j % kStages) * (kSlot * 16);
+  auto issue = [&](int j, int stage) {  // chunk j of this warp (the next in order) → slot `stage`
+    const u32 slot = ring_addr + stage * (kSlot * 16);
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt)
       if (kAllTiles || tile0 + nt < kTilesTotal)
@@ -262,8 +276,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
-    if (kXShared && j < n_steps) issue_x(j);
-    if (j < n_chunks) issue(j);
+    if (kXShared && j < n_steps) issue_x(j, j);
+    if (j < n_chunks) issue(j, j);
     cp_async_commit();  // empty groups keep the count uniform
   }
   uint4 xa[4][kMTiles][kHalves];
@@ -282,19 +296,26 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     s_channel[nt] = kGroup == 0 && !kScaleAfter ? splat2(ld_cached_u16(scales + at)) : 0u;
   }
 
+  // Step j reads stage j % kStages and refills the stage step j − 1 read: a mask for a power of 2
+  // stages, else counted (a division by 3 costs a multiply-high and four more instructions).
+  constexpr bool kPow2Stages = (kStages & (kStages - 1)) == 0;
+  int next_stage = 0;
   for (int j = 0; j < (kXShared ? n_steps : n_chunks); ++j) {
     const int c = c_begin + j * kWarpsK;
+    const int stage = kPow2Stages ? j & (kStages - 1) : next_stage;
+    const int refill = kPow2Stages ? (j + kStages - 1) & (kStages - 1) : stage == 0 ? kStages - 1 : stage - 1;
+    if constexpr (!kPow2Stages) next_stage = stage + 1 == kStages ? 0 : stage + 1;
     uint4 xn[4][kMTiles][kHalves];
     if constexpr (kXShared) {
       cp_async_wait<kStages - 2>();  // this thread's copies for step j have landed
       __syncthreads();  // ... and every thread's; every warp is done with the slots of step j − 1
-      if (j + kStages - 1 < n_steps) issue_x(j + kStages - 1);
-      if (j + kStages - 1 < n_chunks) issue(j + kStages - 1);
+      if (j + kStages - 1 < n_steps) issue_x(j + kStages - 1, refill);
+      if (j + kStages - 1 < n_chunks) issue(j + kStages - 1, refill);
       cp_async_commit();
       if (j >= n_chunks) continue;  // this warp has no chunk in the block's last step
     } else {
       if constexpr (kMetaRows > 0) __syncwarp();  // all lanes are done with the slot refilled next
-      if (j + kStages - 1 < n_chunks) issue(j + kStages - 1);
+      if (j + kStages - 1 < n_chunks) issue(j + kStages - 1, refill);
       cp_async_commit();
       if constexpr (kPrefetchX) {
         if (j + 1 < n_chunks) load_next_x(c + kWarpsK, xn);  // next chunk's, while this one computes
@@ -304,8 +325,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
       if constexpr (kMetaRows > 0) __syncwarp();  // ... and the other lanes' scale and zero rows
     }
-    const uint4* slot = ring + (j % kStages) * kSlot;
-    const u32 xslot = xs_lane + (j % kStages) * (kXStage * 16);
+    const u32 slot = ring_base + stage * (kSlot * 16);
+    const u32 xstage = stage * (kXStage * 16);
 
     // Per lane and tile: the zero point of column g and the scale (column g before the MMA, or
     // columns 2t, 2t+1 after it). Lane t's 32 k values never straddle a group.
@@ -313,40 +334,46 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     u32 zq[kNTiles], s_pre[kNTiles];
     float s_post[kNTiles][2];  // swapped: both entries hold the scale of column g
     float z_post[kNTiles][2];  // kZeroAfter: base + z of the same columns
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
+    // The lane's element addresses in the first tile's 16-byte scale row (per tile: + kGroupsPerChunk
+    // rows), and the zero rows kMetaRows rows later.
+    const u32 meta = slot + (kNTiles * 8 * kBits + gi) * 16;
+    const u32 meta_g2 = meta + 2 * g, meta_g = meta + g, meta_t4 = meta + 4 * t, meta_t2 = meta + 2 * t;
+    static_for<kNTiles>([&](auto nt_c) {
+      constexpr int nt = decltype(nt_c)::value;
+      constexpr int kS = nt * kGroupsPerChunk * 16;  // this tile's scale row
+      constexpr int kZ = kS + kMetaRows * 16;        // ... and zero row
       if constexpr (kGroup == 0) {
         zq[nt] = z_channel[nt];
         s_pre[nt] = s_channel[nt];
       } else {
-        const int row = nt * kGroupsPerChunk + gi;
-        const uint4* meta = slot + kNTiles * 8 * kBits;
-        const u16* srow = reinterpret_cast<const u16*>(meta + row);
-        if constexpr (kFloatZeros) zq[nt] = splat2(reinterpret_cast<const u16*>(meta + kMetaRows + row)[g]);
-        else zq[nt] = kHasZeros ? reinterpret_cast<const u8*>(meta + kMetaRows + row)[g] : (1u << (kBits - 1));
-        if constexpr (!kScaleAfter) s_pre[nt] = splat2(srow[g]);
-        if constexpr (kScaleAfter) {
-          s_post[nt][0] = to_f32<kBf16>(srow[kSwap ? g : 2 * t]);
-          s_post[nt][1] = to_f32<kBf16>(srow[kSwap ? g : 2 * t + 1]);
+        if constexpr (kFloatZeros) zq[nt] = splat2(ld_shared_u16<kZ>(meta_g2));
+        else zq[nt] = kHasZeros ? ld_shared_u8<kZ>(meta_g) : (1u << (kBits - 1));
+        if constexpr (!kScaleAfter) s_pre[nt] = splat2(ld_shared_u16<kS>(meta_g2));
+        if constexpr (kScaleAfter && kSwap) s_post[nt][0] = s_post[nt][1] = to_f32<kBf16>(ld_shared_u16<kS>(meta_g2));
+        if constexpr (kScaleAfter && !kSwap) {  // columns 2t and 2t + 1: one 32-bit load
+          const u32 pair = ld_shared_u32<kS>(meta_t4);
+          s_post[nt][0] = to_f32<kBf16>(static_cast<u16>(pair & 0xffffu));
+          s_post[nt][1] = to_f32<kBf16>(static_cast<u16>(pair >> 16));
         }
         if constexpr (kZeroAfter) {
-          const u8* zrow = reinterpret_cast<const u8*>(meta + kMetaRows + row);
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            z_post[nt][i] = kBase + (kHasZeros ? static_cast<float>(zrow[kSwap ? g : 2 * t + i]) : float(1 << (kBits - 1)));
+          const u32 z0 = kSwap ? ld_shared_u8<kZ>(meta_g) : ld_shared_u8<kZ>(meta_t2);
+          const u32 z1 = kSwap ? z0 : ld_shared_u8<kZ + 1>(meta_t2);
+          z_post[nt][0] = kBase + (kHasZeros ? static_cast<float>(z0) : float(1 << (kBits - 1)));
+          z_post[nt][1] = kBase + (kHasZeros ? static_cast<float>(z1) : float(1 << (kBits - 1)));
         }
       }
-    }
+    });
     u32 wv[kNTiles][kBits];
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
+    const u32 frag = slot + lane * kV * 4;
+    static_for<kNTiles>([&](auto nt_c) {
+      constexpr int nt = decltype(nt_c)::value;
       if (kAllTiles || tile0 + nt < kTilesTotal) {
-        load_fragment<kBits>(reinterpret_cast<const u32*>(slot) + nt * kTileWords, lane, wv[nt]);
+        load_fragment<kBits, nt * kTileWords * 4>(frag, wv[nt]);
       } else {
 #pragma unroll
         for (int i = 0; i < kBits; ++i) wv[nt][i] = 0u;
       }
-    }
+    });
 
     // This chunk's sums when the scale comes after the MMA; with few tiles, even and odd MMA steps
     // accumulate into separate sets so consecutive MMAs of a tile do not wait on each other (with 8
@@ -382,12 +409,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       uint4 xsh[kMTiles][kHalves];
-      if constexpr (kXShared)
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-          for (int h = 0; h < kHalves; ++h)
-            xsh[mt][h] = ld_shared_v4(xslot + ((p ^ xsw) + (16 * mt + 8 * h) * kXRowVecs) * 16);
+      if constexpr (kXShared) {
+        const u32 xp_addr = xs_lane[p] + xstage;
+        static_for<kMTiles * kHalves>([&](auto i_c) {
+          constexpr int mt = decltype(i_c)::value / kHalves, h = decltype(i_c)::value % kHalves;
+          xsh[mt][h] = ld_shared_v4<(16 * mt + 8 * h) * kXRowVecs * 16>(xp_addr);
+        });
+      }
       const uint4(&xp)[kMTiles][kHalves] = kXShared ? xsh : xa[p];
       if constexpr (kSwap) {
 #pragma unroll

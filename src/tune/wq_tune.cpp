@@ -59,6 +59,8 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
             c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.stages = 3, c.x_shared = true;
             c.split_k = wq::fill_split(p, c, sm_count);  // one block per SM at least
             add(c);
+            c.split_k = wq::fill_split(p, c, 2.0 * sm_count);  // two: more warps per SM to hide latency
+            add(c);
           }
   return out;
 }

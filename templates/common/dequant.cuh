@@ -15,15 +15,15 @@ struct Magic {
   static constexpr u32 kBase = kBf16 ? 0x4300u : 0x6400u;
 };
 
+// Both halves = v, a 16-bit value: one multiply-add instead of shift + or (and base + z below
+// never carries out of its half, so z·0x10001 + base2 is the same pair in one instruction).
+__device__ __forceinline__ u32 splat2(u32 v) { return v * 0x10001u; }
+
 // half2 (or bfloat162) holding base + z in both halves; z < 128 for bf16, < 1024 for fp16.
 template <bool kBf16>
 __device__ __forceinline__ u32 biased_zero2(u32 z) {
-  const u32 h = Magic<kBf16>::kBase + z;
-  return h | (h << 16);
+  return z * 0x10001u + Magic<kBf16>::kBase2;
 }
-
-// Both halves = the 16-bit scale s.
-__device__ __forceinline__ u32 splat2(u16 s) { return static_cast<u32>(s) | (static_cast<u32>(s) << 16); }
 
 // a − b on pairs (bf16: through fma, which sm_80 has; a·1 − b rounds once, exactly like a sub).
 template <bool kBf16>
@@ -56,9 +56,9 @@ struct Int4Zero {
   u32 zhi;  // half2 of −(64 + z)
 };
 __device__ __forceinline__ Int4Zero int4_zero_f16(u32 z) {
-  const u32 lo = 0x6400u + z;          // 1024 + z: ulp 1 in [1024, 2048)
-  const u32 hi = 0xd400u + (z << 4);   // −(64 + z): ulp 1/16 in [64, 128)
-  return {lo | (lo << 16), hi | (hi << 16)};
+  // Per half: 0x6400 + z is 1024 + z (ulp 1 in [1024, 2048)); 0xd400 + 16z is −(64 + z) (ulp 1/16
+  // in [64, 128)). z < 16 never carries out of a half, so each pair is one multiply-add.
+  return {z * 0x10001u + 0x64006400u, z * 0x100010u + 0xd400d400u};
 }
 // (a & b) | c in one LOP3. Written as PTX because the compiler, given two immediates, emits two
 // instructions (a LOP3 takes one immediate); b and c live in registers here.

@@ -19,11 +19,55 @@ __device__ __forceinline__ uint4 ld_cached_v4(const void* p) { return __ldg(stat
 __device__ __forceinline__ u16 ld_cached_u16(const u16* p) { return __ldg(p); }
 __device__ __forceinline__ u8 ld_cached_u8(const u8* p) { return __ldg(p); }
 
-// 16 bytes from a shared-memory address (cp_async.cuh: smem_addr), with no generic-address math.
+// Loads from a 32-bit shared-memory address (cp_async.cuh: smem_addr) plus a constant kOff: a
+// generic pointer into the ring costs 64-bit arithmetic per load, and an address register the
+// compiler cannot see into costs an add per load unless the constant rides in the instruction.
+// volatile keeps them below the barriers and cp.async waits.
+template <int kOff = 0>
 __device__ __forceinline__ uint4 ld_shared_v4(u32 addr) {
   uint4 r;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4+%5];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "r"(addr), "n"(kOff));
   return r;
+}
+template <int kOff = 0>
+__device__ __forceinline__ uint2 ld_shared_v2(u32 addr) {
+  uint2 r;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2+%3];" : "=r"(r.x), "=r"(r.y) : "r"(addr), "n"(kOff));
+  return r;
+}
+template <int kOff = 0>
+__device__ __forceinline__ u32 ld_shared_u32(u32 addr) {
+  u32 r;
+  asm volatile("ld.shared.u32 %0, [%1+%2];" : "=r"(r) : "r"(addr), "n"(kOff));
+  return r;
+}
+template <int kOff = 0>
+__device__ __forceinline__ u16 ld_shared_u16(u32 addr) {
+  u16 r;
+  asm volatile("ld.shared.u16 %0, [%1+%2];" : "=h"(r) : "r"(addr), "n"(kOff));
+  return r;
+}
+template <int kOff = 0>
+__device__ __forceinline__ u32 ld_shared_u8(u32 addr) {
+  u32 r;
+  asm volatile("ld.shared.u8 %0, [%1+%2];" : "=r"(r) : "r"(addr), "n"(kOff));
+  return r;
+}
+
+// f(Const<0>{}), ..., f(Const<N − 1>{}): a loop whose index is a constant expression in the body
+// (for the kOff of the loads above).
+template <int V>
+struct Const {
+  static constexpr int value = V;
+};
+template <int N, int I = 0, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  if constexpr (I < N) {
+    f(Const<I>{});
+    static_for<N, I + 1>(f);
+  }
 }
 
 // fp32 <-> 16-bit float bit patterns without cuda_fp16.h (NVRTC has no host headers here).
