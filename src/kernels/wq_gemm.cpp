@@ -397,12 +397,17 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     c = tiles_per_sm >= 4.3 ? make(1, 8, 8, 2) : make(1, 4, 8, 3);
     const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
     c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
-  } else if (bucket <= 32) {
-    c = tiles_per_sm <= 4 ? make(2, 4, 8, 4) : tiles_per_sm <= 10 ? make(1, 4, 2, 4) : make(2, 8, 2, 4);
-  } else if (bucket <= 64) {
-    c = tiles_per_sm <= 6 ? make(1, 4, 2, 4) : tiles_per_sm <= 8 ? make(2, 4, 2, 3) : make(2, 8, 2, 4);
+  } else if (bucket <= 64 && tiles_per_sm <= 6) {
+    // Narrow layers up to 64 rows: per-warp activations (x_shared measured ~10 % slower at 4096²).
+    c = bucket <= 32 && tiles_per_sm <= 4 ? make(2, 4, 8, 4) : make(1, 4, 2, 4);
   } else {
-    c = tiles_per_sm <= 4 ? make(2, 4, 2, 2) : tiles_per_sm <= 6 ? make(1, 4, 2, 4) : make(2, 8, 2, 4);
+    // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200
+    // (docs/perf-notes.md, "x_shared"): 2 × 2 warps with 2 × 4 tiles each, more tiles from 128
+    // rows, and for very wide layers (≥ 20 tiles per SM) 4 warps side by side with 4 row tiles.
+    const bool wide = tiles_per_sm >= 20;
+    c = make(bucket <= 32 || !wide ? 2 : 4, bucket <= 64 || tiles_per_sm <= 6 ? 4 : 8, wide ? 1 : 2, 3);
+    c.warps_n = wide ? 4 : 2;
+    c.x_shared = true;
   }
   c = wq::fit_registers(p, c);
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
@@ -410,7 +415,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // Split K only when the grid would leave most SMs idle: each split adds a pipeline ramp per warp
   // and a reduction, and measured slower even with half the SMs busy (4096² M=16: 9.9 µs unsplit,
   // 12.6 split in two). So: fewer than SMs/4 blocks.
-  c.split_k = wq::fill_split(p, c, std::max(sm_count, 1) / 4.0);
+  // With block-shared activations the blocks are larger (2-4 warps of ~150 registers), so fill
+  // every SM once.
+  c.split_k = wq::fill_split(p, c, c.x_shared ? std::max(sm_count, 1) : std::max(sm_count, 1) / 4.0);
   return c;
 }
 
