@@ -260,19 +260,30 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
   pb.m = bucket;
   const tune::TuningKey key = tuning_key(problem, bucket);
   if (auto hit = ctx.tuning().lookup("wq_gemm", key)) {
-    // Every config read from a file is checked before use: files outlive code changes.
-    const auto c = config_from_json(hit->config);
-    std::string why = "a field is missing or not an integer";
+    // Every config read from a file is checked before use: files outlive code changes. The parse
+    // is kept with the entry (plans choose per bucket, often; the checks here are cheap).
+    const auto& c = hit->parsed<std::optional<WqGemmConfig>>(config_from_json);
+    std::string why;
+    if (!c) why = "a field is missing or not an integer";
     if (c && can_implement(pb, *c, ctx.arch(), &why)) {
-      if (hit->step == "exact") return {*c, fmt::format("tuned (exact, {})", hit->file)};
-      std::string source = fmt::format("tuned ({} {}, {})", hit->step, hit->key, hit->file);
+      // Joined by hand: half the cost of fmt::format, paid by every bucket of every plan.
+      auto join = [](std::initializer_list<std::string_view> parts) {
+        std::size_t n = 0;
+        for (std::string_view part : parts) n += part.size();
+        std::string s;
+        s.reserve(n);
+        for (std::string_view part : parts) s += part;
+        return s;
+      };
+      if (hit->step == "exact") return {*c, join({"tuned (exact, ", hit->file, ")"})};
+      std::string source = join({"tuned (", hit->step, " ", hit->key, ", ", hit->file, ")"});
       // An entry tuned for another mode may hold more tiles than this mode's registers allow.
       const WqGemmConfig fitted = hit->step == "similar format" ? fit_registers(pb, *c) : *c;
       if (fitted.m_tiles != c->m_tiles)
         source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
       return {fitted, source};
     }
-    warn_once("tuning-entry:" + hit->file + hit->key,
+    warn_once(fmt::format("tuning-entry:{}{}", hit->file, hit->key),
               fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
                           hit->file, hit->key, why));
   }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,11 +15,25 @@ namespace fs = std::filesystem;
 
 namespace lowbit::tune {
 
+namespace {
+// Writes "w4.g128.f16.zp|m16.n8192.k8192" into a stack buffer: a lookup probes with it unallocated.
+void append_key(fmt::memory_buffer& out, const TuningKey& k) {
+  out.append(k.format);
+  out.push_back('|');
+  for (std::size_t i = 0; i < k.shape.size(); ++i) {
+    if (i) out.push_back('.');
+    out.append(k.shape[i].first);
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, k.shape[i].second).ptr;
+    out.append(digits, end);
+  }
+}
+}  // namespace
+
 std::string TuningKey::str() const {
-  std::string s = format + "|";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "." : "") + shape[i].first + std::to_string(shape[i].second);
-  return s;
+  fmt::memory_buffer b;
+  append_key(b, *this);
+  return fmt::to_string(b);
 }
 
 std::optional<int64_t> TuningKey::field(const std::string& name) const {
@@ -110,10 +125,17 @@ TuningDb TuningDb::load(const std::string& path, const Arch& arch, std::vector<s
 }
 
 namespace {
-std::string format_class(const std::string& format) {
+std::string_view format_class(std::string_view format) {
   const auto first = format.find('.');
-  const auto second = first == std::string::npos ? first : format.find('.', first + 1);
+  const auto second = first == std::string_view::npos ? first : format.find('.', first + 1);
   return format.substr(0, second);
+}
+// A layer: its format's id and the log2 of its fields other than m, bit for bit (the log distance
+// between two layers is 0 exactly when these are equal).
+void append_layer(fmt::memory_buffer& out, int format, const std::vector<double>& log_rest) {
+  out.append(reinterpret_cast<const char*>(&format), reinterpret_cast<const char*>(&format + 1));
+  out.append(reinterpret_cast<const char*>(log_rest.data()),
+             reinterpret_cast<const char*>(log_rest.data() + log_rest.size()));
 }
 }  // namespace
 
@@ -121,6 +143,9 @@ void TuningDb::reindex() {
   index_.clear();
   for (const auto& [family, section] : sections_.items()) {
     FamilyIndex& fi = index_[family];
+    auto id = [&](std::string_view s) {
+      return fi.ids.emplace(std::string(s), static_cast<int>(fi.ids.size())).first->second;
+    };
     for (const auto& [k, value] : section.items()) {
       auto key = TuningKey::parse(k);
       if (!key) continue;
@@ -128,14 +153,22 @@ void TuningDb::reindex() {
       e.key_str = k;
       e.file = value["file"].get<std::string>();
       e.config = value["entry"]["config"];
-      e.format_class = format_class(key->format);
+      e.format = id(key->format);
+      e.format_class = id(format_class(key->format));
       for (const auto& [name, v] : key->shape)
         if (name == "m")
           e.m = v;
         else
           e.log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
-      e.key = std::move(*key);
-      fi.by_key[k] = fi.entries.size();
+      e.log_m = std::log2(static_cast<double>(e.m));
+      const std::size_t i = fi.entries.size();
+      fi.by_key[k] = i;
+      if (e.m > 0) {
+        fmt::memory_buffer layer;
+        append_layer(layer, e.format, e.log_rest);
+        fi.by_layer[fmt::to_string(layer)].push_back(i);
+        fi.by_m[e.m].push_back(i);
+      }
       fi.entries.push_back(std::move(e));
     }
   }
@@ -153,39 +186,54 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   const auto fam = index_.find(family);
   if (fam == index_.end()) return std::nullopt;
   const FamilyIndex& fi = fam->second;
-  const auto exact = fi.by_key.find(key.str());
-  if (exact != fi.by_key.end()) {
-    const Indexed& e = fi.entries[exact->second];
-    return TuningHit{e.config, e.key_str, "exact", e.file};
-  }
+  auto hit = [](const Indexed& e, std::string_view step) {
+    return TuningHit{e.config, e.key_str, step, e.file, *e.parsed};
+  };
+  fmt::memory_buffer key_str;
+  append_key(key_str, key);
+  const auto exact = fi.by_key.find(std::string_view(key_str.data(), key_str.size()));
+  if (exact != fi.by_key.end()) return hit(fi.entries[exact->second], "exact");
   const auto m = key.field("m");
   if (!m || *m <= 0) return std::nullopt;
+  auto id = [&](std::string_view s) {
+    const auto it = fi.ids.find(s);
+    return it == fi.ids.end() ? -1 : it->second;
+  };
+  const int format = id(key.format), cls = id(format_class(key.format));
+  if (cls < 0) return std::nullopt;  // no entry of a similar format, nor of this one
   std::vector<double> log_rest;
   for (const auto& [name, v] : key.shape)
     if (name != "m") log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
-  const std::string cls = format_class(key.format);
   const double log_m = std::log2(static_cast<double>(*m));
-  // Steps 1..3 below; the first step with any candidate wins, nearest first (ties → the larger M).
+  // Steps 1..3 below; the first step with any candidate wins, nearest first (ties → the larger M,
+  // then the first entry). Only the same layer and the same M bucket can be candidates.
   const Indexed* best[3] = {nullptr, nullptr, nullptr};
   double best_d[3] = {1e300, 1e300, 1e300};
-  for (const Indexed& e : fi.entries) {
-    if (e.log_rest.size() != log_rest.size() || e.m <= 0) continue;
-    double layer_d = 0;
-    for (std::size_t i = 0; i < log_rest.size(); ++i) layer_d += std::fabs(e.log_rest[i] - log_rest[i]);
-    const bool same_format = e.key.format == key.format;
-    int step = -1;
-    double d = 0;
-    if (same_format && layer_d == 0)
-      step = 0, d = std::fabs(std::log2(static_cast<double>(e.m)) - log_m) - (e.m > *m ? 1e-9 : 0);
-    else if (same_format && e.m == *m)
-      step = 1, d = layer_d;
-    else if (e.m == *m && e.format_class == cls)
-      step = 2, d = layer_d;
-    if (step >= 0 && d < best_d[step]) best_d[step] = d, best[step] = &e;
-  }
+  auto consider = [&](int step, double d, const Indexed& e) {
+    if (d < best_d[step]) best_d[step] = d, best[step] = &e;
+  };
+  fmt::memory_buffer layer;
+  append_layer(layer, format, log_rest);
+  if (const auto same = fi.by_layer.find(std::string_view(layer.data(), layer.size()));
+      same != fi.by_layer.end())
+    for (std::size_t i : same->second) {
+      const Indexed& e = fi.entries[i];
+      consider(0, std::fabs(e.log_m - log_m) - (e.m > *m ? 1e-9 : 0), e);
+    }
+  if (const auto same = fi.by_m.find(*m); same != fi.by_m.end())
+    for (std::size_t i : same->second) {
+      const Indexed& e = fi.entries[i];
+      if (e.log_rest.size() != log_rest.size()) continue;
+      double layer_d = 0;
+      for (std::size_t j = 0; j < log_rest.size(); ++j) layer_d += std::fabs(e.log_rest[j] - log_rest[j]);
+      if (e.format == format)
+        consider(1, layer_d, e);  // (the same layer is a candidate above, and that step wins)
+      else if (e.format_class == cls)
+        consider(2, layer_d, e);
+    }
   static const char* const kSteps[3] = {"nearest M bucket", "nearest layer", "similar format"};
   for (int s = 0; s < 3; ++s)
-    if (best[s]) return TuningHit{best[s]->config, best[s]->key_str, kSteps[s], best[s]->file};
+    if (best[s]) return hit(*best[s], kSteps[s]);
   return std::nullopt;
 }
 

@@ -2,10 +2,12 @@
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
 // bucket of the same layer → nearest layer (N, K) of the same format at the same M bucket → the
 // same at a similar format (same bits and group, other dtype or mode) → (the caller's) heuristic.
-// Keys are indexed when files are loaded, so a lookup is a hash probe plus, on a miss, one pass
-// over pre-parsed entries (no parsing, no allocation beyond the result). Bad files and bad entries are
-// reported and skipped, never fatal: a file for another arch is ignored; a file written by another lowbit
-// version, NVRTC or template set keeps its entries, and every entry is re-validated by the caller.
+// Keys are indexed when files are loaded, so a lookup is a hash probe plus, on a miss, a pass over
+// the pre-parsed entries of the same layer and of the same M bucket (no parsing, nothing copied: the
+// hit points into the index, and the caller's parse of an entry's config is kept there too). Bad files
+// and bad entries are reported and skipped, never fatal: a file for another arch is ignored; a file
+// written by another lowbit version, NVRTC or template set keeps its entries, and every entry is
+// re-validated by the caller.
 //
 // File format:
 //   {"schema": 1,
@@ -16,9 +18,13 @@
 // Lookup reads only "config"; the times and runners-up are there for people and for fitting the
 // heuristic (docs/perf-notes.md: picking over several neighbours with them did not beat the nearest).
 #pragma once
+#include <any>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -42,11 +48,27 @@ struct TuningKey {
   std::optional<int64_t> field(const std::string& name) const;
 };
 
+// What a caller parsed from one entry's config (TuningHit::parsed); shared by copies of the db.
+struct TuningParsed {
+  std::once_flag once;
+  std::any value;
+};
+
+// Views into the db's index: valid while the db lives unchanged (no put, overlay or assignment).
 struct TuningHit {
-  nlohmann::json config;
-  std::string key;   // the entry used
-  std::string step;  // "exact", "nearest M bucket", "nearest layer" or "similar format"
-  std::string file;  // where it came from
+  const nlohmann::json& config;
+  std::string_view key;   // the entry used
+  std::string_view step;  // "exact", "nearest M bucket", "nearest layer" or "similar format"
+  std::string_view file;  // where it came from
+  TuningParsed& parsed_slot;
+
+  // parse(config) as a T, run once per entry (thread-safe) and kept in the index: plan builds
+  // choose often, and the next hits of the entry skip the parse. A family's callers ask for one T.
+  template <class T, class Parse>
+  const T& parsed(Parse&& parse) const {
+    std::call_once(parsed_slot.once, [&] { parsed_slot.value = T(parse(config)); });
+    return std::any_cast<const T&>(parsed_slot.value);
+  }
 };
 
 class TuningDb {
@@ -75,15 +97,29 @@ class TuningDb {
   nlohmann::json sections_ = nlohmann::json::object();
 
   struct Indexed {
-    TuningKey key;
-    std::string key_str, file, format_class;  // format_class: the first two format fields ("w4.g128")
+    std::string key_str, file;
+    // Ids from FamilyIndex::ids; format_class: the first two format fields ("w4.g128").
+    int format = -1, format_class = -1;
     nlohmann::json config;
     int64_t m = 0;
+    double log_m = 0;
     std::vector<double> log_rest;  // log2 of the shape fields other than m, in key order
+    std::shared_ptr<TuningParsed> parsed = std::make_shared<TuningParsed>();
+  };
+  // Hashes std::string and std::string_view alike, so a probe needs no std::string.
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   struct FamilyIndex {
-    std::unordered_map<std::string, std::size_t> by_key;
+    std::unordered_map<std::string, std::size_t, StringHash, std::equal_to<>> by_key;
     std::vector<Indexed> entries;
+    // Format and format-class strings → small ints, which the fallback pass compares.
+    std::unordered_map<std::string, int, StringHash, std::equal_to<>> ids;
+    // The only candidates of the fallback steps, in entry order (ties go to the first), m > 0:
+    // by layer (format + log_rest) for the nearest M bucket, by M for the nearest layer and similar format.
+    std::unordered_map<std::string, std::vector<std::size_t>, StringHash, std::equal_to<>> by_layer;
+    std::unordered_map<int64_t, std::vector<std::size_t>> by_m;
   };
   std::unordered_map<std::string, FamilyIndex> index_;
   void reindex();

@@ -1,9 +1,13 @@
-// The tuning database: round trip, merge, lookup order, arch filter, bad files and bad entries.
+// The tuning database: round trip, merge, lookup order (the index against a full scan), kept parses,
+// arch filter, bad files and bad entries.
 #include "tune/tuning_db.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
 
 #include "jit/context.hpp"
 #include "kernels/wq_gemm_internal.hpp"
@@ -114,6 +118,128 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, nearest layer, similar format
   CHECK(similar->key == key(16, 4096, 4096).str());
   CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w2.g128.f16.zp|m16.n4096.k4096")).has_value());
   CHECK_FALSE(db.lookup("fp8_block_gemm", key(1)).has_value());
+}
+
+namespace {
+// The lookup before the index had by-layer and by-M lists: one pass over every entry, in key order.
+std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vector<std::string>& sorted_keys,
+                                                                  const TuningKey& q) {
+  for (const auto& k : sorted_keys)
+    if (k == q.str()) return std::pair{k, std::string("exact")};
+  const auto m = q.field("m");
+  if (!m || *m <= 0) return std::nullopt;
+  auto split = [](const TuningKey& k, int64_t* em) {
+    std::vector<double> rest;
+    for (const auto& [name, v] : k.shape)
+      if (name == "m")
+        *em = v;
+      else
+        rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
+    return rest;
+  };
+  auto cls = [](const std::string& f) { return f.substr(0, f.find('.', f.find('.') + 1)); };
+  int64_t unused = 0;
+  const std::vector<double> log_rest = split(q, &unused);
+  const double log_m = std::log2(static_cast<double>(*m));
+  const std::string* best[3] = {nullptr, nullptr, nullptr};
+  double best_d[3] = {1e300, 1e300, 1e300};
+  for (const auto& k : sorted_keys) {
+    const TuningKey e = *TuningKey::parse(k);
+    int64_t em = 0;
+    const std::vector<double> rest = split(e, &em);
+    if (rest.size() != log_rest.size() || em <= 0) continue;
+    double layer_d = 0;
+    for (std::size_t i = 0; i < rest.size(); ++i) layer_d += std::fabs(rest[i] - log_rest[i]);
+    const bool same_format = e.format == q.format;
+    int step = -1;
+    double d = 0;
+    if (same_format && layer_d == 0)
+      step = 0, d = std::fabs(std::log2(static_cast<double>(em)) - log_m) - (em > *m ? 1e-9 : 0);
+    else if (same_format && em == *m)
+      step = 1, d = layer_d;
+    else if (em == *m && cls(e.format) == cls(q.format))
+      step = 2, d = layer_d;
+    if (step >= 0 && d < best_d[step]) best_d[step] = d, best[step] = &k;
+  }
+  const char* const steps[3] = {"nearest M bucket", "nearest layer", "similar format"};
+  for (int s = 0; s < 3; ++s)
+    if (best[s]) return std::pair{*best[s], std::string(steps[s])};
+  return std::nullopt;
+}
+}  // namespace
+
+TEST_CASE("tuning lookup picks what a scan over every entry picks (ties included)", "[tuning]") {
+  const std::vector<std::string> formats = {"w4.g128.f16.zp", "w4.g128.bf16.zp", "w4.g128.f16.sym",
+                                            "w4.g64.f16.zp",  "w2.g128.f16.zp",  "w4"};
+  const std::vector<std::string> layers = {"n8192.k8192",  "n4096.k8192",  "n16384.k8192", "n4096.k4096",
+                                           "n1.k4096",     "n0.k4096",     "k8192.n8192",  "n8192.k8192.e2",
+                                           "n11008.k4096", "n28672.k4096", "n6144.k4096"};
+  // Through a file: put() would write "m016" as "m16".
+  std::mt19937 rng(7);
+  nlohmann::json file = {{"schema", 1}, {"meta", {{"arch", "sm_90a"}}}};
+  std::vector<std::string> keys;
+  for (const auto& f : formats)
+    for (const auto& l : layers)
+      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128}) {
+        if (rng() % 3 == 0) continue;  // gaps: fallbacks have something to find
+        // m in front, at the end, or written "m016" (parses, but never matches exactly)
+        const int where = static_cast<int>(rng() % 5);
+        const std::string k = where == 0   ? f + "|" + l + ".m" + std::to_string(m)
+                              : where == 1 ? f + "|m0" + std::to_string(m) + "." + l
+                                           : f + "|m" + std::to_string(m) + "." + l;
+        REQUIRE(TuningKey::parse(k).has_value());
+        file["wq_gemm"][k] = entry(1);
+        keys.push_back(k);
+      }
+  file["wq_gemm"]["w4.g128.f16.zp|n8192.k8192"] = entry(1);  // no m: never a fallback
+  keys.push_back("w4.g128.f16.zp|n8192.k8192");
+  std::sort(keys.begin(), keys.end());  // the order of the file's object
+  lowbit::test::TempDir dir;
+  write(dir.path + "/h200.json", file.dump());
+  std::vector<std::string> warnings;
+  const TuningDb db = TuningDb::load(dir.path + "/h200.json", kSm90a, &warnings);
+  REQUIRE(warnings.empty());
+  REQUIRE(db.size() == keys.size());
+  std::map<std::string, int> steps;
+  for (const auto& f : {formats[0], formats[1], formats[3], formats[5], std::string("w4.g128.f32.zp"),
+                        std::string("w3.g128.f16.zp")})
+    for (const auto& l : {layers[0], layers[3], layers[4], layers[5], layers[6], layers[7], layers[8],
+                          std::string("n5120.k4096"), std::string("n12288.k8192"), std::string("n2.k4096"),
+                          std::string("n8192.k8192.e4"), std::string("n8192")})  // the last 5: never tuned
+      for (int64_t m : {1, 3, 16, 32, 256}) {
+        const TuningKey q = *TuningKey::parse(f + "|m" + std::to_string(m) + "." + l);
+        const auto want = lookup_by_scan(keys, q);
+        const auto got = db.lookup("wq_gemm", q);
+        INFO(q.str());
+        REQUIRE(got.has_value() == want.has_value());
+        if (!got) continue;
+        CHECK(got->key == want->first);
+        CHECK(got->step == want->second);
+        ++steps[want->second];
+      }
+  // Every step was exercised.
+  for (const char* step : {"exact", "nearest M bucket", "nearest layer", "similar format"})
+    CHECK(steps[step] > 0);
+}
+
+TEST_CASE("tuning hits keep the caller's parse of an entry until the db changes", "[tuning]") {
+  TuningDb db = db_for("sm_90a");
+  db.put("wq_gemm", key(1), entry(1));
+  db.put("wq_gemm", key(64), entry(4));
+  int parses = 0;
+  auto split_k = [&](const nlohmann::json& config) {
+    ++parses;
+    return config["split_k"].get<int>();
+  };
+  CHECK(db.lookup("wq_gemm", key(1))->parsed<int>(split_k) == 1);
+  CHECK(db.lookup("wq_gemm", key(1))->parsed<int>(split_k) == 1);
+  CHECK(db.lookup("wq_gemm", key(2))->parsed<int>(split_k) == 1);  // nearest M bucket: the same entry
+  CHECK(parses == 1);
+  CHECK(db.lookup("wq_gemm", key(64))->parsed<int>(split_k) == 4);
+  CHECK(parses == 2);
+  db.put("wq_gemm", key(1), entry(2));  // a changed db parses again
+  CHECK(db.lookup("wq_gemm", key(1))->parsed<int>(split_k) == 2);
+  CHECK(parses == 3);
 }
 
 TEST_CASE("tuning files: other arch ignored; garbage, truncated, wrong schema reported and skipped",
