@@ -93,7 +93,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
                 "group size must be 32, 64, 128, a multiple of 128, or 0 (per channel)");
   static_assert(kStages >= 2, "at least one chunk in flight");
   static_assert(kUpperRows || kMTiles == 1, "rows 8..15 may be skipped only with one 16-row tile");
-  static_assert(kUpperRows || !kXShared, "block-shared activations feed whole 16-row tiles");
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
   constexpr int kKPad = (kK + 127) / 128 * 128;
@@ -200,13 +199,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // When every block's tiles exist (N a multiple of the block's columns) no tile check is needed.
   constexpr bool kAllTiles = kTilesTotal % (kNTiles * kWarpsN) == 0;
   // Block-shared activations (kXShared) come first in shared memory: kStages stages, each holding
-  // the activations of the block's 16·kMTiles rows for the kWarpsK chunks of one block step, which
+  // the activations of the block's kXRows rows for the kWarpsK chunks of one block step, which
   // the block copies with cp.async and every warp reads its A fragments from, so they cross
   // L2 → SM once per block instead of once per warp. A stage row is kXRowVecs 16-byte vectors;
   // vector v = 16·wk + 4t + p of row r sits at v ^ (2·(t / 2) + r % 2), so that the 8 lanes of a
   // 16-byte shared-load phase (g ∈ {2a, 2a+1}, t = 0..3) hit 8 different 4-bank groups.
   constexpr int kXRowVecs = 16 * kWarpsK;
-  constexpr int kXStage = kXShared ? 16 * kMTiles * kXRowVecs : 0;  // uint4 per stage
+  constexpr int kXRows = kUpperRows ? 16 * kMTiles : 8;             // swapped: the 8 B columns
+  constexpr int kXStage = kXShared ? kXRows * kXRowVecs : 0;        // uint4 per stage
   constexpr int kThreads = 32 * kWarpsN * kWarpsK;
   constexpr int kXRowStep = kThreads / kXRowVecs;            // rows between one thread's copies
   constexpr int kXCopies = kXStage / kThreads;               // 16-byte copies per thread per stage
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const u32 xdst0 = (xr0 * kXRowVecs + (xv ^ (((xv >> 3) & 1) << 1 | (xr0 & 1)))) * 16;
   // When all the block's rows exist (every block but the last row block), a thread's copies are
   // constant offsets from one pointer; otherwise rows past M read row 0, as in load_next_x.
-  const bool x_rows_full = m0 + 16 * kMTiles <= M;
+  const bool x_rows_full = m0 + kXRows <= M;
   const u16* x_thread = x + static_cast<i64>(x_rows_full ? m0 + xr0 : 0) * kK + xv * 8;
   auto issue_x = [&](int j, int stage) {  // block step j → stage; past K: zeros
     const int k0 = (cb0 + j * kWarpsK) * 128;

@@ -98,9 +98,11 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const std::size_t slot =
       (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
-  // x_shared: per stage the activations of 16·m_tiles rows × warps_k chunks of 128 (kXStage).
+  // x_shared: per stage the activations of 16·m_tiles rows (8 when the kernel swaps operands, see
+  // kernel_spec) × warps_k chunks of 128 (kXStage).
+  const int x_rows = m_bucket(p.m) <= 8 && c.m_tiles == 1 ? 8 : 16 * c.m_tiles;
   const std::size_t x_stages =
-      c.x_shared ? static_cast<std::size_t>(c.stages) * 16 * c.m_tiles * 128 * c.warps_k * 2 : 0;
+      c.x_shared ? static_cast<std::size_t>(c.stages) * x_rows * 128 * c.warps_k * 2 : 0;
   return std::max(x_stages + rings, reduction_smem_bytes(c));
 }
 
@@ -203,7 +205,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   WqGemmProblem p = problem;
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
-  const bool upper_rows = c.x_shared || !(bucket <= 8 && c.m_tiles == 1);
+  const bool upper_rows = !(bucket <= 8 && c.m_tiles == 1);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";

@@ -48,20 +48,32 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     pm.m = m;
     add(choose_config(pm, arch, sm_count));
   }
-  // Block-shared activations (M ≥ 16): 2-4 warps share each chunk's rows; K split to fill the SMs.
-  if (p.m >= 16)
+  // Block-shared activations: up to 8 rows (one swapped tile) 4-16 warps along K; from 16 rows 2-4
+  // warps side by side (2 and 3 stages at 16 rows, where fewer stages won); K split to fill the SMs
+  // (from 32 rows also to fill them twice, for more warps per SM).
+  auto add_shared = [&](int mt, int nt, int wn, int wk, int stages, double min_blocks) {
+    WqGemmConfig c;
+    c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.stages = stages, c.x_shared = true;
+    c.split_k = wq::fill_split(p, c, min_blocks);
+    add(c);
+  };
+  const double sms = std::max(sm_count, 1);
+  if (p.m <= 8) {
+    for (int nt : {2, 4})
+      for (auto [wn, wk] : {std::pair{1, 8}, {1, 16}, {2, 4}, {2, 8}}) add_shared(1, nt, wn, wk, 2, sms / 4);
+  } else {
     for (int mt : {1, 2, 4})
       for (int nt : {4, 8})
-        for (int wn : {2, 4})
-          for (int wk : {1, 2}) {
-            if (16 * mt > 2 * p.m) continue;
-            WqGemmConfig c;
-            c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.stages = 3, c.x_shared = true;
-            c.split_k = wq::fill_split(p, c, sm_count);  // one block per SM at least
-            add(c);
-            c.split_k = wq::fill_split(p, c, 2.0 * sm_count);  // two: more warps per SM to hide latency
-            add(c);
+        for (auto [wn, wk] : {std::pair{2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}) {
+          if (16 * mt > 2 * p.m || (p.m > 16 && wk == 4)) continue;
+          if (p.m <= 16) {
+            for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, sms);
+          } else {
+            add_shared(mt, nt, wn, wk, 3, sms);
+            add_shared(mt, nt, wn, wk, 3, 2 * sms);
           }
+        }
+  }
   return out;
 }
 

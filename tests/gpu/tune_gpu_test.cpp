@@ -46,8 +46,8 @@ TEST_CASE("lowbit tune: a tiny run writes a file that a second process uses", "[
   }
 
   // --resume: both layers have every bucket in the file, so nothing is left to tune.
-  const std::string again = cli + " tune wq_gemm --shapes " + shapes + " --m 1,16 --db " + db + " --resume > " + log +
-                            " 2>&1";
+  const std::string again =
+      cli + " tune wq_gemm --shapes " + shapes + " --m 1,16 --db " + db + " --resume > " + log + " 2>&1";
   REQUIRE(std::system(again.c_str()) == 0);
   CHECK(read_all(log).find("--resume: 0 layer(s) left to tune") != std::string::npos);
 

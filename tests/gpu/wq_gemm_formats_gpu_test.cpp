@@ -59,11 +59,11 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
     if (p.group_size == 128 || p.group_size == 32) split_problems.push_back(p);
   const auto split_plans = build_plans(
       split_problems, {17}, std::vector<WqGemmPlanOptions>(split_problems.size(), forced(1, 2, 2, 2, 3)));
-  // And with block-shared activations: 2 × 2 tiles per warp (scale after the MMA where the mode
-  // allows), and 2 × 8 (every weight dequantized before it).
+  // And with block-shared activations: 1 × 2 tiles per warp (swapped operands at M = 1, scale after
+  // the MMA where the mode allows), and 2 × 8 (every weight dequantized before it).
   const auto shared_small =
       build_plans(split_problems, {17},
-                  std::vector<WqGemmPlanOptions>(split_problems.size(), forced(2, 2, 2, 2, 3, true)));
+                  std::vector<WqGemmPlanOptions>(split_problems.size(), forced(1, 2, 2, 2, 3, true)));
   const auto shared_wide =
       build_plans(split_problems, {17},
                   std::vector<WqGemmPlanOptions>(split_problems.size(), forced(2, 8, 2, 1, 1, true)));

@@ -28,22 +28,24 @@ WqGemmConfig config(int mt, int nt, int wn, int wk, int sk, int stages = 4, bool
   return c;
 }
 
-// Every M of kMs through five plans: the library's choice, data-parallel, split-K, and two with
-// block-shared activations (warps stepping through K in pairs, split; and 4 × 8 tiles per warp,
-// which dequantizes before the MMA with one accumulator chain).
+// Every M of kMs through six plans: the library's choice, data-parallel, split-K, and three with
+// block-shared activations (warps stepping through K in pairs, split; 4 × 8 tiles per warp, which
+// dequantizes before the MMA with one accumulator chain; one row tile, which swaps operands up
+// to 8 rows).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
   const int split = static_cast<int>(std::min<int64_t>(3, (k + 127) / 128));
   WqGemmPlan chosen(rt, L->problem, kMs);
-  WqGemmPlanOptions dp, sk, xs_split, xs_wide;
+  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap;
   dp.config = config(2, 4, 1, 4, 1);
   sk.config = config(1, 2, 2, 2, split);
   xs_split.config = config(2, 4, 2, 2, split, 3, true);
   xs_wide.config = config(4, 8, 4, 1, 1, 2, true);
+  xs_swap.config = config(1, 4, 2, 4, split, 2, true);
   std::vector<WqGemmPlan> plans;
   plans.emplace_back(rt, L->problem, kMs);
-  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide}) plans.emplace_back(rt, L->problem, kMs, *o);
+  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap}) plans.emplace_back(rt, L->problem, kMs, *o);
   for (int64_t m : kMs)
     for (const auto& plan : plans) {
       INFO(plan.config_for(m).str());

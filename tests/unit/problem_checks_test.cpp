@@ -269,6 +269,15 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
   // The activation stages: 3 stages × 64 rows × 2 chunks of 128 values × 2 bytes, before the rings.
   CHECK(lowbit::wq::smem_bytes(p, c) == lowbit::wq::smem_bytes(p, plain) + 3 * 64 * 256 * 2);
+  // Up to 8 rows with one row tile the kernel swaps operands and stages only the 8 B-column rows.
+  WqGemmProblem one_row = p;
+  one_row.m = 1;
+  WqGemmConfig swapped = c;
+  swapped.m_tiles = 1;
+  WqGemmConfig swapped_plain = swapped;
+  swapped_plain.x_shared = false;
+  CHECK(lowbit::wq::smem_bytes(one_row, swapped) ==
+        lowbit::wq::smem_bytes(one_row, swapped_plain) + 3 * 8 * 256 * 2);
   const auto spec = lowbit::wq::kernel_spec(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "xs"));
   CHECK(lowbit::test::contains(spec.name_expression, "true>"));
