@@ -143,14 +143,16 @@ std::size_t traffic_bytes(const WqGemmProblem& p) {
          static_cast<std::size_t>(p.m) * p.n * dtype_bytes(p.out);
 }
 
-Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
+Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int64_t bucket) {
   const Layout l = layout(p);
   Geometry g;
   g.grid_x = static_cast<unsigned>(ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n));
   g.grid_y = static_cast<unsigned>(c.split_k);
   g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
   g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k);
-  g.smem = smem_bytes(p, c);
+  WqGemmProblem pb = p;
+  pb.m = bucket;
+  g.smem = smem_bytes(pb, c);
   return g;
 }
 
@@ -537,14 +539,15 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
     rec.m_bucket = bucket;
-    // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap).
-    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
-                                                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                     static_cast<int>(wq::smem_bytes(problem, c))));
-    impl_->records.push_back(rec);
-    impl_->buckets.push_back({bucket, c, &k});
     WqGemmProblem pb = problem;
     pb.m = bucket;
+    // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap). Its
+    // size depends on the bucket (x_shared stages 8 rows where the kernel swaps operands).
+    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
+                                                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                     static_cast<int>(wq::smem_bytes(pb, c))));
+    impl_->records.push_back(rec);
+    impl_->buckets.push_back({bucket, c, &k});
     impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.split_k));
   }
   if (problem.act_order) {
@@ -623,7 +626,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
         p.act_order ? "for the permuted activations of act-order" : "to split K");
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
-  const wq::Geometry geo = wq::geometry(p, b->config, m);
+  const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m);
   // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | counters | fp32 sums].
   // Counters and sums are laid out for this M; where they fall does not matter between calls:
   // every call leaves them zero (counters, atomic sums and deterministic slices).

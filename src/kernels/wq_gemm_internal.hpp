@@ -13,13 +13,13 @@ class Context;
 
 namespace lowbit::wq {
 
-// Launch geometry of one config for one M.
+// Launch geometry of one config for one M, run by the kernel of M bucket `bucket`.
 struct Geometry {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   unsigned block = 32;
   std::size_t smem = 0;  // dynamic shared memory bytes
 };
-Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m);
+Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m, int64_t bucket);
 
 // Everything the runtime needs to build the kernel for (problem, config) serving M bucket `bucket`
 // (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15).
@@ -55,7 +55,8 @@ std::size_t workspace_bytes(const WqGemmProblem& problem, int split_k);  // 0 wi
 
 // Shared-memory bytes of the intra-block reduction.
 std::size_t reduction_smem_bytes(const WqGemmConfig& config);
-// Dynamic shared memory of a launch: the cp.async rings, reused for the reduction.
+// Dynamic shared memory of a launch: the cp.async rings (and x_shared stages), reused for the
+// reduction, for the kernel of M bucket m_bucket(problem.m).
 std::size_t smem_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);

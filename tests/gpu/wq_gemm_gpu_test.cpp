@@ -188,3 +188,16 @@ TEST_CASE("wq_gemm bad arguments fail before launch and write nothing", "[gpu]")
   LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
   REQUIRE(relative_error(*L, download_y(*L, 4), 4) <= tolerance(L->problem));
 }
+
+TEST_CASE("wq_gemm x_shared: shared memory follows the bucket, not the plan problem's M", "[gpu]") {
+  // The tuner builds plans from a problem with m = 1 for every bucket; an x_shared kernel of bucket
+  // 16 stages 16 rows where bucket 1 stages 8, so its shared memory must come from the bucket.
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(1024, 2048, 128, 16), false);
+  WqGemmProblem one_row = L->problem;
+  one_row.m = 1;
+  WqGemmPlanOptions xs;
+  xs.config = config(1, 4, 2, 1, 2, 2, true);
+  WqGemmPlan plan(rt, one_row, {1, 16}, xs);
+  for (int64_t m : {1, 9, 16}) run_and_check(*L, plan, m, false);
+}

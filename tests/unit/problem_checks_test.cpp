@@ -278,6 +278,9 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   swapped_plain.x_shared = false;
   CHECK(lowbit::wq::smem_bytes(one_row, swapped) ==
         lowbit::wq::smem_bytes(one_row, swapped_plain) + 3 * 8 * 256 * 2);
+  // The launch takes the bucket's size, whatever M the plan's problem has.
+  CHECK(lowbit::wq::geometry(one_row, swapped, 16, 16).smem == lowbit::wq::smem_bytes(p, swapped));
+  CHECK(lowbit::wq::geometry(p, swapped, 1, 1).smem == lowbit::wq::smem_bytes(one_row, swapped));
   const auto spec = lowbit::wq::kernel_spec(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "xs"));
   CHECK(lowbit::test::contains(spec.name_expression, "true>"));
