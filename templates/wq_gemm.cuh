@@ -215,7 +215,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int xv = threadIdx.x % kXRowVecs, xr0 = threadIdx.x / kXRowVecs;  // the copies' column, first row
   const u32 xdst0 = (xr0 * kXRowVecs + (xv ^ (((xv >> 3) & 1) << 1 | (xr0 & 1)))) * 16;
   // When all the block's rows exist (every block but the last row block), a thread's copies are
-  // constant offsets from one pointer; otherwise rows past M read row 0, as in load_next_x.
+  // constant offsets from one pointer; otherwise rows past M are not copied at all: their stage
+  // rows keep stale values, which reach only MMA rows (or, swapped, B columns) of outputs that are
+  // never stored (M = 1 copies one row, not eight).
   const bool x_rows_full = m0 + kXRows <= M;
   const u16* x_thread = x + static_cast<i64>(x_rows_full ? m0 + xr0 : 0) * kK + xv * 8;
   auto issue_x = [&](int j, int stage) {  // block step j → stage; past K: zeros
@@ -232,8 +234,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
       for (int i = 0; i < kXCopies; ++i) {
         const int row = m0 + xr0 + i * kXRowStep;
-        cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, col + static_cast<i64>(row < M ? row : 0) * kK,
-                            valid);
+        if (row < M) cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, col + static_cast<i64>(row) * kK, valid);
       }
     }
   };
