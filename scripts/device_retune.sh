@@ -2,7 +2,8 @@
 # Re-tune every layer of a shipped tuning file on the GPU machine (to refresh its entries, e.g. to
 # add runners-up), resumable across calls: the result goes to $RETUNE (default: $OUT/retuned.json);
 # pass the partial file of an interrupted call back in the working tree and the run goes on where
-# it stopped (--resume). Usage: [RETUNE=file] [LIMIT_S=540] scripts/device_retune.sh tuning_db/<gpu>.json
+# it stopped (--resume). MS=16,32 re-tunes only those M buckets (default: every bucket of the file).
+# Usage: [RETUNE=file] [MS=...] [LIMIT_S=540] scripts/device_retune.sh tuning_db/<gpu>.json
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 SRC=${1:?usage: scripts/device_retune.sh tuning_db/<gpu>.json}
 DB=${RETUNE:-$OUT/retuned.json}
@@ -17,6 +18,7 @@ layers = sorted({(int(k[2]), int(k[3])) for k in keys if k})
 open(sys.argv[2], "w").write("".join(f"{n} {k}\n" for n, k in layers))
 open(sys.argv[3], "w").write(",".join(str(m) for m in sorted({int(k[1]) for k in keys if k})))
 PY
+[ -n "${MS:-}" ] && echo "$MS" >"$OUT/ms.txt"
 echo "$(wc -l <"$OUT/layers.txt") layers, M buckets $(cat "$OUT/ms.txt")" | tee -a "$S"
 timeout -s INT "${LIMIT_S:-540}" "$B/lowbit" tune wq_gemm --shapes "$OUT/layers.txt" --m "$(cat "$OUT/ms.txt")" \
   --db "$DB" --resume >"$OUT/tune.log" 2>&1
