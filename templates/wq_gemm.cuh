@@ -29,6 +29,11 @@
 // copied by a few lanes and read by all: a __syncwarp after each wait (their copies are visible) and
 // before each refill (every lane is done with the slot) orders them; no block barrier is needed.
 //
+// Block-shared activations (kXShared): the block copies each step's activations (its rows × the
+// kWarpsK chunks of the step) into a shared-memory stage with cp.async, in the same ring depth as
+// the weights; the warps step through K together under one barrier per step and read their A (or,
+// swapped, B) fragments there, so activations cross L2 → SM once per block, not once per warp.
+//
 // Scales: in the integer modes with groups of ≥ 128 (one group per chunk) or per-channel scales,
 // the MMA runs on q − z and the scale multiplies the fp32 partial sum of the chunk (per channel:
 // once, at the end); with smaller groups, and in the float-zero modes, every weight pair is
