@@ -107,9 +107,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kIntMode = kMode <= 1;        // (q − z)·s with an integer (or fixed) z
   constexpr bool kFloatZeros = kMode >= 2;     // zeros are act dtype
   constexpr bool kHasZeros = kMode != 1;
-  // One scale per lane per chunk (per channel: once, at the end). Not for groups with more than 16
+  // One scale per lane per chunk (per channel: once, at the end). Not for groups with more than 8
   // accumulator tiles of block-shared activations: the chunk's partial sums would double the
-  // accumulator registers.
+  // accumulator registers (the weights are then scaled in 16 bits before the MMA, so outside
+  // deterministic mode a row's rounding may differ between configs).
   constexpr bool kScaleAfter =
       kIntMode && (kGroup == 0 || (kGroup >= 128 && !(kXShared && !kDeterministic && kMTiles * kNTiles > 8)));
   constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;                     // one per column for all of K

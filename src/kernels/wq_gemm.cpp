@@ -256,6 +256,25 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   return c;
 }
 
+void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bool keep_k_split) {
+  while (!can_implement(p, c, arch)) {
+    if (!keep_k_split && c.warps_k > 1)
+      c.warps_k /= 2;
+    else if (c.warps_n > 1)
+      c.warps_n /= 2;
+    else if (c.n_tiles > 1)
+      c.n_tiles /= 2;
+    else if (c.m_tiles > 1)
+      c.m_tiles /= 2;
+    else if (c.stages > 2)
+      c.stages = 2;
+    else if (c.x_shared)
+      c.x_shared = false;
+    else
+      return;
+  }
+}
+
 namespace {
 Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                   const std::optional<WqGemmConfig>& forced) {
@@ -310,15 +329,10 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
   pb.m = bucket;
   WqGemmConfig c = choice.config;
   c.warps_k = k_order.warps_k, c.split_k = k_order.split_k;
-  // Fewer columns per block until the shared memory fits (the K split is fixed).
-  while (!can_implement(pb, c, ctx.arch()) && (c.n_tiles > 1 || c.warps_n > 1 || c.m_tiles > 1)) {
-    if (c.warps_n > 1)
-      c.warps_n /= 2;
-    else if (c.n_tiles > 1)
-      c.n_tiles /= 2;
-    else
-      c.m_tiles /= 2;
-  }
+  // Until it fits (the K split is fixed): no activation stages (their size grows with warps_k),
+  // then fewer columns and rows per block.
+  if (!can_implement(pb, c, ctx.arch())) c.x_shared = false;
+  shrink_to_fit(pb, c, ctx.arch(), /*keep_k_split=*/true);
   return {c, choice.source + ", K split of the M = 1 choice (deterministic)"};
 }
 
@@ -344,9 +358,10 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                             "M·N per split in the workspace)",
                             c.split_k, wq::kMaxDeterministicSplit));
   if (c.stages < 2 || c.stages > 8) return fail(why, fmt::format("stages = {}: must be 2..8", c.stages));
-  if (wq::smem_bytes(p, c) > wq::smem_limit(arch))
+  // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
+  if (wq::smem_bytes(p, c) + 16 > wq::smem_limit(arch))
     return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}",
-                                 c.str(), wq::smem_bytes(p, c), wq::smem_limit(arch), arch.str()));
+                                 c.str(), wq::smem_bytes(p, c) + 16, wq::smem_limit(arch), arch.str()));
   if (c.warps_n * c.warps_k > 16)
     return fail(why, fmt::format("{}: {} warps per block, over 16", c.str(), c.warps_n * c.warps_k));
   if (ceil_div(p.m, 16 * c.m_tiles) > 65535)
@@ -425,8 +440,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     c.x_shared = true;
   }
   c = wq::fit_registers(p, c);
-  // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit.
-  while (wq::smem_bytes(p, c) > wq::smem_limit(arch) && c.warps_k > 1) c.warps_k /= 2;
+  // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit, then
+  // fewer tiles, stages, and no activation stages.
+  wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/false);
   // Split K only when the grid would leave most SMs idle: each split adds a pipeline ramp per warp
   // and a reduction, and measured slower even with half the SMs busy (4096² M=16: 9.9 µs unsplit,
   // 12.6 split in two). So: fewer than SMs/4 blocks.

@@ -81,6 +81,12 @@ WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);
 // chunks per warp per split (at most 64; deterministic problems at most 8).
 int fill_split(const WqGemmProblem& problem, const WqGemmConfig& config, double min_blocks);
 
+// Makes `config` fit the arch (shared memory, warps), shrinking in this order: warps along K (unless
+// keep_k_split: deterministic problems keep their K order), warps along N, column tiles, row
+// tiles, stages (to 2), then x_shared. Leaves it unchanged if it already fits; may still not fit
+// when nothing is left to shrink (the caller checks).
+void shrink_to_fit(const WqGemmProblem& problem, WqGemmConfig& config, const Arch& arch, bool keep_k_split);
+
 // How a plan picked the config of one M bucket.
 struct Choice {
   WqGemmConfig config;

@@ -176,18 +176,45 @@ TEST_CASE("choose_config picks a runnable config for the standard shapes", "[che
   for (const auto& [n, k] : shapes)
     for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 256})
       for (int sm_count : {132, 114})
-        for (const char* arch : {"sm_80", "sm_89", "sm_90a", "sm_120"}) {
+        for (const char* arch : {"sm_80", "sm_89", "sm_90a", "sm_120"})
+          for (int bits : {4, 8}) {
+            WqGemmProblem p = normal_problem();
+            p.n = n, p.k = k, p.m = m, p.bits = bits;
+            const WqGemmConfig c = lowbit::choose_config(p, Arch::parse(arch), sm_count);
+            std::string why;
+            INFO(p.str() << " sm_count=" << sm_count << " " << arch << " -> " << c.str());
+            const bool ok = lowbit::can_implement(p, c, Arch::parse(arch), &why);
+            INFO("why: " << why);
+            CHECK(ok);
+            // 99 KiB archs shrink the config; they must not fall back to the one-warp default.
+            CHECK_FALSE(c == lowbit::default_config());
+            ++checked;
+          }
+  CHECK(checked == 6 * 9 * 2 * 4 * 2);
+}
+
+TEST_CASE("deterministic plans keep the M = 1 K split and still fit, on every arch", "[config]") {
+  for (const char* arch : {"sm_86", "sm_90a"}) {
+    lowbit::RuntimeOptions o;
+    o.device = -1, o.arch = arch, o.no_disk_cache = true, o.no_tuning_db = true;
+    lowbit::Runtime rt(o);
+    for (int bits : {2, 4, 8})
+      for (int64_t n : {4096, 14336, 28672})
+        for (int64_t m : {16, 32, 64, 128}) {
           WqGemmProblem p = normal_problem();
-          p.n = n, p.k = k, p.m = m;
-          const WqGemmConfig c = lowbit::choose_config(p, Arch::parse(arch), sm_count);
+          p.n = n, p.bits = bits, p.m = m, p.deterministic = true;
+          const auto one = lowbit::wq::choose(rt.context(), p, 1, std::nullopt).config;
+          const auto c = lowbit::wq::choose(rt.context(), p, lowbit::m_bucket(m), std::nullopt).config;
+          WqGemmProblem pb = p;
+          pb.m = lowbit::m_bucket(m);
           std::string why;
-          INFO(p.str() << " sm_count=" << sm_count << " " << arch << " -> " << c.str());
-          const bool ok = lowbit::can_implement(p, c, Arch::parse(arch), &why);
+          INFO(arch << " " << p.str() << " -> " << c.str());
+          CHECK(lowbit::can_implement(pb, c, Arch::parse(arch), &why));
           INFO("why: " << why);
-          CHECK(ok);
-          ++checked;
+          CHECK(c.warps_k == one.warps_k);
+          CHECK(c.split_k == one.split_k);
         }
-  CHECK(checked == 6 * 9 * 2 * 4);
+  }
 }
 
 TEST_CASE("choose_config splits K only when the grid leaves most SMs idle", "[config]") {
