@@ -98,9 +98,9 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const std::size_t slot =
       (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
-  // x_shared: per stage the activations of 16·m_tiles rows (8 when the kernel swaps operands, see
-  // kernel_spec) × warps_k chunks of 128 (kXStage).
-  const int x_rows = m_bucket(p.m) <= 8 && c.m_tiles == 1 ? 8 : 16 * c.m_tiles;
+  // x_shared: per stage the activations of 16·m_tiles rows (8 when the kernel swaps operands) ×
+  // warps_k chunks of 128 (kXStage).
+  const int x_rows = swaps_operands(c, m_bucket(p.m)) ? 8 : 16 * c.m_tiles;
   const std::size_t x_stages =
       c.x_shared ? static_cast<std::size_t>(c.stages) * x_rows * 128 * c.warps_k * 2 : 0;
   return std::max(x_stages + rings, reduction_smem_bytes(c));
@@ -207,7 +207,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   WqGemmProblem p = problem;
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
-  const bool upper_rows = !(bucket <= 8 && c.m_tiles == 1);
+  const bool upper_rows = !swaps_operands(c, bucket);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
@@ -258,7 +258,9 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
 
 void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bool keep_k_split) {
   while (!can_implement(p, c, arch)) {
-    if (!keep_k_split && c.warps_k > 1)
+    if (keep_k_split && c.x_shared)
+      c.x_shared = false;  // its stages grow with warps_k, which stays
+    else if (!keep_k_split && c.warps_k > 1)
       c.warps_k /= 2;
     else if (c.warps_n > 1)
       c.warps_n /= 2;
@@ -329,9 +331,6 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
   pb.m = bucket;
   WqGemmConfig c = choice.config;
   c.warps_k = k_order.warps_k, c.split_k = k_order.split_k;
-  // Until it fits (the K split is fixed): no activation stages (their size grows with warps_k),
-  // then fewer columns and rows per block.
-  if (!can_implement(pb, c, ctx.arch())) c.x_shared = false;
   shrink_to_fit(pb, c, ctx.arch(), /*keep_k_split=*/true);
   return {c, choice.source + ", K split of the M = 1 choice (deterministic)"};
 }

@@ -13,6 +13,12 @@ class Context;
 
 namespace lowbit::wq {
 
+// Up to 8 rows with one row tile the kernel swaps the MMA operands (weights as the 16-row A,
+// activations as the 8-column B) and skips activation rows 8..15.
+constexpr bool swaps_operands(const WqGemmConfig& c, int64_t bucket) {
+  return bucket <= 8 && c.m_tiles == 1;
+}
+
 // Launch geometry of one config for one M, run by the kernel of M bucket `bucket`.
 struct Geometry {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
@@ -81,10 +87,10 @@ WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);
 // chunks per warp per split (at most 64; deterministic problems at most 8).
 int fill_split(const WqGemmProblem& problem, const WqGemmConfig& config, double min_blocks);
 
-// Makes `config` fit the arch (shared memory, warps), shrinking in this order: warps along K (unless
-// keep_k_split: deterministic problems keep their K order), warps along N, column tiles, row
-// tiles, stages (to 2), then x_shared. Leaves it unchanged if it already fits; may still not fit
-// when nothing is left to shrink (the caller checks).
+// Makes `config` fit the arch (shared memory, warps), shrinking in this order: warps along K, warps
+// along N, column tiles, row tiles, stages (to 2), then x_shared. With keep_k_split (deterministic
+// problems keep their K order) warps_k stays and x_shared goes first, since its stages grow with it. Leaves
+// it unchanged if it already fits; may still not fit when nothing is left to shrink (the caller checks).
 void shrink_to_fit(const WqGemmProblem& problem, WqGemmConfig& config, const Arch& arch, bool keep_k_split);
 
 // How a plan picked the config of one M bucket.

@@ -70,6 +70,16 @@ bool aligned(const void* p, std::size_t a) {
   return reinterpret_cast<std::uintptr_t>(p) % a == 0;
 }
 
+// `field` of pack_on_device(what) is `a`-byte aligned (null passes: the callers check presence).
+void check_aligned(const void* p, std::size_t a, const char* what, const char* field) {
+  LOWBIT_CHECK(aligned(p, a), "pack_on_device({}): {} = {}: must be {}-byte aligned", what, field, p, a);
+}
+// ... and not null.
+void check_buffer(const void* p, std::size_t a, const char* what, const char* field) {
+  LOWBIT_CHECK(p != nullptr, "pack_on_device({}): {} is null", what, field);
+  check_aligned(p, a, what, field);
+}
+
 void check_act_order(const int32_t* g_idx, const char* what) {
   LOWBIT_CHECK(
       g_idx == nullptr,
@@ -80,19 +90,13 @@ void check_act_order(const int32_t* g_idx, const char* what) {
 
 // The buffers wq_gemm will read: the same alignment rules as WqGemmPlan::run.
 void check_outputs(const DevicePackedWeights& out, DequantMode mode, const char* what) {
-  LOWBIT_CHECK(out.qweight != nullptr, "pack_on_device({}): out.qweight is null", what);
-  LOWBIT_CHECK(aligned(out.qweight, 16), "pack_on_device({}): out.qweight = {}: must be 16-byte aligned",
-               what, out.qweight);
-  LOWBIT_CHECK(out.scales != nullptr, "pack_on_device({}): out.scales is null", what);
-  LOWBIT_CHECK(aligned(out.scales, 16), "pack_on_device({}): out.scales = {}: must be 16-byte aligned", what,
-               out.scales);
+  check_buffer(out.qweight, 16, what, "out.qweight");
+  check_buffer(out.scales, 16, what, "out.scales");
   if (has_int_zeros(mode) || has_float_zeros(mode)) {
     LOWBIT_CHECK(out.zeros != nullptr,
                  "pack_on_device({}): out.zeros is null but mode = {} writes zero points", what,
                  to_string(mode));
-    const std::size_t a = has_int_zeros(mode) ? 8 : 16;
-    LOWBIT_CHECK(aligned(out.zeros, a), "pack_on_device({}): out.zeros = {}: must be {}-byte aligned", what,
-                 out.zeros, a);
+    check_aligned(out.zeros, has_int_zeros(mode) ? 8 : 16, what, "out.zeros");
   }
 }
 
@@ -105,17 +109,13 @@ PackJob unpacked_job(const UnpackedWeightsView& v) {
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
   check_shape(job.problem, what);
   check_counts(v, "pack_on_device(unpacked)");
-  LOWBIT_CHECK(v.q != nullptr, "pack_on_device(unpacked): q is null");
-  LOWBIT_CHECK(v.scales != nullptr, "pack_on_device(unpacked): scales is null");
-  LOWBIT_CHECK(aligned(v.scales, 2), "pack_on_device(unpacked): scales = {}: must be 2-byte aligned",
-               static_cast<const void*>(v.scales));
+  check_buffer(v.q, 1, what, "q");
+  check_buffer(v.scales, 2, what, "scales");
   LOWBIT_CHECK(!has_int_zeros(mode) || v.zeros, "pack_on_device(unpacked): mode = {} needs integer zeros",
                to_string(mode));
   LOWBIT_CHECK(!has_float_zeros(mode) || v.float_zeros,
                "pack_on_device(unpacked): mode = {} needs float zeros", to_string(mode));
-  LOWBIT_CHECK(aligned(v.float_zeros, 2),
-               "pack_on_device(unpacked): float_zeros = {}: must be 2-byte aligned",
-               static_cast<const void*>(v.float_zeros));
+  check_aligned(v.float_zeros, 2, what, "float_zeros");
   job.q = v.q;
   job.zeros =
       has_int_zeros(mode) ? static_cast<const void*>(v.zeros) : static_cast<const void*>(v.float_zeros);
@@ -132,17 +132,10 @@ PackJob gptq_job(const GptqWeightsView& v) {
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
   check_shape(job.problem, what);
   check_counts(v, "pack_on_device(gptq)");
-  LOWBIT_CHECK(v.qweight != nullptr, "pack_on_device(gptq): qweight is null");
+  check_buffer(v.qweight, 4, what, "qweight");
   check_gptq_packing(v, "pack_on_device(gptq)", v.qzeros != nullptr);
-  LOWBIT_CHECK(aligned(v.qweight, 4), "pack_on_device(gptq): qweight = {}: must be 4-byte aligned",
-               static_cast<const void*>(v.qweight));
-  LOWBIT_CHECK(v.scales != nullptr, "pack_on_device(gptq): scales is null");
-  LOWBIT_CHECK(aligned(v.scales, 2), "pack_on_device(gptq): scales = {}: must be 2-byte aligned",
-               static_cast<const void*>(v.scales));
-  if (v.qzeros) {
-    LOWBIT_CHECK(aligned(v.qzeros, 4), "pack_on_device(gptq): qzeros = {}: must be 4-byte aligned",
-                 static_cast<const void*>(v.qzeros));
-  }
+  check_buffer(v.scales, 2, what, "scales");
+  check_aligned(v.qzeros, 4, what, "qzeros");
   job.q = v.qweight;
   job.zeros = v.qzeros;
   job.scales = v.scales;
