@@ -86,11 +86,71 @@ __device__ __forceinline__ void load_fragment(u32 lane_addr, u32 (&w)[kBits]) {
   });
 }
 
-template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kSplitK,
-          int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic, bool kXShared>
+// Writes a thread's outputs: for_each_output(fn) calls fn(row, col, v) for every output the thread
+// holds with row < M and col < kN (v by reference: fn may replace it). Called by every thread of the
+// block (the split-K arrival count has barriers). Split K: every block leaves its partial tile in the
+// workspace, added atomically into one fp32 slice, or (kDeterministic) stored into a slice of its
+// own. The last block to arrive (counted per output tile) reads the complete sums, writes y and
+// zeroes what it read, so the workspace is all zeros between calls whatever M each call has (the
+// counters of a later, larger M overlap where these sums were). No state survives a call.
+template <int kN, int kSplitK, bool kDeterministic, bool kOutF32, bool kBf16, class ForEachOutput>
+__device__ __forceinline__ void write_outputs(ForEachOutput&& for_each_output, const u16* __restrict__ bias,
+                                              void* __restrict__ y, float* __restrict__ ws,
+                                              u32* __restrict__ counters, int M) {
+  auto store = [&](int row, int col, float v) {
+    if (bias != nullptr) v += to_f32<kBf16>(bias[col]);
+    if constexpr (kOutF32)
+      static_cast<float*>(y)[static_cast<i64>(row) * kN + col] = v;
+    else
+      static_cast<u16*>(y)[static_cast<i64>(row) * kN + col] = from_f32<kBf16>(v);
+  };
+  if constexpr (kSplitK == 1) {
+    for_each_output(store);
+  } else {
+    auto slice = [&](i64 sp, int row, int col) { return ws + (sp * M + row) * kN + col; };
+    constexpr int kSlices = kDeterministic ? kSplitK : 1;
+    for_each_output([&](int row, int col, float v) {
+      if constexpr (kDeterministic)
+        __stcg(slice(blockIdx.y, row, col), v);
+      else
+        atomicAdd(slice(0, row, col), v);
+    });
+    __threadfence();  // our partial sums are visible device-wide before we count ourselves in
+    __syncthreads();
+    __shared__ u32 is_last;
+    const int tile_id = blockIdx.z * gridDim.x + blockIdx.x;
+    if (threadIdx.x == 0) is_last = atomicAdd(counters + tile_id, 1u) == kSplitK - 1;
+    __syncthreads();
+    if (is_last) {
+      __threadfence();
+      // Read every complete sum from L2 first (.cg skips L1; the loads are independent, so they are
+      // all in flight at once — an atomicExch per element would wait a round trip each); the
+      // deterministic slices are added in split order, whichever block arrived last.
+      for_each_output([&](int row, int col, float& v) {
+        if constexpr (kDeterministic) {
+          v = 0.f;
+#pragma unroll
+          for (int sp = 0; sp < kSplitK; ++sp) v += __ldcg(slice(sp, row, col));
+        } else {
+          v = __ldcg(slice(0, row, col));
+        }
+      });
+      for_each_output([&](int row, int col, float v) {
+        store(row, col, v);
+#pragma unroll
+        for (int sp = 0; sp < kSlices; ++sp) __stcg(slice(sp, row, col), 0.f);
+      });
+      if (threadIdx.x == 0) counters[tile_id] = 0;
+    }
+  }
+}
+
+template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
+          int kSplitK, int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic,
+          bool kXShared>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
-    wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales, const void* __restrict__ zeros,
-                   const u16* __restrict__ x, const u16* __restrict__ bias,
+    wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
+                   const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
                    void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M) {
   static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
   static_assert(kMode >= 0 && kMode <= 3, "DequantMode 0..3");
@@ -103,7 +163,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kKPad = (kK + 127) / 128 * 128;
   constexpr int kChunks = kKPad / 128;
   constexpr int kChunksPerSplit = (kChunks + kSplitK - 1) / kSplitK;
-  constexpr int kHalves = kUpperRows ? 2 : 1;     // 8-row halves of each 16-row tile that can hold rows
+  constexpr int kHalves = kUpperRows ? 2 : 1;  // 8-row halves of each 16-row tile that can hold rows
   constexpr bool kIntMode = kMode <= 1;        // (q − z)·s with an integer (or fixed) z
   constexpr bool kFloatZeros = kMode >= 2;     // zeros are act dtype
   constexpr bool kHasZeros = kMode != 1;
@@ -113,16 +173,17 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // deterministic mode a row's rounding may differ between configs).
   constexpr bool kScaleAfter =
       kIntMode && (kGroup == 0 || (kGroup >= 128 && !(kXShared && !kDeterministic && kMTiles * kNTiles > 8)));
-  constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;                     // one per column for all of K
+  constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;  // one per column for all of K
   // With the scale after the MMA the zero can come after it too: the MMA runs on base + q (one
   // mask-or per pair, no subtraction) and (base + z)·Σx leaves the chunk's sum, Σx coming from one
   // more MMA per step against ones. Not for fp16 4-bit (its dequant folds the zero in for free) nor
   // bf16 8-bit (base + q does not fit bf16).
-  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 4 && !kBf16) && !(kBits == 8 && kBf16);
+  constexpr bool kZeroAfter =
+      kScaleAfter && !kScaleAtEnd && !(kBits == 4 && !kBf16) && !(kBits == 8 && kBf16);
   constexpr float kBase = kBf16 ? 128.f : 1024.f;  // the magic base of dequant.cuh
   constexpr u32 kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;
-  constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;               // words per fragment load
-  constexpr int kTileWords = 32 * kBits;                                   // one (8 n, 128 k) tile
+  constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // words per fragment load
+  constexpr int kTileWords = 32 * kBits;                       // one (8 n, 128 k) tile
   const u8* zeros8 = static_cast<const u8*>(zeros);
   const u16* zeros16 = static_cast<const u16*>(zeros);
   // Up to 8 rows, A and B swap roles: two 8-column weight tiles form the 16-row A operand and the
@@ -177,7 +238,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) xnext[mt][h] = xrow[mt][h] + c_begin * 128 + 32 * t;
-  auto load_next_x = [&](int c, uint4 (&dst)[4][kMTiles][kHalves]) {  // chunk c, the next in order
+  auto load_next_x = [&](int c, uint4(&dst)[4][kMTiles][kHalves]) {  // chunk c, the next in order
 #pragma unroll
     for (int p = 0; p < 4; ++p)
 #pragma unroll
@@ -185,7 +246,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
         for (int h = 0; h < kHalves; ++h)
           dst[p][mt][h] = (!kKTail || c * 128 + 32 * t + 8 * p < kK) ? ld_cached_v4(xnext[mt][h] + 8 * p)
-                                                                       : make_uint4(0, 0, 0, 0);
+                                                                     : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -211,11 +272,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // vector v = 16·wk + 4t + p of row r sits at v ^ (2·(t / 2) + r % 2), so that the 8 lanes of a
   // 16-byte shared-load phase (g ∈ {2a, 2a+1}, t = 0..3) hit 8 different 4-bank groups.
   constexpr int kXRowVecs = 16 * kWarpsK;
-  constexpr int kXRows = kUpperRows ? 16 * kMTiles : 8;             // swapped: the 8 B columns
-  constexpr int kXStage = kXShared ? kXRows * kXRowVecs : 0;        // uint4 per stage
+  constexpr int kXRows = kUpperRows ? 16 * kMTiles : 8;       // swapped: the 8 B columns
+  constexpr int kXStage = kXShared ? kXRows * kXRowVecs : 0;  // uint4 per stage
   constexpr int kThreads = 32 * kWarpsN * kWarpsK;
-  constexpr int kXRowStep = kThreads / kXRowVecs;            // rows between one thread's copies
-  constexpr int kXCopies = kXStage / kThreads;               // 16-byte copies per thread per stage
+  constexpr int kXRowStep = kThreads / kXRowVecs;  // rows between one thread's copies
+  constexpr int kXCopies = kXStage / kThreads;     // 16-byte copies per thread per stage
   static_assert(!kXShared || kXStage % kThreads == 0, "whole copies per thread");
   const u32 xs_addr = smem_addr(smem);
   const int xv = threadIdx.x % kXRowVecs, xr0 = threadIdx.x / kXRowVecs;  // the copies' column, first row
@@ -234,13 +295,15 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       const u16* src = x_thread + (valid ? k0 : 0);
 #pragma unroll
       for (int i = 0; i < kXCopies; ++i)
-        cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, src + static_cast<i64>(i * kXRowStep) * kK, valid);
+        cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, src + static_cast<i64>(i * kXRowStep) * kK,
+                            valid);
     } else {
       const u16* col = x + (valid ? k0 + xv * 8 : 0);
 #pragma unroll
       for (int i = 0; i < kXCopies; ++i) {
         const int row = m0 + xr0 + i * kXRowStep;
-        if (row < M) cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, col + static_cast<i64>(row) * kK, valid);
+        if (row < M)
+          cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, col + static_cast<i64>(row) * kK, valid);
       }
     }
   };
@@ -248,7 +311,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // (16·mt + 8·h)·kXRowVecs·16.
   u32 xs_lane[4];
 #pragma unroll
-  for (int p = 0; p < 4; ++p) xs_lane[p] = xs_addr + (g * kXRowVecs + 16 * wk + 4 * t + (p ^ (2 * (t >> 1) + (g & 1)))) * 16;
+  for (int p = 0; p < 4; ++p)
+    xs_lane[p] = xs_addr + (g * kXRowVecs + 16 * wk + 4 * t + (p ^ (2 * (t >> 1) + (g & 1)))) * 16;
   uint4* ring = smem + kStages * kXStage + warp * (kStages * kSlot);
   const u32 ring_base = smem_addr(ring);
   const u32 ring_addr = ring_base + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
@@ -258,7 +322,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int meta_tile = min(tile0 + lane / max(kGroupsPerChunk, 1), kTilesTotal - 1);
   const int meta_sub = lane % max(kGroupsPerChunk, 1);  // group within the chunk
   constexpr bool kMetaLinear = kGroup > 0 && kGroup <= 128;
-  i64 meta_next = kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
+  i64 meta_next =
+      kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
   auto issue = [&](int j, int stage) {  // chunk j of this warp (the next in order) → slot `stage`
     const u32 slot = ring_addr + stage * (kSlot * 16);
 #pragma unroll
@@ -266,17 +331,21 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       if (kAllTiles || tile0 + nt < kTilesTotal)
 #pragma unroll
         for (int v = 0; v < kBits / kV; ++v)
-          cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4, wnext + nt * (kChunks * kTileWords) + v * 32 * kV);
+          cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4,
+                             wnext + nt * (kChunks * kTileWords) + v * 32 * kV);
     wnext += kWarpsK * kTileWords;
     if constexpr (kMetaRows > 0) {
       static_assert(kMetaRows <= 32, "one scale/zero row per lane");
       if (lane < kMetaRows) {
         const u32 meta = slot - lane * kV * 4 + kNTiles * kTileWords * 4 + lane * 16;
-        const i64 at = kMetaLinear ? meta_next
-                                   : static_cast<i64>((c_begin + j * kWarpsK) * 128 / kGroup) * kNPad + meta_tile * 8;
+        const i64 at = kMetaLinear
+                           ? meta_next
+                           : static_cast<i64>((c_begin + j * kWarpsK) * 128 / kGroup) * kNPad + meta_tile * 8;
         cp_async_16(meta, scales + at);
-        if constexpr (kFloatZeros) cp_async_16(meta + kMetaRows * 16, zeros16 + at);
-        else if constexpr (kHasZeros) cp_async_8(meta + kMetaRows * 16, zeros8 + at);
+        if constexpr (kFloatZeros)
+          cp_async_16(meta + kMetaRows * 16, zeros16 + at);
+        else if constexpr (kHasZeros)
+          cp_async_8(meta + kMetaRows * 16, zeros8 + at);
       }
       if constexpr (kMetaLinear) meta_next += static_cast<i64>(kWarpsK) * kGroupsPerChunk * kNPad;
     }
@@ -289,8 +358,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   }
   uint4 xa[4][kMTiles][kHalves];
   if constexpr (kPrefetchX)
-    if (n_chunks > 0)
-      load_next_x(c_begin, xa);
+    if (n_chunks > 0) load_next_x(c_begin, xa);
   // Per-channel zero points (and, in the float-zero modes, scales) do not change along K: read once.
   // Integer zeros are kept as integers, float zeros as a pair of act-dtype values.
   u32 z_channel[kNTiles], s_channel[kNTiles];
@@ -329,7 +397,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       } else {
         load_next_x(c, xa);
       }
-      cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
+      cp_async_wait<kStages - 1>();               // this lane's copies for this chunk have landed
       if constexpr (kMetaRows > 0) __syncwarp();  // ... and the other lanes' scale and zero rows
     }
     const u32 slot = ring_base + stage * (kSlot * 16);
@@ -353,10 +421,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         zq[nt] = z_channel[nt];
         s_pre[nt] = s_channel[nt];
       } else {
-        if constexpr (kFloatZeros) zq[nt] = splat2(ld_shared_u16<kZ>(meta_g2));
-        else zq[nt] = kHasZeros ? ld_shared_u8<kZ>(meta_g) : (1u << (kBits - 1));
+        if constexpr (kFloatZeros)
+          zq[nt] = splat2(ld_shared_u16<kZ>(meta_g2));
+        else
+          zq[nt] = kHasZeros ? ld_shared_u8<kZ>(meta_g) : (1u << (kBits - 1));
         if constexpr (!kScaleAfter) s_pre[nt] = splat2(ld_shared_u16<kS>(meta_g2));
-        if constexpr (kScaleAfter && kSwap) s_post[nt][0] = s_post[nt][1] = to_f32<kBf16>(ld_shared_u16<kS>(meta_g2));
+        if constexpr (kScaleAfter && kSwap)
+          s_post[nt][0] = s_post[nt][1] = to_f32<kBf16>(ld_shared_u16<kS>(meta_g2));
         if constexpr (kScaleAfter && !kSwap) {  // columns 2t and 2t + 1: one 32-bit load
           const u32 pair = ld_shared_u32<kS>(meta_t4);
           s_post[nt][0] = to_f32<kBf16>(static_cast<u16>(pair & 0xffffu));
@@ -394,11 +465,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
     // Even steps accumulate into part[0] / acc, odd ones into part[1] / acc_odd.
     auto mma_step = [&](int hs, int mt, int q, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
-      if constexpr (kScaleAfter && !kScaleAtEnd) mma_16816<kBf16>(part[hs % kChains][mt][q], a0, a1, a2, a3, b0, b1);
-      else if (hs == 0 || kAccChains == 1) mma_16816<kBf16>(acc[mt][q], a0, a1, a2, a3, b0, b1);
-      else mma_16816<kBf16>(acc_odd[mt][q], a0, a1, a2, a3, b0, b1);
+      if constexpr (kScaleAfter && !kScaleAtEnd)
+        mma_16816<kBf16>(part[hs % kChains][mt][q], a0, a1, a2, a3, b0, b1);
+      else if (hs == 0 || kAccChains == 1)
+        mma_16816<kBf16>(acc[mt][q], a0, a1, a2, a3, b0, b1);
+      else
+        mma_16816<kBf16>(acc_odd[mt][q], a0, a1, a2, a3, b0, b1);
     };
-    auto dequant = [&](int nt, int p, u32 (&b)[4]) {  // pairs: step 2p (b[0], b[1]), step 2p+1 (b[2], b[3])
+    auto dequant = [&](int nt, int p, u32(&b)[4]) {  // pairs: step 2p (b[0], b[1]), step 2p+1 (b[2], b[3])
       if constexpr (kZeroAfter) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) b[i] = raw_pair<kBits, kBf16>(wv[nt], 4 * p + i);
@@ -438,7 +512,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         if constexpr (kZeroAfter)
 #pragma unroll
           for (int hs = 0; hs < 2; ++hs)
-            mma_16816<kBf16>(xsum[0], kOne2, kOne2, kOne2, kOne2, word(xp[0][0], 2 * hs), word(xp[0][0], 2 * hs + 1));
+            mma_16816<kBf16>(xsum[0], kOne2, kOne2, kOne2, kOne2, word(xp[0][0], 2 * hs),
+                             word(xp[0][0], 2 * hs + 1));
       } else {
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
@@ -461,7 +536,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
             for (int mt = 0; mt < kMTiles; ++mt) {
               const u32 a1 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs) : 0u;
               const u32 a3 = kUpperRows ? word(xp[mt][kHalves - 1], 2 * hs + 1) : 0u;
-              mma_16816<kBf16>(xsum[mt], word(xp[mt][0], 2 * hs), a1, word(xp[mt][0], 2 * hs + 1), a3, kOne2, kOne2);
+              mma_16816<kBf16>(xsum[mt], word(xp[mt][0], 2 * hs), a1, word(xp[mt][0], 2 * hs + 1), a3, kOne2,
+                               kOne2);
             }
       }
     }
@@ -469,7 +545,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
         const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
         float sum = kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r];
-        if constexpr (kZeroAfter) sum = fmaf(-(kSwap ? z_post[2 * q + (r >> 1)][0] : z_post[q][r & 1]), xsum[mt][r], sum);
+        if constexpr (kZeroAfter)
+          sum = fmaf(-(kSwap ? z_post[2 * q + (r >> 1)][0] : z_post[q][r & 1]), xsum[mt][r], sum);
         acc[mt][q][r] = fmaf(sum, sc, acc[mt][q][r]);
       });
     }
@@ -495,7 +572,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   if constexpr (kWarpsK > 1) {
     constexpr int kRegs = kMTiles * kAccN * 4;
     float* red = reinterpret_cast<float*>(smem);  // [kWarpsK - 1][kWarpsN][kRegs][32]
-    __syncthreads();  // every warp is done reading its ring
+    __syncthreads();                              // every warp is done reading its ring
     if (wk > 0) {
       for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
         red[(((wk - 1) * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane] = acc[mt][q][r];
@@ -512,70 +589,25 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   }
 
   // Epilogue: accumulator (mt, q, r) → (row, column) as described at kSwap.
-  auto store = [&](int row, int col, float v) {
-    if (bias != nullptr) v += to_f32<kBf16>(bias[col]);
-    if constexpr (kOutF32) static_cast<float*>(y)[static_cast<i64>(row) * kN + col] = v;
-    else static_cast<u16*>(y)[static_cast<i64>(row) * kN + col] = from_f32<kBf16>(v);
-  };
-  auto for_each_output = [&](auto&& fn) {
-    if (wk != 0) return;
-    for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
-      const int row = kSwap ? m0 + 2 * t + (r & 1) : m0 + mt * 16 + g + 8 * (r >> 1);
-      const int col = kSwap ? (tile0 + 2 * q + (r >> 1)) * 8 + g : (tile0 + q) * 8 + 2 * t + (r & 1);
-      if (row < M && col < kN) fn(row, col, acc[mt][q][r]);  // fn may take the value by reference
-    });
-  };
-
-  if constexpr (kSplitK == 1) {
-    for_each_output(store);
-  } else {
-    // Split K: every block leaves its partial tile in the workspace, added atomically into one fp32
-    // slice, or (kDeterministic) stored into a slice of its own. The last block to arrive (counted
-    // per output tile) reads the complete sums, writes y and zeroes what it read, so the workspace
-    // is all zeros between calls whatever M each call has (the counters of a later, larger M
-    // overlap where these sums were). No state survives a call.
-    auto slice = [&](i64 sp, int row, int col) { return ws + (sp * M + row) * kN + col; };
-    constexpr int kSlices = kDeterministic ? kSplitK : 1;
-    for_each_output([&](int row, int col, float v) {
-      if constexpr (kDeterministic) __stcg(slice(blockIdx.y, row, col), v);
-      else atomicAdd(slice(0, row, col), v);
-    });
-    __threadfence();  // our partial sums are visible device-wide before we count ourselves in
-    __syncthreads();
-    __shared__ u32 is_last;
-    const int tile_id = blockIdx.z * gridDim.x + blockIdx.x;
-    if (threadIdx.x == 0) is_last = atomicAdd(counters + tile_id, 1u) == kSplitK - 1;
-    __syncthreads();
-    if (is_last) {
-      __threadfence();
-      // Read every complete sum from L2 first (.cg skips L1; the loads are independent, so they are
-      // all in flight at once — an atomicExch per element would wait a round trip each); the
-      // deterministic slices are added in split order, whichever block arrived last.
-      for_each_output([&](int row, int col, float& v) {
-        if constexpr (kDeterministic) {
-          v = 0.f;
-#pragma unroll
-          for (int sp = 0; sp < kSplitK; ++sp) v += __ldcg(slice(sp, row, col));
-        } else {
-          v = __ldcg(slice(0, row, col));
-        }
-      });
-      for_each_output([&](int row, int col, float v) {
-        store(row, col, v);
-#pragma unroll
-        for (int sp = 0; sp < kSlices; ++sp) __stcg(slice(sp, row, col), 0.f);
-      });
-      if (threadIdx.x == 0) counters[tile_id] = 0;
-    }
-  }
+  write_outputs<kN, kSplitK, kDeterministic, kOutF32, kBf16>(
+      [&](auto&& fn) {
+        if (wk != 0) return;
+        for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+          const int row = kSwap ? m0 + 2 * t + (r & 1) : m0 + mt * 16 + g + 8 * (r >> 1);
+          const int col = kSwap ? (tile0 + 2 * q + (r >> 1)) * 8 + g : (tile0 + q) * 8 + 2 * t + (r & 1);
+          if (row < M && col < kN) fn(row, col, acc[mt][q][r]);  // fn may take the value by reference
+        });
+      },
+      bias, y, ws, counters, M);
 }
 
 // Act-order layers: xp[m][j] = x[m][perm[j]], the activations in the packed K order, so the GEMM
 // reads them with 16-byte loads (a gather inside the GEMM cost twice its time). 8 values per
 // thread; rows loop over gridDim.y.
 template <int kK>
-__global__ void __launch_bounds__(256) wq_permute_x_kernel(const u16* __restrict__ x, const int* __restrict__ perm,
-                                                           u16* __restrict__ xp, int M) {
+__global__ void __launch_bounds__(256)
+    wq_permute_x_kernel(const u16* __restrict__ x, const int* __restrict__ perm, u16* __restrict__ xp,
+                        int M) {
   const int j = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
   if (j >= kK) return;
   const int4 i0 = __ldg(reinterpret_cast<const int4*>(perm + j));
@@ -586,7 +618,8 @@ __global__ void __launch_bounds__(256) wq_permute_x_kernel(const u16* __restrict
     u32 w[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      w[i] = static_cast<u32>(__ldg(row + idx[2 * i])) | (static_cast<u32>(__ldg(row + idx[2 * i + 1])) << 16);
+      w[i] =
+          static_cast<u32>(__ldg(row + idx[2 * i])) | (static_cast<u32>(__ldg(row + idx[2 * i + 1])) << 16);
     *reinterpret_cast<uint4*>(xp + static_cast<i64>(m) * kK + j) = make_uint4(w[0], w[1], w[2], w[3]);
   }
 }

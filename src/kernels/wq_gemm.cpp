@@ -41,8 +41,9 @@ std::string WqGemmProblem::str() const {
 }
 
 std::string WqGemmConfig::str() const {
-  return fmt::format("WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{})",
-                     m_tiles, n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "");
+  return fmt::format(
+      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{})", m_tiles,
+      n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "");
 }
 
 namespace {
@@ -92,9 +93,16 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
 }
 
 std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
+  const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
+  if (c.wgmma) {
+    // Per stage (kStageBytes in templates/wq_gemm_wgmma.cuh): 16·m_tiles activation rows × 128 k,
+    // the block's 4·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group.
+    const std::size_t tiles = 4 * static_cast<std::size_t>(c.n_tiles);
+    return static_cast<std::size_t>(c.stages) * (16 * static_cast<std::size_t>(c.m_tiles) * 256 +
+                                                 tiles * 128 * p.bits + 2 * tiles * groups_per_chunk * 16);
+  }
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
-  const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
   const std::size_t slot =
       (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
@@ -173,6 +181,7 @@ nlohmann::json to_json(const WqGemmConfig& c) {
   nlohmann::json j = {{"m_tiles", c.m_tiles}, {"n_tiles", c.n_tiles}, {"warps_n", c.warps_n},
                       {"warps_k", c.warps_k}, {"split_k", c.split_k}, {"stages", c.stages}};
   if (c.x_shared) j["x_shared"] = true;  // absent = false: files from before the field stay valid
+  if (c.wgmma) j["wgmma"] = true;        // likewise
   return j;
 }
 
@@ -185,9 +194,10 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
     if (!j.contains(name) || !j[name].is_number_integer()) return std::nullopt;
     *field = j[name].get<int>();
   }
-  if (j.contains("x_shared")) {
-    if (!j["x_shared"].is_boolean()) return std::nullopt;
-    c.x_shared = j["x_shared"].get<bool>();
+  for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma}}) {
+    if (!j.contains(name)) continue;
+    if (!j[name].is_boolean()) return std::nullopt;
+    *field = j[name].get<bool>();
   }
   return c;
 }
@@ -211,19 +221,25 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                        p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n,
                        p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                       c.stages, c.x_shared ? "xs" : "");
-  s.name_expression = fmt::format(
-      "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", p.bits,
-      p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, b(upper_rows),
-      b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared));
+                       c.stages, c.x_shared ? "xs" : "", c.wgmma ? "wg" : "");
+  s.name_expression =
+      c.wgmma ? fmt::format("lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
+                            p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.split_k, c.stages,
+                            b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode))
+              : fmt::format(
+                    "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                    "{}, {}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                    c.stages, b(upper_rows), b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode),
+                    b(p.deterministic), b(c.x_shared));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
-      "// {}\n// {}\n// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
-      s.name, to_json(p).dump(), c.str(), s.name_expression);
+      "// {}\n// {}\n// {}\n#include \"{}\"\n// instantiated through the name expression:\n// {}\n", s.name,
+      to_json(p).dump(), c.str(), c.wgmma ? "wq_gemm_wgmma.cuh" : "wq_gemm.cuh", s.name_expression);
   s.specialization = to_json(p);
   s.config = to_json(c);
   return s;
@@ -257,6 +273,16 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
 }
 
 void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bool keep_k_split) {
+  // wgmma configs shrink their stages, column tiles and row tiles, then run on mma.sync (the same
+  // block shape is a valid config there).
+  while (c.wgmma && !can_implement(p, c, arch)) {
+    if (arch.sm() == 90 && arch.arch_specific && !p.deterministic && c.stages > 2)
+      --c.stages;
+    else if (arch.sm() == 90 && arch.arch_specific && !p.deterministic && c.n_tiles > 2)
+      c.n_tiles /= 2;
+    else
+      c.wgmma = false;
+  }
   while (!can_implement(p, c, arch)) {
     if (keep_k_split && c.x_shared)
       c.x_shared = false;  // its stages grow with warps_k, which stays
@@ -357,6 +383,29 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                             "M·N per split in the workspace)",
                             c.split_k, wq::kMaxDeterministicSplit));
   if (c.stages < 2 || c.stages > 8) return fail(why, fmt::format("stages = {}: must be 2..8", c.stages));
+  if (c.wgmma) {
+    if (arch.sm() != 90 || !arch.arch_specific)
+      return fail(why, fmt::format("{}: wgmma needs sm_90a (arch = {})", c.str(), arch.str()));
+    if (c.warps_n != 4 || c.warps_k != 1)
+      return fail(why, fmt::format("{}: wgmma runs one warpgroup per block: warps_n must be 4 and warps_k 1",
+                                   c.str()));
+    if (c.n_tiles != 2 && c.n_tiles != 4)
+      return fail(why,
+                  fmt::format("n_tiles = {}: wgmma needs 2 or 4 (one or two 64-column MMA tiles per block)",
+                              c.n_tiles));
+    if (c.m_tiles != 1 && c.m_tiles != 2 && c.m_tiles != 4 && c.m_tiles != 8)
+      return fail(why, fmt::format("m_tiles = {}: wgmma needs 1, 2, 4 or 8 (N = 16 to 128 rows)", c.m_tiles));
+    if (c.m_tiles * c.n_tiles > 16)
+      return fail(why, fmt::format("{}: m_tiles·n_tiles = {}, over 16 for wgmma (accumulator registers)",
+                                   c.str(), c.m_tiles * c.n_tiles));
+    if (c.x_shared)
+      return fail(why, fmt::format("{}: x_shared must be off with wgmma (it always stages the activations)",
+                                   c.str()));
+    if (p.deterministic)
+      return fail(why, fmt::format("{}: deterministic problems do not run wgmma (its sums over K are ordered "
+                                   "differently from the M = 1 kernel's)",
+                                   c.str()));
+  }
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
   if (wq::smem_bytes(p, c) + 16 > wq::smem_limit(arch))
     return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}",

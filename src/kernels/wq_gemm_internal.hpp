@@ -16,7 +16,7 @@ namespace lowbit::wq {
 // Up to 8 rows with one row tile the kernel swaps the MMA operands (weights as the 16-row A,
 // activations as the 8-column B) and skips activation rows 8..15.
 constexpr bool swaps_operands(const WqGemmConfig& c, int64_t bucket) {
-  return bucket <= 8 && c.m_tiles == 1;
+  return bucket <= 8 && c.m_tiles == 1 && !c.wgmma;
 }
 
 // Launch geometry of one config for one M, run by the kernel of M bucket `bucket`.

@@ -15,9 +15,15 @@ __device__ __forceinline__ uint4 ld_stream_v4(const void* p) {
 }
 
 // Activations, scales and zeros are shared by many warps: ordinary read-only cached loads.
-__device__ __forceinline__ uint4 ld_cached_v4(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
-__device__ __forceinline__ u16 ld_cached_u16(const u16* p) { return __ldg(p); }
-__device__ __forceinline__ u8 ld_cached_u8(const u8* p) { return __ldg(p); }
+__device__ __forceinline__ uint4 ld_cached_v4(const void* p) {
+  return __ldg(static_cast<const uint4*>(p));
+}
+__device__ __forceinline__ u16 ld_cached_u16(const u16* p) {
+  return __ldg(p);
+}
+__device__ __forceinline__ u8 ld_cached_u8(const u8* p) {
+  return __ldg(p);
+}
 
 // Loads from a 32-bit shared-memory address (cp_async.cuh: smem_addr) plus a constant kOff: a
 // generic pointer into the ring costs 64-bit arithmetic per load, and an address register the
@@ -56,6 +62,15 @@ __device__ __forceinline__ u32 ld_shared_u8(u32 addr) {
   return r;
 }
 
+// The store counterpart, for shared-memory stages written from registers (volatile + "memory":
+// it stays between the barrier that frees the stage and the one that publishes it).
+template <int kOff = 0>
+__device__ __forceinline__ void st_shared_v4(u32 addr, u32 a, u32 b, u32 c, u32 d) {
+  asm volatile("st.shared.v4.u32 [%0+%1], {%2, %3, %4, %5};" ::"r"(addr), "n"(kOff), "r"(a), "r"(b), "r"(c),
+               "r"(d)
+               : "memory");
+}
+
 // f(Const<0>{}), ..., f(Const<N − 1>{}): a loop whose index is a constant expression in the body
 // (for the kOff of the loads above).
 template <int V>
@@ -86,17 +101,23 @@ __device__ __forceinline__ u16 f32_to_bf16(float f) {
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));  // sm_80+
   return h;
 }
-__device__ __forceinline__ float bf16_to_f32(u16 h) { return __uint_as_float(static_cast<u32>(h) << 16); }
+__device__ __forceinline__ float bf16_to_f32(u16 h) {
+  return __uint_as_float(static_cast<u32>(h) << 16);
+}
 
 template <bool kBf16>
 __device__ __forceinline__ float to_f32(u16 h) {
-  if constexpr (kBf16) return bf16_to_f32(h);
-  else return f16_to_f32(h);
+  if constexpr (kBf16)
+    return bf16_to_f32(h);
+  else
+    return f16_to_f32(h);
 }
 template <bool kBf16>
 __device__ __forceinline__ u16 from_f32(float f) {
-  if constexpr (kBf16) return f32_to_bf16(f);
-  else return f32_to_f16(f);
+  if constexpr (kBf16)
+    return f32_to_bf16(f);
+  else
+    return f32_to_f16(f);
 }
 
 }  // namespace lowbit::kern

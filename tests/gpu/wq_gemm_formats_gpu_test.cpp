@@ -22,10 +22,14 @@ WqGemmProblem make_problem(int64_t n, int64_t k, int bits, int group, DequantMod
   return p;
 }
 
-WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared = false) {
+WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared = false, bool wgmma = false) {
   WqGemmPlanOptions o;
-  o.config = WqGemmConfig{mt, nt, wn, wk, sk, 3, x_shared};
+  o.config = WqGemmConfig{mt, nt, wn, wk, sk, 3, x_shared, wgmma};
   return o;
+}
+bool has_wgmma() {
+  const Arch a = gpu_runtime().arch();
+  return a.sm() == 90 && a.arch_specific;
 }
 
 const DequantMode kModes[] = {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
@@ -67,10 +71,19 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
   const auto shared_wide =
       build_plans(split_problems, {17},
                   std::vector<WqGemmPlanOptions>(split_problems.size(), forced(2, 8, 2, 1, 1, true)));
+  // And on sm_90a through warpgroup MMA: 16 rows × 64 columns per block (17 rows: two row blocks),
+  // K split in two.
+  const auto warpgroup =
+      has_wgmma()
+          ? build_plans(problems, {17},
+                        std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 2, 4, 1, 2, false, true)))
+          : decltype(plans){};
   std::size_t s = 0;
   for (std::size_t i = 0; i < problems.size(); ++i) {
     auto L = make_layer(problems[i], biased[i]);
     for (int64_t m : {1, 5, 17}) run_and_check(*L, *plans[i], m, biased[i]);
+    if (!warpgroup.empty())
+      for (int64_t m : {1, 5, 17}) run_and_check(*L, *warpgroup[i], m, biased[i]);
     if (problems[i].group_size == 128 || problems[i].group_size == 32) {
       for (int64_t m : {1, 17}) {
         run_and_check(*L, *split_plans[s], m, biased[i]);

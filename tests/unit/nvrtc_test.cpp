@@ -142,6 +142,23 @@ TEST_CASE("NVRTC compiles wq_gemm for sm_80, sm_89 and sm_90a; the caches serve 
   CHECK(lowbit::test::find_named(dir.path, ".tmp-") == "");
 }
 
+TEST_CASE("NVRTC compiles the wgmma kernel for sm_90a, every mode", "[nvrtc]") {
+  lowbit::test::TempDir dir;
+  lowbit::Runtime rt(offline("sm_90a", dir.path));
+  lowbit::WqGemmConfig c;
+  c.m_tiles = 2, c.n_tiles = 4, c.warps_n = 4, c.warps_k = 1, c.split_k = 2, c.stages = 3, c.wgmma = true;
+  for (auto mode : {lowbit::DequantMode::SubZeroThenScale, lowbit::DequantMode::ScaleThenAddZero}) {
+    lowbit::WqGemmProblem p = problem_4096();
+    p.mode = mode;
+    p.act = mode == lowbit::DequantMode::ScaleThenAddZero ? lowbit::DType::BF16 : lowbit::DType::F16;
+    p.out = p.act;
+    const auto recs = lowbit::compile_wq_gemm(rt, p, {32}, c);
+    REQUIRE(!recs.empty());
+    CHECK(lowbit::test::contains(recs.back().name, "wg"));
+    CHECK(lowbit::test::contains(recs.back().config, "wgmma"));
+  }
+}
+
 TEST_CASE("a kernel compiled ahead for one M serves another M of the same bucket config", "[nvrtc]") {
   // `lowbit compile` (or a plan built for M = 1) and a later request for M = 16 pick the same config
   // for every bucket up to 16; the kernel takes M at run time, so the second request must find the

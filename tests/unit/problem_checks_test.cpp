@@ -315,6 +315,67 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::test::contains(c.str(), "x_shared"));
 }
 
+TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback off sm_90a", "[wq_gemm]") {
+  WqGemmProblem p = normal_problem();
+  p.m = 64;
+  const Arch hopper = Arch::parse("sm_90a");
+  WqGemmConfig c;
+  c.m_tiles = 4, c.n_tiles = 2, c.warps_n = 4, c.warps_k = 1, c.split_k = 2, c.stages = 3, c.wgmma = true;
+  std::string why;
+  CHECK(lowbit::can_implement(p, c, hopper, &why));
+  INFO(why);
+  check_rejected(p, c, Arch::parse("sm_90"), "sm_90a");
+  check_rejected(p, c, Arch::parse("sm_89"), "sm_90a");
+  auto with = [&](auto&& edit) {
+    WqGemmConfig e = c;
+    edit(e);
+    return e;
+  };
+  check_rejected(p, with([](WqGemmConfig& e) { e.warps_k = 2; }), hopper, "warpgroup");
+  check_rejected(p, with([](WqGemmConfig& e) { e.warps_n = 2; }), hopper, "warpgroup");
+  check_rejected(p, with([](WqGemmConfig& e) { e.n_tiles = 8; }), hopper, "n_tiles = 8");
+  check_rejected(p, with([](WqGemmConfig& e) { e.m_tiles = 3; }), hopper, "m_tiles = 3");
+  check_rejected(p, with([](WqGemmConfig& e) { e.m_tiles = 8, e.n_tiles = 4; }), hopper, "over 16");
+  check_rejected(p, with([](WqGemmConfig& e) { e.x_shared = true; }), hopper, "x_shared");
+  WqGemmProblem det = p;
+  det.deterministic = true;
+  check_rejected(det, c, hopper, "deterministic");
+
+  // Optional in files: absent reads as false, false is not written.
+  WqGemmConfig plain = c;
+  plain.wgmma = false;
+  CHECK_FALSE(lowbit::wq::to_json(plain).contains("wgmma"));
+  CHECK(lowbit::wq::config_from_json(lowbit::wq::to_json(c)) == c);
+  auto bad = lowbit::wq::to_json(c);
+  bad["wgmma"] = "yes";
+  CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
+  // 3 stages × (64 rows × 128 k × 2 B + 8 tiles × 128 × 4 bits + 2 × 8 rows of 16 B).
+  CHECK(lowbit::wq::smem_bytes(p, c) == 3 * (64 * 256 + 8 * 128 * 4 + 2 * 8 * 16));
+  const auto spec = lowbit::wq::kernel_spec(p, c, 64);
+  CHECK(lowbit::test::contains(spec.name, "wg"));
+  CHECK(lowbit::test::contains(spec.name_expression, "wq_gemm_wgmma_kernel<"));
+  CHECK(lowbit::test::contains(spec.source, "wq_gemm_wgmma.cuh"));
+  CHECK(lowbit::test::contains(c.str(), "wgmma"));
+  CHECK_FALSE(lowbit::wq::swaps_operands(with([](WqGemmConfig& e) { e.m_tiles = 1; }), 1));
+
+  // Off sm_90a (and for deterministic problems) shrink_to_fit turns it into the mma.sync config of
+  // the same block shape; on sm_90a it only trims stages and tiles until the shared memory fits.
+  for (const char* arch : {"sm_89", "sm_80", "sm_90"}) {
+    WqGemmConfig f = c;
+    lowbit::wq::shrink_to_fit(p, f, Arch::parse(arch), false);
+    CHECK_FALSE(f.wgmma);
+    CHECK(lowbit::can_implement(p, f, Arch::parse(arch)));
+  }
+  WqGemmConfig f = c;
+  lowbit::wq::shrink_to_fit(det, f, hopper, true);
+  CHECK_FALSE(f.wgmma);
+  WqGemmConfig deep = with([](WqGemmConfig& e) { e.m_tiles = 8, e.n_tiles = 2, e.stages = 8; });
+  lowbit::wq::shrink_to_fit(p, deep, hopper, false);
+  CHECK(deep.wgmma);
+  CHECK(deep.stages < 8);
+  CHECK(lowbit::can_implement(p, deep, hopper));
+}
+
 TEST_CASE("fill_split: the smallest power of 2 that fills the grid, keeping 2 chunks per warp", "[wq_gemm]") {
   WqGemmProblem p = normal_problem();  // 4096 x 4096: 512 tiles, 32 chunks
   p.m = 64;

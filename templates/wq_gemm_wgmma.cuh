@@ -1,0 +1,286 @@
+// wq_gemm on Hopper warpgroup MMA (sm_90a, configs with `wgmma`): the same problem, arguments and
+// packed layout as wq_gemm_kernel (wq_gemm.cuh), computed as yᵀ = dequant(W) · xᵀ with wgmma.
+//
+// Why: with mma.sync every 16×8×16 product costs the warp its own A and B fragment loads; at M ≥ 16
+// the kernel is bound by those instructions, not by memory or the tensor cores. wgmma takes the
+// activations straight from shared memory (the B operand, N = the block's 16·kTokTiles rows) and
+// the dequantized weights from registers (the A operand, 64 weight columns per instruction), so
+// one instruction does the work of 4·N/8 mma.sync and the warps only dequantize.
+//
+// Decomposition: one warpgroup (4 warps) per block; grid = (N tiles / (8·kM64), kSplitK,
+// ceil(M / kTok)). The block owns 64·kM64 weight columns (8-column tiles btile0 .. +8·kM64 − 1) and
+// kTok activation rows; warp w dequantizes tiles 8i + 2w and 8i + 2w + 1 of each m64 tile i (A rows
+// 16w .. 16w + 15). Split K as in wq_gemm.cuh (write_outputs).
+//
+// Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
+// wgmma's B layout), the block's weight tiles and their scale and zero rows. Weights and scales
+// arrive with cp.async kStages − 1 chunks ahead; activations are loaded into registers at the top of
+// the step that refills their stage and stored (transposed, below) after that step's wgmma issue.
+// One barrier per step; every warp waits for its wgmma before the next barrier, so a stage is
+// free once the barrier after its step has passed.
+//
+// K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
+// register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
+// of a chunk covers k = 32t + 8p + 4hs + {0, 1 | 2, 3} (t = 0..3), the same permutation as the
+// mma.sync kernel. The activations are stored in that order: the 16-byte vectors (t, p) of a row,
+// t = 0..3, are loaded together and their words transposed into the four 16-byte core-matrix rows
+// of steps 2p and 2p + 1 (words 0 and 1 → step 2p, k 0-7 and 8-15; words 2 and 3 → step 2p + 1).
+//
+// Scales: every weight is dequantized completely (scale included) before the MMA, except
+// per-channel integer scales, which multiply the fp32 sums once at the end.
+#pragma once
+#include "common/wgmma.cuh"
+#include "wq_gemm.cuh"
+
+namespace lowbit::kern {
+
+template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kSplitK, int kStages,
+          bool kBf16, bool kOutF32, int kMode>
+__global__ void __launch_bounds__(128)
+    wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
+                         const void* __restrict__ zeros, const u16* __restrict__ x,
+                         const u16* __restrict__ bias, void* __restrict__ y, float* __restrict__ ws,
+                         u32* __restrict__ counters, int M) {
+  static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
+  static_assert(kMode >= 0 && kMode <= 3, "DequantMode 0..3");
+  static_assert(kNTiles == 2 || kNTiles == 4, "one or two m64 tiles per warpgroup");
+  static_assert(kTokTiles == 1 || kTokTiles == 2 || kTokTiles == 4 || kTokTiles == 8, "N = 16..128");
+  static_assert(kStages >= 2, "at least one chunk in flight");
+  constexpr int kTok = 16 * kTokTiles;  // activation rows per block: wgmma's N
+  constexpr int kM64 = kNTiles / 2;     // m64 tiles per warpgroup
+  constexpr int kBlockTiles = 8 * kM64;
+  constexpr int kNPad = (kN + 7) / 8 * 8;
+  constexpr int kTilesTotal = kNPad / 8;
+  constexpr int kKPad = (kK + 127) / 128 * 128;
+  constexpr int kChunks = kKPad / 128;
+  constexpr int kChunksPerSplit = (kChunks + kSplitK - 1) / kSplitK;
+  constexpr bool kIntMode = kMode <= 1;
+  constexpr bool kFloatZeros = kMode >= 2;
+  constexpr bool kHasZeros = kMode != 1;
+  constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;
+  constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;
+  constexpr int kTileWords = 32 * kBits;
+  constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
+  constexpr int kMetaRows = kBlockTiles * kGroupsPerChunk;
+  static_assert(kMetaRows <= 128, "one scale/zero row per thread");
+  // One stage (bytes): activations [8 steps][2 core columns][kTok / 8 core rows][8 rows][16 B],
+  // weights [kBlockTiles][kTileWords words], scale rows [kMetaRows][16 B], zero rows likewise.
+  constexpr int kXBytes = kTok * 256;
+  constexpr int kWBytes = kBlockTiles * kTileWords * 4;
+  constexpr int kStageBytes = kXBytes + kWBytes + 2 * kMetaRows * 16;
+  constexpr int kLbo = kTok * 16;  // the step's core matrices k 0-7 → k 8-15
+  constexpr int kSbo = 128;        // rows 8j .. 8j + 7 → rows 8j + 8 ..
+  const u8* zeros8 = static_cast<const u8*>(zeros);
+  const u16* zeros16 = static_cast<const u16*>(zeros);
+
+  extern __shared__ uint4 smem[];
+  const u32 smem0 = smem_addr(smem);
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int btile0 = blockIdx.x * kBlockTiles;
+  const int m0 = blockIdx.z * kTok;
+  const int c_begin = blockIdx.y * kChunksPerSplit;
+  const int n_steps = max(0, min(kChunks, c_begin + kChunksPerSplit) - c_begin);
+
+  // Activation copies: item i = (row n = i % kTok, vector column p = i / kTok); the 8 threads of a
+  // store phase write the 8 rows of one core matrix (conflict-free). Rows past M and K are zeros.
+  constexpr int kXItems = (kTok * 4 + 127) / 128;
+  const u16* x_item[kXItems];
+  u32 x_dst[kXItems];
+  bool x_on[kXItems];
+  int x_p[kXItems];
+#pragma unroll
+  for (int r = 0; r < kXItems; ++r) {
+    const int i = threadIdx.x + 128 * r;
+    const int n = i % kTok, p = i / kTok;
+    x_on[r] = i < kTok * 4 && m0 + n < M;
+    x_p[r] = p;
+    x_item[r] = x + static_cast<i64>(x_on[r] ? m0 + n : 0) * kK + c_begin * 128 + 8 * p;
+    x_dst[r] = p * 4 * kLbo + (n / 8) * 128 + (n % 8) * 16;
+  }
+  auto load_x = [&](int j, uint4(&v)[kXItems][4]) {  // step j's vectors (t, p) of the thread's rows
+#pragma unroll
+    for (int r = 0; r < kXItems; ++r)
+#pragma unroll
+      for (int tt = 0; tt < 4; ++tt) {
+        const bool in_k = kK % 128 == 0 || (c_begin + j) * 128 + 32 * tt + 8 * x_p[r] < kK;
+        v[r][tt] = x_on[r] && in_k ? ld_cached_v4(x_item[r] + j * 128 + 32 * tt) : make_uint4(0, 0, 0, 0);
+      }
+  };
+  auto store_x = [&](int stage, const uint4(&v)[kXItems][4]) {
+#pragma unroll
+    for (int r = 0; r < kXItems; ++r) {
+      if (kTok * 4 % 128 != 0 && threadIdx.x + 128 * r >= kTok * 4) continue;
+      const u32 a = smem0 + stage * kStageBytes + x_dst[r];
+      st_shared_v4<0>(a, v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);         // step 2p, k 0-7
+      st_shared_v4<kLbo>(a, v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);      // step 2p, k 8-15
+      st_shared_v4<2 * kLbo>(a, v[r][0].z, v[r][1].z, v[r][2].z, v[r][3].z);  // step 2p + 1
+      st_shared_v4<3 * kLbo>(a, v[r][0].w, v[r][1].w, v[r][2].w, v[r][3].w);
+    }
+    fence_proxy_async_shared();  // wgmma reads the stage through the async proxy
+  };
+
+  // Weight copies: item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)) of the chunk; tiles
+  // past N are zero-filled.
+  constexpr int kWVecs = kBlockTiles * kBits * 8;
+  constexpr int kWItems = (kWVecs + 127) / 128;
+  auto issue_w = [&](int j, int stage) {
+    const u32 base = smem0 + stage * kStageBytes + kXBytes;
+#pragma unroll
+    for (int r = 0; r < kWItems; ++r) {
+      const int i = threadIdx.x + 128 * r;
+      if (kWVecs % 128 != 0 && i >= kWVecs) continue;
+      const int tile = i / (kBits * 8), v = i % (kBits * 8);
+      const bool valid = btile0 + tile < kTilesTotal;
+      const u32* src = qweight +
+                       (static_cast<i64>(valid ? btile0 + tile : 0) * kChunks + c_begin + j) * kTileWords +
+                       v * 4;
+      cp_async_16_or_zero(base + i * 16, src, valid);
+    }
+    if constexpr (kMetaRows > 0) {
+      if (threadIdx.x < kMetaRows) {
+        const int tile = threadIdx.x / kGroupsPerChunk, sub = threadIdx.x % kGroupsPerChunk;
+        const int c = c_begin + j;
+        const int group = kGroup <= 128 ? c * kGroupsPerChunk + sub : c * 128 / kGroup;
+        const i64 at = static_cast<i64>(group) * kNPad + min(btile0 + tile, kTilesTotal - 1) * 8;
+        const u32 meta = base + kWBytes + threadIdx.x * 16;
+        cp_async_16(meta, scales + at);
+        if constexpr (kFloatZeros)
+          cp_async_16(meta + kMetaRows * 16, zeros16 + at);
+        else if constexpr (kHasZeros)
+          cp_async_8(meta + kMetaRows * 16, zeros8 + at);
+      }
+    }
+  };
+
+  // Per-channel zero points (and, in the float-zero modes, scales): read once. Lane (g, t) of warp
+  // w dequantizes column g of tiles 8i + 2w + h.
+  u32 z_channel[kM64][2], s_channel[kM64][2];
+#pragma unroll
+  for (int i = 0; i < kM64; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int at = min(btile0 + 8 * i + 2 * warp + h, kTilesTotal - 1) * 8 + g;
+      z_channel[i][h] = kGroup != 0 || !kHasZeros ? (kFloatZeros ? 0u : (1u << (kBits - 1)))
+                        : kFloatZeros             ? splat2(ld_cached_u16(zeros16 + at))
+                                                  : static_cast<u32>(ld_cached_u8(zeros8 + at));
+      s_channel[i][h] = kGroup == 0 && !kScaleAtEnd ? splat2(ld_cached_u16(scales + at)) : 0u;
+    }
+
+  float acc[kM64][kTok / 2];
+#pragma unroll
+  for (int i = 0; i < kM64; ++i)
+#pragma unroll
+    for (int e = 0; e < kTok / 2; ++e) acc[i][e] = 0.f;
+
+  uint4 xv[kXItems][4];
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) {
+    if (j < n_steps) {
+      issue_w(j, j);
+      load_x(j, xv);
+      store_x(j, xv);
+    }
+    cp_async_commit();  // empty groups keep the count uniform
+  }
+
+  constexpr bool kPow2Stages = (kStages & (kStages - 1)) == 0;
+  int next_stage = 0;
+  for (int j = 0; j < n_steps; ++j) {
+    const int stage = kPow2Stages ? j & (kStages - 1) : next_stage;
+    const int refill = kPow2Stages ? (j + kStages - 1) & (kStages - 1) : stage == 0 ? kStages - 1 : stage - 1;
+    if constexpr (!kPow2Stages) next_stage = stage + 1 == kStages ? 0 : stage + 1;
+    cp_async_wait<kStages - 2>();  // this thread's copies for step j have landed
+    __syncthreads();               // ... every thread's, and every warp is done with step j − 1
+    const bool refilling = j + kStages - 1 < n_steps;
+    if (refilling) {
+      issue_w(j + kStages - 1, refill);
+      load_x(j + kStages - 1, xv);
+    }
+    cp_async_commit();
+
+    const u32 st = smem0 + stage * kStageBytes;
+    // This warp's weight fragments and the scale and zero of its columns (lane t's 32 k values
+    // never straddle a group).
+    u32 wv[kM64][2][kBits], zq[kM64][2], s2[kM64][2];
+    const u32 frag = st + kXBytes + (2 * warp * kTileWords + lane * kV) * 4;
+    const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;
+    const u32 meta = st + kXBytes + kWBytes + (2 * warp * kGroupsPerChunk + gi) * 16;
+    static_for<kM64 * 2>([&](auto ih_c) {
+      constexpr int i = decltype(ih_c)::value / 2, h = decltype(ih_c)::value % 2;
+      load_fragment<kBits, (8 * i + h) * kTileWords * 4>(frag, wv[i][h]);
+      if constexpr (kGroup == 0) {
+        zq[i][h] = z_channel[i][h];
+        s2[i][h] = s_channel[i][h];
+      } else {
+        constexpr int kS = (8 * i + h) * kGroupsPerChunk * 16, kZ = kS + kMetaRows * 16;
+        s2[i][h] = splat2(ld_shared_u16<kS>(meta + 2 * g));
+        if constexpr (kFloatZeros)
+          zq[i][h] = splat2(ld_shared_u16<kZ>(meta + 2 * g));
+        else
+          zq[i][h] = kHasZeros ? ld_shared_u8<kZ>(meta + g) : (1u << (kBits - 1));
+      }
+    });
+    // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
+    // 2p; 2, 3: step 2p + 1).
+    u32 a[kM64][4][2][4];
+#pragma unroll
+    for (int i = 0; i < kM64; ++i)
+#pragma unroll
+      for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd>(wv[i][h], p, zq[i][h], s2[i][h], a[i][p][h]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
+        }
+#pragma unroll
+    for (int i = 0; i < kM64; ++i)
+#pragma unroll
+      for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
+    wgmma_fence();
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+      for (int hs = 0; hs < 2; ++hs) {
+        const u64 desc = wgmma_desc(st + (2 * p + hs) * 2 * kLbo, kLbo, kSbo);
+#pragma unroll
+        for (int i = 0; i < kM64; ++i)
+          wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
+                                a[i][p][1][2 * hs + 1], desc);
+      }
+    wgmma_commit();
+    if (refilling) store_x(refill, xv);  // its stage's readers finished before this step's barrier
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kM64; ++i)
+#pragma unroll
+      for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
+  }
+  cp_async_wait<0>();
+
+  // acc[i][4j + r]: column (btile0 + 8i + 2w + r / 2)·8 + g, row m0 + 8j + 2t + r % 2.
+  auto column = [&](int i, int r) { return (btile0 + 8 * i + 2 * warp + (r >> 1)) * 8 + g; };
+  if constexpr (kScaleAtEnd) {
+#pragma unroll
+    for (int i = 0; i < kM64; ++i)
+#pragma unroll
+      for (int e = 0; e < kTok / 2; ++e)
+        acc[i][e] *= to_f32<kBf16>(__ldg(scales + min(column(i, e & 3), kNPad - 1)));
+  }
+  write_outputs<kN, kSplitK, /*kDeterministic=*/false, kOutF32, kBf16>(
+      [&](auto&& fn) {
+#pragma unroll
+        for (int i = 0; i < kM64; ++i)
+#pragma unroll
+          for (int e = 0; e < kTok / 2; ++e) {
+            const int row = m0 + 8 * (e >> 2) + 2 * t + (e & 1), col = column(i, e & 3);
+            if (row < M && col < kN) fn(row, col, acc[i][e]);
+          }
+      },
+      bias, y, ws, counters, M);
+}
+
+}  // namespace lowbit::kern
