@@ -7,17 +7,18 @@
 // the dequantized weights from registers (the A operand, 64 weight columns per instruction), so
 // one instruction does the work of 4·N/8 mma.sync and the warps only dequantize.
 //
-// Decomposition: one warpgroup (4 warps) per block; grid = (N tiles / (8·kM64), kSplitK,
-// ceil(M / kTok)). The block owns 64·kM64 weight columns (8-column tiles btile0 .. +8·kM64 − 1) and
-// kTok activation rows; warp w dequantizes tiles 8i + 2w and 8i + 2w + 1 of each m64 tile i (A rows
-// 16w .. 16w + 15). Split K as in wq_gemm.cuh (write_outputs).
+// Decomposition: kWarpsN / 4 warpgroups per block side by side along N; grid = (N tiles /
+// (kWarpsN·kNTiles), kSplitK, ceil(M / kTok)). Warpgroup v owns 64·kM64 weight columns (8-column
+// tiles btile0 + 8·kM64·v ..) of the block and all its kTok activation rows; warp w of it
+// dequantizes tiles 8i + 2w and 8i + 2w + 1 of each of its m64 tiles i (A rows 16w .. 16w + 15).
+// Split K as in wq_gemm.cuh (write_outputs).
 //
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
-// wgmma's B layout), the block's weight tiles and their scale and zero rows. Weights and scales
-// arrive with cp.async kStages − 1 chunks ahead; activations are loaded into registers at the top of
-// the step that refills their stage and stored (transposed, below) after that step's wgmma issue.
-// One barrier per step; every warp waits for its wgmma before the next barrier, so a stage is
-// free once the barrier after its step has passed.
+// wgmma's B layout), the block's weight tiles and their scale and zero rows. Every warp waits for
+// its step's wgmma before the next barrier, so a stage is free once the barrier after its step has
+// passed: refills run kDist = kStages − 1 steps ahead. Weights and scales arrive with cp.async;
+// activations are loaded into registers one step before they are stored (transposed, below), so
+// the load's latency hides behind a whole step. One barrier per step.
 //
 // K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
@@ -34,9 +35,9 @@
 
 namespace lowbit::kern {
 
-template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kSplitK, int kStages,
-          bool kBf16, bool kOutF32, int kMode>
-__global__ void __launch_bounds__(128)
+template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
+          int kStages, bool kBf16, bool kOutF32, int kMode>
+__global__ void __launch_bounds__(kWarpsN * 32)
     wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                          const void* __restrict__ zeros, const u16* __restrict__ x,
                          const u16* __restrict__ bias, void* __restrict__ y, float* __restrict__ ws,
@@ -45,10 +46,13 @@ __global__ void __launch_bounds__(128)
   static_assert(kMode >= 0 && kMode <= 3, "DequantMode 0..3");
   static_assert(kNTiles == 2 || kNTiles == 4, "one or two m64 tiles per warpgroup");
   static_assert(kTokTiles == 1 || kTokTiles == 2 || kTokTiles == 4 || kTokTiles == 8, "N = 16..128");
-  static_assert(kStages >= 2, "at least one chunk in flight");
+  static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
+  static_assert(kStages >= 3, "activations are stored a step after they are loaded");
   constexpr int kTok = 16 * kTokTiles;  // activation rows per block: wgmma's N
   constexpr int kM64 = kNTiles / 2;     // m64 tiles per warpgroup
-  constexpr int kBlockTiles = 8 * kM64;
+  constexpr int kThreads = 32 * kWarpsN;
+  constexpr int kBlockTiles = 8 * kM64 * (kWarpsN / 4);
+  constexpr int kDist = kStages - 1;  // refills run this many steps ahead
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
   constexpr int kKPad = (kK + 127) / 128 * 128;
@@ -62,7 +66,7 @@ __global__ void __launch_bounds__(128)
   constexpr int kTileWords = 32 * kBits;
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kBlockTiles * kGroupsPerChunk;
-  static_assert(kMetaRows <= 128, "one scale/zero row per thread");
+  static_assert(kMetaRows <= kThreads, "one scale/zero row per thread");
   // One stage (bytes): activations [8 steps][2 core columns][kTok / 8 core rows][8 rows][16 B],
   // weights [kBlockTiles][kTileWords words], scale rows [kMetaRows][16 B], zero rows likewise.
   constexpr int kXBytes = kTok * 256;
@@ -76,7 +80,8 @@ __global__ void __launch_bounds__(128)
   extern __shared__ uint4 smem[];
   const u32 smem0 = smem_addr(smem);
   const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
+  const int warp = (threadIdx.x >> 5) & 3;           // within the warpgroup
+  const int wtile0 = 8 * kM64 * (threadIdx.x >> 7);  // the warpgroup's first tile in the block
   const int g = lane >> 2;
   const int t = lane & 3;
   const int btile0 = blockIdx.x * kBlockTiles;
@@ -86,14 +91,14 @@ __global__ void __launch_bounds__(128)
 
   // Activation copies: item i = (row n = i % kTok, vector column p = i / kTok); the 8 threads of a
   // store phase write the 8 rows of one core matrix (conflict-free). Rows past M and K are zeros.
-  constexpr int kXItems = (kTok * 4 + 127) / 128;
+  constexpr int kXItems = (kTok * 4 + kThreads - 1) / kThreads;
   const u16* x_item[kXItems];
   u32 x_dst[kXItems];
   bool x_on[kXItems];
   int x_p[kXItems];
 #pragma unroll
   for (int r = 0; r < kXItems; ++r) {
-    const int i = threadIdx.x + 128 * r;
+    const int i = threadIdx.x + kThreads * r;
     const int n = i % kTok, p = i / kTok;
     x_on[r] = i < kTok * 4 && m0 + n < M;
     x_p[r] = p;
@@ -112,7 +117,7 @@ __global__ void __launch_bounds__(128)
   auto store_x = [&](int stage, const uint4(&v)[kXItems][4]) {
 #pragma unroll
     for (int r = 0; r < kXItems; ++r) {
-      if (kTok * 4 % 128 != 0 && threadIdx.x + 128 * r >= kTok * 4) continue;
+      if (kTok * 4 % kThreads != 0 && threadIdx.x + kThreads * r >= kTok * 4) continue;
       const u32 a = smem0 + stage * kStageBytes + x_dst[r];
       st_shared_v4<0>(a, v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);         // step 2p, k 0-7
       st_shared_v4<kLbo>(a, v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);      // step 2p, k 8-15
@@ -125,13 +130,13 @@ __global__ void __launch_bounds__(128)
   // Weight copies: item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)) of the chunk; tiles
   // past N are zero-filled.
   constexpr int kWVecs = kBlockTiles * kBits * 8;
-  constexpr int kWItems = (kWVecs + 127) / 128;
+  constexpr int kWItems = (kWVecs + kThreads - 1) / kThreads;
   auto issue_w = [&](int j, int stage) {
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
 #pragma unroll
     for (int r = 0; r < kWItems; ++r) {
-      const int i = threadIdx.x + 128 * r;
-      if (kWVecs % 128 != 0 && i >= kWVecs) continue;
+      const int i = threadIdx.x + kThreads * r;
+      if (kWVecs % kThreads != 0 && i >= kWVecs) continue;
       const int tile = i / (kBits * 8), v = i % (kBits * 8);
       const bool valid = btile0 + tile < kTilesTotal;
       const u32* src = qweight +
@@ -162,7 +167,7 @@ __global__ void __launch_bounds__(128)
   for (int i = 0; i < kM64; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int at = min(btile0 + 8 * i + 2 * warp + h, kTilesTotal - 1) * 8 + g;
+      const int at = min(btile0 + wtile0 + 8 * i + 2 * warp + h, kTilesTotal - 1) * 8 + g;
       z_channel[i][h] = kGroup != 0 || !kHasZeros ? (kFloatZeros ? 0u : (1u << (kBits - 1)))
                         : kFloatZeros             ? splat2(ld_cached_u16(zeros16 + at))
                                                   : static_cast<u32>(ld_cached_u8(zeros8 + at));
@@ -173,11 +178,16 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
   for (int i = 0; i < kM64; ++i)
 #pragma unroll
-    for (int e = 0; e < kTok / 2; ++e) acc[i][e] = 0.f;
+    for (int e = 0; e < kTok / 2; ++e) {
+      acc[i][e] = 0.f;
+      reg_fence(acc[i][e]);  // zeroed before the first wgmma_fence
+    }
 
+  // Prologue: the first kDist steps (activations stored at once), then the loop below stores the
+  // activations of step j + kDist − 1 (loaded one step earlier) and loads those of step j + kDist.
   uint4 xv[kXItems][4];
 #pragma unroll
-  for (int j = 0; j < kStages - 1; ++j) {
+  for (int j = 0; j < kDist; ++j) {
     if (j < n_steps) {
       issue_w(j, j);
       load_x(j, xv);
@@ -186,28 +196,30 @@ __global__ void __launch_bounds__(128)
     cp_async_commit();  // empty groups keep the count uniform
   }
 
-  constexpr bool kPow2Stages = (kStages & (kStages - 1)) == 0;
-  int next_stage = 0;
+  int stage = 0;
   for (int j = 0; j < n_steps; ++j) {
-    const int stage = kPow2Stages ? j & (kStages - 1) : next_stage;
-    const int refill = kPow2Stages ? (j + kStages - 1) & (kStages - 1) : stage == 0 ? kStages - 1 : stage - 1;
-    if constexpr (!kPow2Stages) next_stage = stage + 1 == kStages ? 0 : stage + 1;
-    cp_async_wait<kStages - 2>();  // this thread's copies for step j have landed
-    __syncthreads();               // ... every thread's, and every warp is done with step j − 1
-    const bool refilling = j + kStages - 1 < n_steps;
-    if (refilling) {
-      issue_w(j + kStages - 1, refill);
-      load_x(j + kStages - 1, xv);
+    // The stages of steps j + kDist − 1 and j + kDist, counted without a division.
+    const int st_store = stage + kDist - 1 < kStages ? stage + kDist - 1 : stage + kDist - 1 - kStages;
+    const int st_fill = st_store + 1 == kStages ? 0 : st_store + 1;
+    cp_async_wait<kDist - 1>();  // this thread's copies for step j have landed
+    __syncthreads();             // ... and every thread's; every warp is done with step j − 1
+    if (j >= 1 && j + kDist - 1 < n_steps) store_x(st_store, xv);
+    if (j + kDist < n_steps) {
+      issue_w(j + kDist, st_fill);
+      load_x(j + kDist, xv);
     }
     cp_async_commit();
 
     const u32 st = smem0 + stage * kStageBytes;
+    // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
+    // 2p; 2, 3: step 2p + 1).
+    u32 a[kM64][4][2][4];
     // This warp's weight fragments and the scale and zero of its columns (lane t's 32 k values
     // never straddle a group).
     u32 wv[kM64][2][kBits], zq[kM64][2], s2[kM64][2];
-    const u32 frag = st + kXBytes + (2 * warp * kTileWords + lane * kV) * 4;
+    const u32 frag = st + kXBytes + ((wtile0 + 2 * warp) * kTileWords + lane * kV) * 4;
     const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;
-    const u32 meta = st + kXBytes + kWBytes + (2 * warp * kGroupsPerChunk + gi) * 16;
+    const u32 meta = st + kXBytes + kWBytes + ((wtile0 + 2 * warp) * kGroupsPerChunk + gi) * 16;
     static_for<kM64 * 2>([&](auto ih_c) {
       constexpr int i = decltype(ih_c)::value / 2, h = decltype(ih_c)::value % 2;
       load_fragment<kBits, (8 * i + h) * kTileWords * 4>(frag, wv[i][h]);
@@ -223,9 +235,6 @@ __global__ void __launch_bounds__(128)
           zq[i][h] = kHasZeros ? ld_shared_u8<kZ>(meta + g) : (1u << (kBits - 1));
       }
     });
-    // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
-    // 2p; 2, 3: step 2p + 1).
-    u32 a[kM64][4][2][4];
 #pragma unroll
     for (int i = 0; i < kM64; ++i)
 #pragma unroll
@@ -236,10 +245,6 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
           for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
         }
-#pragma unroll
-    for (int i = 0; i < kM64; ++i)
-#pragma unroll
-      for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
     wgmma_fence();
 #pragma unroll
     for (int p = 0; p < 4; ++p)
@@ -252,17 +257,20 @@ __global__ void __launch_bounds__(128)
                                 a[i][p][1][2 * hs + 1], desc);
       }
     wgmma_commit();
-    if (refilling) store_x(refill, xv);  // its stage's readers finished before this step's barrier
+    // Wait before the next step's dequantization writes A registers again (ptxas serializes every
+    // wgmma if they are written while one is in flight); other blocks and warpgroups keep the
+    // tensor cores busy meanwhile.
     wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < kM64; ++i)
-#pragma unroll
-      for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
+    stage = stage + 1 == kStages ? 0 : stage + 1;
   }
+#pragma unroll
+  for (int i = 0; i < kM64; ++i)
+#pragma unroll
+    for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
   cp_async_wait<0>();
 
-  // acc[i][4j + r]: column (btile0 + 8i + 2w + r / 2)·8 + g, row m0 + 8j + 2t + r % 2.
-  auto column = [&](int i, int r) { return (btile0 + 8 * i + 2 * warp + (r >> 1)) * 8 + g; };
+  // acc[i][4j + r]: column (btile0 + wtile0 + 8i + 2w + r / 2)·8 + g, row m0 + 8j + 2t + r % 2.
+  auto column = [&](int i, int r) { return (btile0 + wtile0 + 8 * i + 2 * warp + (r >> 1)) * 8 + g; };
   if constexpr (kScaleAtEnd) {
 #pragma unroll
     for (int i = 0; i < kM64; ++i)

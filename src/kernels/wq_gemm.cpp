@@ -96,8 +96,8 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
   if (c.wgmma) {
     // Per stage (kStageBytes in templates/wq_gemm_wgmma.cuh): 16·m_tiles activation rows × 128 k,
-    // the block's 4·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group.
-    const std::size_t tiles = 4 * static_cast<std::size_t>(c.n_tiles);
+    // the block's warps_n·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group.
+    const std::size_t tiles = static_cast<std::size_t>(c.warps_n) * c.n_tiles;
     return static_cast<std::size_t>(c.stages) * (16 * static_cast<std::size_t>(c.m_tiles) * 256 +
                                                  tiles * 128 * p.bits + 2 * tiles * groups_per_chunk * 16);
   }
@@ -227,15 +227,16 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                        p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles, c.warps_n, c.warps_k, c.split_k,
                        c.stages, c.x_shared ? "xs" : "", c.wgmma ? "wg" : "");
   s.name_expression =
-      c.wgmma ? fmt::format("lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
-                            p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.split_k, c.stages,
-                            b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode))
-              : fmt::format(
-                    "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                    "{}, {}>",
-                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                    c.stages, b(upper_rows), b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode),
-                    b(p.deterministic), b(c.x_shared));
+      c.wgmma
+          ? fmt::format("lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
+                        p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages,
+                        b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode))
+          : fmt::format(
+                "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                "{}, {}>",
+                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                c.stages, b(upper_rows), b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode),
+                b(p.deterministic), b(c.x_shared));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"{}\"\n// instantiated through the name expression:\n// {}\n", s.name,
@@ -275,13 +276,16 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
 void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bool keep_k_split) {
   // wgmma configs shrink their stages, column tiles and row tiles, then run on mma.sync (the same
   // block shape is a valid config there).
+  const bool hopper = arch.sm() == 90 && arch.arch_specific && !p.deterministic;
   while (c.wgmma && !can_implement(p, c, arch)) {
-    if (arch.sm() == 90 && arch.arch_specific && !p.deterministic && c.stages > 2)
+    if (hopper && c.stages > 3)
       --c.stages;
-    else if (arch.sm() == 90 && arch.arch_specific && !p.deterministic && c.n_tiles > 2)
+    else if (hopper && c.n_tiles > 2)
       c.n_tiles /= 2;
+    else if (hopper && c.warps_n > 4)
+      c.warps_n = 4;
     else
-      c.wgmma = false;
+      c.wgmma = false, c.warps_n = std::min(c.warps_n, 4);
   }
   while (!can_implement(p, c, arch)) {
     if (keep_k_split && c.x_shared)
@@ -370,8 +374,8 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   if (c.m_tiles < 1 || c.m_tiles > 8) return fail(why, fmt::format("m_tiles = {}: must be 1..8", c.m_tiles));
   if (c.n_tiles != 1 && c.n_tiles != 2 && c.n_tiles != 4 && c.n_tiles != 8)
     return fail(why, fmt::format("n_tiles = {}: must be 1, 2, 4 or 8", c.n_tiles));
-  if (c.warps_n != 1 && c.warps_n != 2 && c.warps_n != 4)
-    return fail(why, fmt::format("warps_n = {}: must be 1, 2 or 4", c.warps_n));
+  if (c.warps_n != 1 && c.warps_n != 2 && c.warps_n != 4 && !(c.wgmma && c.warps_n == 8))
+    return fail(why, fmt::format("warps_n = {}: must be 1, 2 or 4 (or 8 with wgmma)", c.warps_n));
   if (c.warps_k != 1 && c.warps_k != 2 && c.warps_k != 4 && c.warps_k != 8 && c.warps_k != 16)
     return fail(why, fmt::format("warps_k = {}: must be 1, 2, 4, 8 or 16", c.warps_k));
   const int64_t chunks = wq::layout(p).chunks;
@@ -386,9 +390,17 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   if (c.wgmma) {
     if (arch.sm() != 90 || !arch.arch_specific)
       return fail(why, fmt::format("{}: wgmma needs sm_90a (arch = {})", c.str(), arch.str()));
-    if (c.warps_n != 4 || c.warps_k != 1)
-      return fail(why, fmt::format("{}: wgmma runs one warpgroup per block: warps_n must be 4 and warps_k 1",
-                                   c.str()));
+    if ((c.warps_n != 4 && c.warps_n != 8) || c.warps_k != 1)
+      return fail(why,
+                  fmt::format("{}: wgmma runs one or two warpgroups side by side: warps_n must be 4 or 8 "
+                              "and warps_k 1",
+                              c.str()));
+    if (c.stages < 3)
+      return fail(
+          why,
+          fmt::format(
+              "stages = {}: wgmma needs at least 3 (activations are stored a step after they are loaded)",
+              c.stages));
     if (c.n_tiles != 2 && c.n_tiles != 4)
       return fail(why,
                   fmt::format("n_tiles = {}: wgmma needs 2 or 4 (one or two 64-column MMA tiles per block)",

@@ -24,7 +24,7 @@ WqGemmProblem make_problem(int64_t n, int64_t k, int bits, int group, DequantMod
 
 WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared = false, bool wgmma = false) {
   WqGemmPlanOptions o;
-  o.config = WqGemmConfig{mt, nt, wn, wk, sk, 3, x_shared, wgmma};
+  o.config = WqGemmConfig{mt, nt, wn, wk, sk, wgmma ? 4 : 3, x_shared, wgmma};
   return o;
 }
 bool has_wgmma() {
@@ -71,12 +71,12 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
   const auto shared_wide =
       build_plans(split_problems, {17},
                   std::vector<WqGemmPlanOptions>(split_problems.size(), forced(2, 8, 2, 1, 1, true)));
-  // And on sm_90a through warpgroup MMA: 16 rows × 64 columns per block (17 rows: two row blocks),
-  // K split in two.
+  // And on sm_90a through warpgroup MMA: 16 rows × 128 columns per block (two warpgroups; 17 rows:
+  // two row blocks), K split in two.
   const auto warpgroup =
       has_wgmma()
           ? build_plans(problems, {17},
-                        std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 2, 4, 1, 2, false, true)))
+                        std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 2, 8, 1, 2, false, true)))
           : decltype(plans){};
   std::size_t s = 0;
   for (std::size_t i = 0; i < problems.size(); ++i) {

@@ -27,9 +27,9 @@ WqGemmConfig config(int mt, int nt, int wn, int wk, int sk, int stages = 4, bool
   c.x_shared = x_shared;
   return c;
 }
-// A warpgroup-MMA config (sm_90a): 16·mt rows × 8·nt·4 columns per block.
-WqGemmConfig wgmma_config(int mt, int nt, int sk, int stages) {
-  WqGemmConfig c = config(mt, nt, 4, 1, sk, stages);
+// A warpgroup-MMA config (sm_90a): 16·mt rows × 8·nt·wn columns per block.
+WqGemmConfig wgmma_config(int mt, int nt, int wn, int sk, int stages) {
+  WqGemmConfig c = config(mt, nt, wn, 1, sk, stages);
   c.wgmma = true;
   return c;
 }
@@ -41,8 +41,8 @@ bool has_wgmma() {
 // Every M of kMs through six plans: the library's choice, data-parallel, split-K, and three with
 // block-shared activations (warps stepping through K in pairs, split; 4 × 8 tiles per warp, which
 // dequantizes before the MMA with one accumulator chain; one row tile, which swaps operands up
-// to 8 rows); on sm_90a four more with warpgroup MMA (N = 16, split; 64; 32 with two m64 tiles;
-// 128, split).
+// to 8 rows); on sm_90a four more with warpgroup MMA (N = 16 rows, split; 64 rows, two warpgroups;
+// 32 rows, two warpgroups of two m64 tiles; 128 rows, split, 6 stages).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
@@ -58,8 +58,8 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   plans.emplace_back(rt, L->problem, kMs);
   for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap}) plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
-    for (const WqGemmConfig& c : {wgmma_config(1, 2, split, 3), wgmma_config(4, 2, 1, 4),
-                                  wgmma_config(2, 4, 1, 2), wgmma_config(8, 2, split, 3)}) {
+    for (const WqGemmConfig& c : {wgmma_config(1, 2, 4, split, 4), wgmma_config(4, 2, 8, 1, 5),
+                                  wgmma_config(2, 4, 8, 1, 4), wgmma_config(8, 2, 4, split, 6)}) {
       WqGemmPlanOptions o;
       o.config = c;
       plans.emplace_back(rt, L->problem, kMs, o);
@@ -113,7 +113,7 @@ TEST_CASE("wq_gemm groups, modes, dtypes, bias", "[gpu]") {
           WqGemmPlanOptions sk, xs, wg;
           sk.config = config(1, 1, 2, 2, 2);
           xs.config = config(2, 8, 2, 2, 2, 3, true);  // 16 tiles: dequantized before the MMA
-          wg.config = has_wgmma() ? wgmma_config(1, 4, 2, 3) : sk.config;
+          wg.config = has_wgmma() ? wgmma_config(1, 4, 4, 2, 4) : sk.config;
           WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
               warpgroup(rt, p, {17}, wg);
           for (int64_t m : {1, 5, 17}) {

@@ -146,7 +146,7 @@ TEST_CASE("NVRTC compiles the wgmma kernel for sm_90a, every mode", "[nvrtc]") {
   lowbit::test::TempDir dir;
   lowbit::Runtime rt(offline("sm_90a", dir.path));
   lowbit::WqGemmConfig c;
-  c.m_tiles = 2, c.n_tiles = 4, c.warps_n = 4, c.warps_k = 1, c.split_k = 2, c.stages = 3, c.wgmma = true;
+  c.m_tiles = 2, c.n_tiles = 4, c.warps_n = 8, c.warps_k = 1, c.split_k = 2, c.stages = 4, c.wgmma = true;
   for (auto mode : {lowbit::DequantMode::SubZeroThenScale, lowbit::DequantMode::ScaleThenAddZero}) {
     lowbit::WqGemmProblem p = problem_4096();
     p.mode = mode;

@@ -320,7 +320,7 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   p.m = 64;
   const Arch hopper = Arch::parse("sm_90a");
   WqGemmConfig c;
-  c.m_tiles = 4, c.n_tiles = 2, c.warps_n = 4, c.warps_k = 1, c.split_k = 2, c.stages = 3, c.wgmma = true;
+  c.m_tiles = 4, c.n_tiles = 2, c.warps_n = 4, c.warps_k = 1, c.split_k = 2, c.stages = 4, c.wgmma = true;
   std::string why;
   CHECK(lowbit::can_implement(p, c, hopper, &why));
   INFO(why);
@@ -333,6 +333,9 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   };
   check_rejected(p, with([](WqGemmConfig& e) { e.warps_k = 2; }), hopper, "warpgroup");
   check_rejected(p, with([](WqGemmConfig& e) { e.warps_n = 2; }), hopper, "warpgroup");
+  check_rejected(p, with([](WqGemmConfig& e) { e.stages = 2; }), hopper, "stages = 2");
+  CHECK(lowbit::can_implement(p, with([](WqGemmConfig& e) { e.warps_n = 8; }), hopper));
+  check_rejected(p, with([](WqGemmConfig& e) { e.warps_n = 8, e.wgmma = false; }), hopper, "warps_n = 8");
   check_rejected(p, with([](WqGemmConfig& e) { e.n_tiles = 8; }), hopper, "n_tiles = 8");
   check_rejected(p, with([](WqGemmConfig& e) { e.m_tiles = 3; }), hopper, "m_tiles = 3");
   check_rejected(p, with([](WqGemmConfig& e) { e.m_tiles = 8, e.n_tiles = 4; }), hopper, "over 16");
@@ -349,8 +352,10 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   auto bad = lowbit::wq::to_json(c);
   bad["wgmma"] = "yes";
   CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
-  // 3 stages × (64 rows × 128 k × 2 B + 8 tiles × 128 × 4 bits + 2 × 8 rows of 16 B).
-  CHECK(lowbit::wq::smem_bytes(p, c) == 3 * (64 * 256 + 8 * 128 * 4 + 2 * 8 * 16));
+  // 4 stages × (64 rows × 128 k × 2 B + 8 tiles × 128 × 4 bits + 2 × 8 rows of 16 B).
+  CHECK(lowbit::wq::smem_bytes(p, c) == 4 * (64 * 256 + 8 * 128 * 4 + 2 * 8 * 16));
+  CHECK(lowbit::wq::smem_bytes(p, with([](WqGemmConfig& e) { e.warps_n = 8; })) ==
+        4 * (64 * 256 + 16 * 128 * 4 + 2 * 16 * 16));
   const auto spec = lowbit::wq::kernel_spec(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "wg"));
   CHECK(lowbit::test::contains(spec.name_expression, "wq_gemm_wgmma_kernel<"));
