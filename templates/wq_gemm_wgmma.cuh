@@ -7,8 +7,7 @@
 // the dequantized weights from registers (the A operand, 64 weight columns per instruction), so
 // one instruction does the work of 4·N/8 mma.sync and the warps only dequantize.
 //
-// Decomposition: kWarpsN / 4 warpgroups per block side by side along N, and one producer warp that
-// issues the weight copies; grid = (N tiles /
+// Decomposition: kWarpsN / 4 warpgroups per block side by side along N; grid = (N tiles /
 // (kWarpsN·kNTiles), kSplitK, ceil(M / kTok)). Warpgroup v owns 64·kM64 weight columns (8-column
 // tiles btile0 + 8·kM64·v ..) of the block and all its kTok activation rows; warp w of it
 // dequantizes tiles 8i + 2w and 8i + 2w + 1 of each of its m64 tiles i (A rows 16w .. 16w + 15).
@@ -17,10 +16,9 @@
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. Every warp waits for
 // its step's wgmma before the next barrier, so a stage is free once the barrier after its step has
-// passed: refills run kDist = kStages − 1 steps ahead. Weights and scales arrive with cp.async,
-// issued by the producer warp; the warpgroups load the activations into registers one step before
-// they store them (transposed, below), so the load's latency hides behind a whole step, and fence
-// them for wgmma (store_x says why the two jobs are in different warps). One barrier per step.
+// passed: refills run kDist = kStages − 1 steps ahead. Weights and scales arrive with cp.async;
+// activations are loaded into registers one step before they are stored (transposed, below), so
+// the load's latency hides behind a whole step. One barrier per step.
 //
 // K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
@@ -39,7 +37,7 @@ namespace lowbit::kern {
 
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
           int kStages, bool kBf16, bool kOutF32, int kMode>
-__global__ void __launch_bounds__((kWarpsN + 1) * 32)
+__global__ void __launch_bounds__(kWarpsN * 32)
     wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                          const void* __restrict__ zeros, const u16* __restrict__ x,
                          const u16* __restrict__ bias, void* __restrict__ y, float* __restrict__ ws,
@@ -50,9 +48,9 @@ __global__ void __launch_bounds__((kWarpsN + 1) * 32)
   static_assert(kTokTiles == 1 || kTokTiles == 2 || kTokTiles == 4 || kTokTiles == 8, "N = 16..128");
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
   static_assert(kStages >= 3, "activations are stored a step after they are loaded");
-  constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
-  constexpr int kM64 = kNTiles / 2;         // m64 tiles per warpgroup
-  constexpr int kConsumers = 32 * kWarpsN;  // the warpgroups' threads; one more warp copies weights
+  constexpr int kTok = 16 * kTokTiles;  // activation rows per block: wgmma's N
+  constexpr int kM64 = kNTiles / 2;     // m64 tiles per warpgroup
+  constexpr int kThreads = 32 * kWarpsN;
   constexpr int kBlockTiles = 8 * kM64 * (kWarpsN / 4);
   constexpr int kDist = kStages - 1;  // refills run this many steps ahead
   constexpr int kNPad = (kN + 7) / 8 * 8;
@@ -68,6 +66,7 @@ __global__ void __launch_bounds__((kWarpsN + 1) * 32)
   constexpr int kTileWords = 32 * kBits;
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kBlockTiles * kGroupsPerChunk;
+  static_assert(kMetaRows <= kThreads, "one scale/zero row per thread");
   // One stage (bytes): activations [8 steps][2 core columns][kTok / 8 core rows][8 rows][16 B],
   // weights [kBlockTiles][kTileWords words], scale rows [kMetaRows][16 B], zero rows likewise.
   constexpr int kXBytes = kTok * 256;
@@ -80,7 +79,6 @@ __global__ void __launch_bounds__((kWarpsN + 1) * 32)
 
   extern __shared__ uint4 smem[];
   const u32 smem0 = smem_addr(smem);
-  const bool producer = threadIdx.x >= kConsumers;  // the last warp: weight copies only
   const int lane = threadIdx.x & 31;
   const int warp = (threadIdx.x >> 5) & 3;           // within the warpgroup
   const int wtile0 = 8 * kM64 * (threadIdx.x >> 7);  // the warpgroup's first tile in the block
@@ -93,16 +91,16 @@ __global__ void __launch_bounds__((kWarpsN + 1) * 32)
 
   // Activation copies: item i = (row n = i % kTok, vector column p = i / kTok); the 8 threads of a
   // store phase write the 8 rows of one core matrix (conflict-free). Rows past M and K are zeros.
-  constexpr int kXItems = (kTok * 4 + kConsumers - 1) / kConsumers;
+  constexpr int kXItems = (kTok * 4 + kThreads - 1) / kThreads;
   const u16* x_item[kXItems];
   u32 x_dst[kXItems];
   bool x_on[kXItems];
   int x_p[kXItems];
 #pragma unroll
   for (int r = 0; r < kXItems; ++r) {
-    const int i = threadIdx.x + kConsumers * r;
+    const int i = threadIdx.x + kThreads * r;
     const int n = i % kTok, p = i / kTok;
-    x_on[r] = !producer && i < kTok * 4 && m0 + n < M;
+    x_on[r] = i < kTok * 4 && m0 + n < M;
     x_p[r] = p;
     x_item[r] = x + static_cast<i64>(x_on[r] ? m0 + n : 0) * kK + c_begin * 128 + 8 * p;
     x_dst[r] = p * 4 * kLbo + (n / 8) * 128 + (n % 8) * 16;
@@ -119,29 +117,26 @@ __global__ void __launch_bounds__((kWarpsN + 1) * 32)
   auto store_x = [&](int stage, const uint4(&v)[kXItems][4]) {
 #pragma unroll
     for (int r = 0; r < kXItems; ++r) {
-      if (kTok * 4 % kConsumers != 0 && threadIdx.x + kConsumers * r >= kTok * 4) continue;
+      if (kTok * 4 % kThreads != 0 && threadIdx.x + kThreads * r >= kTok * 4) continue;
       const u32 a = smem0 + stage * kStageBytes + x_dst[r];
       st_shared_v4<0>(a, v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);         // step 2p, k 0-7
       st_shared_v4<kLbo>(a, v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);      // step 2p, k 8-15
       st_shared_v4<2 * kLbo>(a, v[r][0].z, v[r][1].z, v[r][2].z, v[r][3].z);  // step 2p + 1
       st_shared_v4<3 * kLbo>(a, v[r][0].w, v[r][1].w, v[r][2].w, v[r][3].w);
     }
-    // wgmma reads the stage through the async proxy. The fence waits for this thread's earlier
-    // memory operations, which is why the consumers issue no cp.async: it would wait for every
-    // weight copy in flight (measured: 2600 cycles per step, the DRAM latency).
-    fence_proxy_async_shared();
+    fence_proxy_async_shared();  // wgmma reads the stage through the async proxy
   };
 
-  // Weight copies, by the producer warp: item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits))
-  // of the chunk; tiles past N are zero-filled.
+  // Weight copies: item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)) of the chunk; tiles
+  // past N are zero-filled.
   constexpr int kWVecs = kBlockTiles * kBits * 8;
-  constexpr int kWItems = (kWVecs + 31) / 32;
+  constexpr int kWItems = (kWVecs + kThreads - 1) / kThreads;
   auto issue_w = [&](int j, int stage) {
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
 #pragma unroll
     for (int r = 0; r < kWItems; ++r) {
-      const int i = lane + 32 * r;
-      if (kWVecs % 32 != 0 && i >= kWVecs) continue;
+      const int i = threadIdx.x + kThreads * r;
+      if (kWVecs % kThreads != 0 && i >= kWVecs) continue;
       const int tile = i / (kBits * 8), v = i % (kBits * 8);
       const bool valid = btile0 + tile < kTilesTotal;
       const u32* src = qweight +
@@ -149,16 +144,13 @@ __global__ void __launch_bounds__((kWarpsN + 1) * 32)
                        v * 4;
       cp_async_16_or_zero(base + i * 16, src, valid);
     }
-#pragma unroll
-    for (int r = 0; r < (kMetaRows + 31) / 32; ++r) {
-      const int row = lane + 32 * r;
-      if (row < kMetaRows) {
-        constexpr int kG = kGroupsPerChunk > 0 ? kGroupsPerChunk : 1;  // per channel: no rows
-        const int tile = row / kG, sub = row % kG;
+    if constexpr (kMetaRows > 0) {
+      if (threadIdx.x < kMetaRows) {
+        const int tile = threadIdx.x / kGroupsPerChunk, sub = threadIdx.x % kGroupsPerChunk;
         const int c = c_begin + j;
         const int group = kGroup <= 128 ? c * kGroupsPerChunk + sub : c * 128 / kGroup;
         const i64 at = static_cast<i64>(group) * kNPad + min(btile0 + tile, kTilesTotal - 1) * 8;
-        const u32 meta = base + kWBytes + row * 16;
+        const u32 meta = base + kWBytes + threadIdx.x * 16;
         cp_async_16(meta, scales + at);
         if constexpr (kFloatZeros)
           cp_async_16(meta + kMetaRows * 16, zeros16 + at);
@@ -196,13 +188,12 @@ __global__ void __launch_bounds__((kWarpsN + 1) * 32)
   uint4 xv[kXItems][4];
 #pragma unroll
   for (int j = 0; j < kDist; ++j) {
-    if (producer) {
-      if (j < n_steps) issue_w(j, j);
-      cp_async_commit();  // empty groups keep the count uniform
-    } else if (j < n_steps) {
+    if (j < n_steps) {
+      issue_w(j, j);
       load_x(j, xv);
       store_x(j, xv);
     }
+    cp_async_commit();  // empty groups keep the count uniform
   }
 
   int stage = 0;
@@ -210,16 +201,14 @@ __global__ void __launch_bounds__((kWarpsN + 1) * 32)
     // The stages of steps j + kDist − 1 and j + kDist, counted without a division.
     const int st_store = stage + kDist - 1 < kStages ? stage + kDist - 1 : stage + kDist - 1 - kStages;
     const int st_fill = st_store + 1 == kStages ? 0 : st_store + 1;
-    if (producer) cp_async_wait<kDist - 1>();  // the copies for step j have landed
-    __syncthreads();                           // ... and are visible; every warp is done with step j − 1
-    if (producer) {
-      if (j + kDist < n_steps) issue_w(j + kDist, st_fill);
-      cp_async_commit();
-      stage = stage + 1 == kStages ? 0 : stage + 1;
-      continue;
-    }
+    cp_async_wait<kDist - 1>();  // this thread's copies for step j have landed
+    __syncthreads();             // ... and every thread's; every warp is done with step j − 1
     if (j >= 1 && j + kDist - 1 < n_steps) store_x(st_store, xv);
-    if (j + kDist < n_steps) load_x(j + kDist, xv);
+    if (j + kDist < n_steps) {
+      issue_w(j + kDist, st_fill);
+      load_x(j + kDist, xv);
+    }
+    cp_async_commit();
 
     const u32 st = smem0 + stage * kStageBytes;
     // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step

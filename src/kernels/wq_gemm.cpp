@@ -157,8 +157,7 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int6
   g.grid_x = static_cast<unsigned>(ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n));
   g.grid_y = static_cast<unsigned>(c.split_k);
   g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
-  // wgmma: the warpgroups plus one producer warp (templates/wq_gemm_wgmma.cuh).
-  g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k + (c.wgmma ? 32 : 0));
+  g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k);
   WqGemmProblem pb = p;
   pb.m = bucket;
   g.smem = smem_bytes(pb, c);
