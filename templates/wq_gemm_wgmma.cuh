@@ -67,18 +67,18 @@ __global__ void __launch_bounds__(kWarpsN * 32)
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kBlockTiles * kGroupsPerChunk;
   static_assert(kMetaRows <= kThreads, "one scale/zero row per thread");
-  // One stage (bytes): activations [8 steps][2 core columns][kTok / 8 core rows][8 rows][16 B],
-  // weights [kBlockTiles][kTileWords words], scale rows [kMetaRows][16 B], zero rows likewise.
-  constexpr int kXBytes = kTok * 256;
+  // One stage (bytes, 1024-aligned for the swizzle): activations [2 halves of the chunk's 128 k]
+  // [kTok rows][128 B, swizzled], weights [kBlockTiles][kTileWords words], scale rows
+  // [kMetaRows][16 B], zero rows likewise.
+  constexpr int kXHalf = kTok * 128;
+  constexpr int kXBytes = 2 * kXHalf;
   constexpr int kWBytes = kBlockTiles * kTileWords * 4;
-  constexpr int kStageBytes = kXBytes + kWBytes + 2 * kMetaRows * 16;
-  constexpr int kLbo = kTok * 16;  // the step's core matrices k 0-7 → k 8-15
-  constexpr int kSbo = 128;        // rows 8j .. 8j + 7 → rows 8j + 8 ..
+  constexpr int kStageBytes = (kXBytes + kWBytes + 2 * kMetaRows * 16 + 1023) / 1024 * 1024;
   const u8* zeros8 = static_cast<const u8*>(zeros);
   const u16* zeros16 = static_cast<const u16*>(zeros);
 
   extern __shared__ uint4 smem[];
-  const u32 smem0 = smem_addr(smem);
+  const u32 smem0 = (smem_addr(smem) + 1023) & ~1023u;  // the host adds 1 KiB for this
   const int lane = threadIdx.x & 31;
   const int warp = (threadIdx.x >> 5) & 3;           // within the warpgroup
   const int wtile0 = 8 * kM64 * (threadIdx.x >> 7);  // the warpgroup's first tile in the block
@@ -89,11 +89,13 @@ __global__ void __launch_bounds__(kWarpsN * 32)
   const int c_begin = blockIdx.y * kChunksPerSplit;
   const int n_steps = max(0, min(kChunks, c_begin + kChunksPerSplit) - c_begin);
 
-  // Activation copies: item i = (row n = i % kTok, vector column p = i / kTok); the 8 threads of a
-  // store phase write the 8 rows of one core matrix (conflict-free). Rows past M and K are zeros.
+  // Activation copies: item i = (row n = i % kTok, vector column p = i / kTok). Its word w of vector
+  // t goes to logical k 16·(2p + w/2) + 8·(w%2) + 2t: 16-byte chunk q = 4p + w of the row, i.e. half
+  // q / 8, chunk q % 8 ^ n % 8. The 8 threads of a store phase write 8 rows' chunks at 8 different
+  // positions (conflict-free). Rows past M and K are zeros.
   constexpr int kXItems = (kTok * 4 + kThreads - 1) / kThreads;
   const u16* x_item[kXItems];
-  u32 x_dst[kXItems];
+  u32 x_dst[kXItems][4];
   bool x_on[kXItems];
   int x_p[kXItems];
 #pragma unroll
@@ -103,7 +105,11 @@ __global__ void __launch_bounds__(kWarpsN * 32)
     x_on[r] = i < kTok * 4 && m0 + n < M;
     x_p[r] = p;
     x_item[r] = x + static_cast<i64>(x_on[r] ? m0 + n : 0) * kK + c_begin * 128 + 8 * p;
-    x_dst[r] = p * 4 * kLbo + (n / 8) * 128 + (n % 8) * 16;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const int q = 4 * (p & 3) + w;
+      x_dst[r][w] = (q / 8) * kXHalf + n * 128 + ((q % 8) ^ (n % 8)) * 16;
+    }
   }
   auto load_x = [&](int j, uint4(&v)[kXItems][4]) {  // step j's vectors (t, p) of the thread's rows
 #pragma unroll
@@ -118,11 +124,11 @@ __global__ void __launch_bounds__(kWarpsN * 32)
 #pragma unroll
     for (int r = 0; r < kXItems; ++r) {
       if (kTok * 4 % kThreads != 0 && threadIdx.x + kThreads * r >= kTok * 4) continue;
-      const u32 a = smem0 + stage * kStageBytes + x_dst[r];
-      st_shared_v4<0>(a, v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);         // step 2p, k 0-7
-      st_shared_v4<kLbo>(a, v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);      // step 2p, k 8-15
-      st_shared_v4<2 * kLbo>(a, v[r][0].z, v[r][1].z, v[r][2].z, v[r][3].z);  // step 2p + 1
-      st_shared_v4<3 * kLbo>(a, v[r][0].w, v[r][1].w, v[r][2].w, v[r][3].w);
+      const u32 a = smem0 + stage * kStageBytes;
+      st_shared_v4(a + x_dst[r][0], v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);  // step 2p, k 0-7
+      st_shared_v4(a + x_dst[r][1], v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);  // step 2p, k 8-15
+      st_shared_v4(a + x_dst[r][2], v[r][0].z, v[r][1].z, v[r][2].z, v[r][3].z);  // step 2p + 1
+      st_shared_v4(a + x_dst[r][3], v[r][0].w, v[r][1].w, v[r][2].w, v[r][3].w);
     }
     fence_proxy_async_shared();  // wgmma reads the stage through the async proxy
   };
@@ -250,7 +256,8 @@ __global__ void __launch_bounds__(kWarpsN * 32)
     for (int p = 0; p < 4; ++p)
 #pragma unroll
       for (int hs = 0; hs < 2; ++hs) {
-        const u64 desc = wgmma_desc(st + (2 * p + hs) * 2 * kLbo, kLbo, kSbo);
+        // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
+        const u64 desc = wgmma_desc_sw128(st + (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4), 1024);
 #pragma unroll
         for (int i = 0; i < kM64; ++i)
           wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],

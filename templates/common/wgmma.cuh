@@ -3,9 +3,8 @@
 //
 // A (64 × 16, registers): warp w of the warpgroup holds rows 16w..16w+15 in the m16n8k16 A layout
 // (mma.cuh): a0 rows g, k 2t..2t+1; a1 rows g+8; a2 k + 8; a3 both. B (16 × N, shared memory,
-// K-major, no swizzle): 8 × 8 core matrices of 16-byte rows (one column of B, 8 k), described by a
-// start address, the byte distance between the two core matrices along K (LBO) and between
-// neighbours along N (SBO). D (64 × N, fp32): warp w holds rows 16w + g (+8) and columns 8j + 2t
+// K-major): one row of k values per column of B, described by wgmma_desc_sw128. D (64 × N, fp32): warp w
+// holds rows 16w + g (+8) and columns 8j + 2t
 // (+1), j = 0..N/8 − 1, as d[4j + r] with r as in mma.cuh.
 //
 // wgmma runs asynchronously: its A registers and accumulators must not be touched between the
@@ -17,9 +16,13 @@
 
 namespace lowbit::kern {
 
-__device__ __forceinline__ u64 wgmma_desc(u32 smem_addr, u32 lbo, u32 sbo) {
-  return static_cast<u64>((smem_addr & 0x3ffffu) >> 4) | static_cast<u64>(lbo >> 4) << 16 |
-         static_cast<u64>(sbo >> 4) << 32;  // bits 62-63 = 0: no swizzle
+// K-major B with the 128-byte swizzle: rows of 64 16-bit k values (128 B), 16-byte chunk c of row
+// r stored at chunk c ^ (r % 8), 8-row groups sbo bytes apart, atoms 1024-byte aligned (the
+// hardware swizzles on address bits 4-6 ^ 7-9). A k16 step starts 32 B further along the row; the
+// leading byte offset is unused (the step's 16 k lie within one row).
+__device__ __forceinline__ u64 wgmma_desc_sw128(u32 smem_addr, u32 sbo) {
+  return static_cast<u64>((smem_addr & 0x3ffffu) >> 4) | u64{1} << 16 | static_cast<u64>(sbo >> 4) << 32 |
+         u64{1} << 62;
 }
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
