@@ -17,8 +17,9 @@
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. Every warp waits for
 // its step's wgmma before the next barrier, so a stage is free once the barrier after its step has
 // passed: refills run kDist = kStages − 1 steps ahead. Weights and scales arrive with cp.async;
-// activations are loaded into registers one step before they are stored (transposed, below), so
-// the load's latency hides behind a whole step. One barrier per step.
+// activations are loaded into registers two steps before they are stored (transposed, below), so
+// the load's latency hides behind two whole steps (one was not enough: ncu counted 2 warps stalled
+// on the long scoreboard per issued instruction). One barrier per step.
 //
 // K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
@@ -47,7 +48,7 @@ __global__ void __launch_bounds__(kWarpsN * 32)
   static_assert(kNTiles == 2 || kNTiles == 4, "one or two m64 tiles per warpgroup");
   static_assert(kTokTiles == 1 || kTokTiles == 2 || kTokTiles == 4 || kTokTiles == 8, "N = 16..128");
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
-  static_assert(kStages >= 3, "activations are stored a step after they are loaded");
+  static_assert(kStages >= 4, "activations are stored two steps after they are loaded");
   constexpr int kTok = 16 * kTokTiles;  // activation rows per block: wgmma's N
   constexpr int kM64 = kNTiles / 2;     // m64 tiles per warpgroup
   constexpr int kThreads = 32 * kWarpsN;
@@ -190,8 +191,9 @@ __global__ void __launch_bounds__(kWarpsN * 32)
     }
 
   // Prologue: the first kDist steps (activations stored at once), then the loop below stores the
-  // activations of step j + kDist − 1 (loaded one step earlier) and loads those of step j + kDist.
-  uint4 xv[kXItems][4];
+  // activations of step j + kDist − 2 (xw, loaded two steps earlier), passes xv (loaded one step
+  // earlier) to xw and loads those of step j + kDist into xv.
+  uint4 xv[kXItems][4], xw[kXItems][4];
 #pragma unroll
   for (int j = 0; j < kDist; ++j) {
     if (j < n_steps) {
@@ -204,12 +206,16 @@ __global__ void __launch_bounds__(kWarpsN * 32)
 
   int stage = 0;
   for (int j = 0; j < n_steps; ++j) {
-    // The stages of steps j + kDist − 1 and j + kDist, counted without a division.
-    const int st_store = stage + kDist - 1 < kStages ? stage + kDist - 1 : stage + kDist - 1 - kStages;
-    const int st_fill = st_store + 1 == kStages ? 0 : st_store + 1;
+    // The stages of steps j + kDist − 2 and j + kDist, counted without a division.
+    const int st_store = stage + kDist - 2 < kStages ? stage + kDist - 2 : stage + kDist - 2 - kStages;
+    const int st_fill = stage + kDist < kStages ? stage + kDist : stage + kDist - kStages;
     cp_async_wait<kDist - 1>();  // this thread's copies for step j have landed
     __syncthreads();             // ... and every thread's; every warp is done with step j − 1
-    if (j >= 1 && j + kDist - 1 < n_steps) store_x(st_store, xv);
+    if (j >= 2 && j + kDist - 2 < n_steps) store_x(st_store, xw);
+#pragma unroll
+    for (int r = 0; r < kXItems; ++r)
+#pragma unroll
+      for (int tt = 0; tt < 4; ++tt) xw[r][tt] = xv[r][tt];
     if (j + kDist < n_steps) {
       issue_w(j + kDist, st_fill);
       load_x(j + kDist, xv);

@@ -280,7 +280,7 @@ void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bo
   // block shape is a valid config there).
   const bool hopper = arch.sm() == 90 && arch.arch_specific && !p.deterministic;
   while (c.wgmma && !can_implement(p, c, arch)) {
-    if (hopper && c.stages > 3)
+    if (hopper && c.stages > 4)
       --c.stages;
     else if (hopper && c.n_tiles > 2)
       c.n_tiles /= 2;
@@ -397,11 +397,11 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                   fmt::format("{}: wgmma runs one or two warpgroups side by side: warps_n must be 4 or 8 "
                               "and warps_k 1",
                               c.str()));
-    if (c.stages < 3)
+    if (c.stages < 4)
       return fail(
           why,
           fmt::format(
-              "stages = {}: wgmma needs at least 3 (activations are stored a step after they are loaded)",
+              "stages = {}: wgmma needs at least 4 (activations are stored two steps after they are loaded)",
               c.stages));
     if (c.n_tiles != 2 && c.n_tiles != 4)
       return fail(why,
