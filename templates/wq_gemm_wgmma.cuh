@@ -7,7 +7,8 @@
 // the dequantized weights from registers (the A operand, 64 weight columns per instruction), so
 // one instruction does the work of 4·N/8 mma.sync and the warps only dequantize.
 //
-// Decomposition: kWarpsN / 4 warpgroups per block side by side along N; grid = (N tiles /
+// Decomposition: kWarpsN / 4 MMA warpgroups per block side by side along N, plus the producer
+// warpgroup (below); grid = (N tiles /
 // (kWarpsN·kNTiles), kSplitK, ceil(M / kTok)). Warpgroup v owns 64·kM64 weight columns (8-column
 // tiles btile0 + 8·kM64·v ..) of the block and all its kTok activation rows; warp w of it
 // dequantizes tiles 8i + 2w and 8i + 2w + 1 of each of its m64 tiles i (A rows 16w .. 16w + 15).
@@ -16,10 +17,10 @@
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. Every warp waits for
 // its step's wgmma before the next barrier, so a stage is free once the barrier after its step has
-// passed: refills run kDist = kStages − 1 steps ahead. Weights and scales arrive with cp.async;
-// activations are loaded into registers two steps before they are stored (transposed, below), so
-// the load's latency hides behind two whole steps (one was not enough: ncu counted 2 warps stalled
-// on the long scoreboard per issued instruction). One barrier per step.
+// passed: refills run kDist = kStages − 1 steps ahead. The MMA warpgroups copy the weights and
+// scales with cp.async; a producer warpgroup loads the activations into registers a step before it
+// stores them (transposed, below) and fences them for wgmma (store_x says why in other warps).
+// One barrier per step.
 //
 // K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
@@ -38,7 +39,7 @@ namespace lowbit::kern {
 
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
           int kStages, bool kBf16, bool kOutF32, int kMode>
-__global__ void __launch_bounds__(kWarpsN * 32)
+__global__ void __launch_bounds__((kWarpsN + 4) * 32)
     wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                          const void* __restrict__ zeros, const u16* __restrict__ x,
                          const u16* __restrict__ bias, void* __restrict__ y, float* __restrict__ ws,
@@ -48,10 +49,10 @@ __global__ void __launch_bounds__(kWarpsN * 32)
   static_assert(kNTiles == 2 || kNTiles == 4, "one or two m64 tiles per warpgroup");
   static_assert(kTokTiles == 1 || kTokTiles == 2 || kTokTiles == 4 || kTokTiles == 8, "N = 16..128");
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
-  static_assert(kStages >= 4, "activations are stored two steps after they are loaded");
-  constexpr int kTok = 16 * kTokTiles;  // activation rows per block: wgmma's N
-  constexpr int kM64 = kNTiles / 2;     // m64 tiles per warpgroup
-  constexpr int kThreads = 32 * kWarpsN;
+  static_assert(kStages >= 3, "activations are stored a step after they are loaded");
+  constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
+  constexpr int kM64 = kNTiles / 2;         // m64 tiles per warpgroup
+  constexpr int kConsumers = 32 * kWarpsN;  // the MMA warpgroups; then one warpgroup stages activations
   constexpr int kBlockTiles = 8 * kM64 * (kWarpsN / 4);
   constexpr int kDist = kStages - 1;  // refills run this many steps ahead
   constexpr int kNPad = (kN + 7) / 8 * 8;
@@ -67,7 +68,7 @@ __global__ void __launch_bounds__(kWarpsN * 32)
   constexpr int kTileWords = 32 * kBits;
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kBlockTiles * kGroupsPerChunk;
-  static_assert(kMetaRows <= kThreads, "one scale/zero row per thread");
+  static_assert(kMetaRows <= kConsumers, "one scale/zero row per thread");
   // One stage (bytes, 1024-aligned for the swizzle): activations [2 halves of the chunk's 128 k]
   // [kTok rows][128 B, swizzled], weights [kBlockTiles][kTileWords words], scale rows
   // [kMetaRows][16 B], zero rows likewise.
@@ -80,6 +81,8 @@ __global__ void __launch_bounds__(kWarpsN * 32)
 
   extern __shared__ uint4 smem[];
   const u32 smem0 = (smem_addr(smem) + 1023) & ~1023u;  // the host adds 1 KiB for this
+  const bool producer = threadIdx.x >= kConsumers;
+  const int pt = threadIdx.x - kConsumers;  // producer thread 0..127
   const int lane = threadIdx.x & 31;
   const int warp = (threadIdx.x >> 5) & 3;           // within the warpgroup
   const int wtile0 = 8 * kM64 * (threadIdx.x >> 7);  // the warpgroup's first tile in the block
@@ -93,22 +96,22 @@ __global__ void __launch_bounds__(kWarpsN * 32)
   // Activation copies: item i = (row n = i % kTok, vector column p = i / kTok). Its word w of vector
   // t goes to logical k 16·(2p + w/2) + 8·(w%2) + 2t: 16-byte chunk q = 4p + w of the row, i.e. half
   // q / 8, chunk q % 8 ^ n % 8. The 8 threads of a store phase write 8 rows' chunks at 8 different
-  // positions (conflict-free). Rows past M and K are zeros.
-  constexpr int kXItems = (kTok * 4 + kThreads - 1) / kThreads;
+  // positions (conflict-free). Rows past M and K are zeros. Done by the producer warpgroup.
+  constexpr int kXItems = (kTok * 4 + 127) / 128;
   const u16* x_item[kXItems];
   u32 x_dst[kXItems][4];
   bool x_on[kXItems];
   int x_p[kXItems];
 #pragma unroll
   for (int r = 0; r < kXItems; ++r) {
-    const int i = threadIdx.x + kThreads * r;
-    const int n = i % kTok, p = i / kTok;
-    x_on[r] = i < kTok * 4 && m0 + n < M;
+    const int i = pt + 128 * r;
+    const int n = i % kTok, p = (i / kTok) & 3;
+    x_on[r] = producer && i < kTok * 4 && m0 + n < M;
     x_p[r] = p;
     x_item[r] = x + static_cast<i64>(x_on[r] ? m0 + n : 0) * kK + c_begin * 128 + 8 * p;
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const int q = 4 * (p & 3) + w;
+      const int q = 4 * p + w;
       x_dst[r][w] = (q / 8) * kXHalf + n * 128 + ((q % 8) ^ (n % 8)) * 16;
     }
   }
@@ -124,26 +127,29 @@ __global__ void __launch_bounds__(kWarpsN * 32)
   auto store_x = [&](int stage, const uint4(&v)[kXItems][4]) {
 #pragma unroll
     for (int r = 0; r < kXItems; ++r) {
-      if (kTok * 4 % kThreads != 0 && threadIdx.x + kThreads * r >= kTok * 4) continue;
+      if (kTok * 4 % 128 != 0 && pt + 128 * r >= kTok * 4) continue;
       const u32 a = smem0 + stage * kStageBytes;
       st_shared_v4(a + x_dst[r][0], v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);  // step 2p, k 0-7
       st_shared_v4(a + x_dst[r][1], v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);  // step 2p, k 8-15
       st_shared_v4(a + x_dst[r][2], v[r][0].z, v[r][1].z, v[r][2].z, v[r][3].z);  // step 2p + 1
       st_shared_v4(a + x_dst[r][3], v[r][0].w, v[r][1].w, v[r][2].w, v[r][3].w);
     }
-    fence_proxy_async_shared();  // wgmma reads the stage through the async proxy
+    // wgmma reads the stage through the async proxy. The fence waits for all of this thread's
+    // earlier memory operations: in the MMA warps it waited for their weight copies and the next
+    // step's activation loads (ncu: the largest stall), which is why a warpgroup of its own does this.
+    fence_proxy_async_shared();
   };
 
   // Weight copies: item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)) of the chunk; tiles
   // past N are zero-filled.
   constexpr int kWVecs = kBlockTiles * kBits * 8;
-  constexpr int kWItems = (kWVecs + kThreads - 1) / kThreads;
+  constexpr int kWItems = (kWVecs + kConsumers - 1) / kConsumers;
   auto issue_w = [&](int j, int stage) {
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
 #pragma unroll
     for (int r = 0; r < kWItems; ++r) {
-      const int i = threadIdx.x + kThreads * r;
-      if (kWVecs % kThreads != 0 && i >= kWVecs) continue;
+      const int i = threadIdx.x + kConsumers * r;
+      if (kWVecs % kConsumers != 0 && i >= kWVecs) continue;
       const int tile = i / (kBits * 8), v = i % (kBits * 8);
       const bool valid = btile0 + tile < kTilesTotal;
       const u32* src = qweight +
@@ -190,91 +196,93 @@ __global__ void __launch_bounds__(kWarpsN * 32)
       reg_fence(acc[i][e]);  // zeroed before the first wgmma_fence
     }
 
-  // Prologue: the first kDist steps (activations stored at once), then the loop below stores the
-  // activations of step j + kDist − 2 (xw, loaded two steps earlier), passes xv (loaded one step
-  // earlier) to xw and loads those of step j + kDist into xv.
-  uint4 xv[kXItems][4], xw[kXItems][4];
+  // The two roles run separate loops (so neither holds the other's registers) that meet at one
+  // barrier per step. Producers: the first kDist steps' activations stored at once, then each step
+  // stores those of step j + kDist − 1 (loaded one step earlier) and loads those of j + kDist.
+  if (producer) {
+    uint4 xv[kXItems][4];
 #pragma unroll
-  for (int j = 0; j < kDist; ++j) {
-    if (j < n_steps) {
-      issue_w(j, j);
-      load_x(j, xv);
-      store_x(j, xv);
-    }
-    cp_async_commit();  // empty groups keep the count uniform
-  }
-
-  int stage = 0;
-  for (int j = 0; j < n_steps; ++j) {
-    // The stages of steps j + kDist − 2 and j + kDist, counted without a division.
-    const int st_store = stage + kDist - 2 < kStages ? stage + kDist - 2 : stage + kDist - 2 - kStages;
-    const int st_fill = stage + kDist < kStages ? stage + kDist : stage + kDist - kStages;
-    cp_async_wait<kDist - 1>();  // this thread's copies for step j have landed
-    __syncthreads();             // ... and every thread's; every warp is done with step j − 1
-    if (j >= 2 && j + kDist - 2 < n_steps) store_x(st_store, xw);
-#pragma unroll
-    for (int r = 0; r < kXItems; ++r)
-#pragma unroll
-      for (int tt = 0; tt < 4; ++tt) xw[r][tt] = xv[r][tt];
-    if (j + kDist < n_steps) {
-      issue_w(j + kDist, st_fill);
-      load_x(j + kDist, xv);
-    }
-    cp_async_commit();
-
-    const u32 st = smem0 + stage * kStageBytes;
-    // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
-    // 2p; 2, 3: step 2p + 1).
-    u32 a[kM64][4][2][4];
-    // This warp's weight fragments and the scale and zero of its columns (lane t's 32 k values
-    // never straddle a group).
-    u32 wv[kM64][2][kBits], zq[kM64][2], s2[kM64][2];
-    const u32 frag = st + kXBytes + ((wtile0 + 2 * warp) * kTileWords + lane * kV) * 4;
-    const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;
-    const u32 meta = st + kXBytes + kWBytes + ((wtile0 + 2 * warp) * kGroupsPerChunk + gi) * 16;
-    static_for<kM64 * 2>([&](auto ih_c) {
-      constexpr int i = decltype(ih_c)::value / 2, h = decltype(ih_c)::value % 2;
-      load_fragment<kBits, (8 * i + h) * kTileWords * 4>(frag, wv[i][h]);
-      if constexpr (kGroup == 0) {
-        zq[i][h] = z_channel[i][h];
-        s2[i][h] = s_channel[i][h];
-      } else {
-        constexpr int kS = (8 * i + h) * kGroupsPerChunk * 16, kZ = kS + kMetaRows * 16;
-        s2[i][h] = splat2(ld_shared_u16<kS>(meta + 2 * g));
-        if constexpr (kFloatZeros)
-          zq[i][h] = splat2(ld_shared_u16<kZ>(meta + 2 * g));
-        else
-          zq[i][h] = kHasZeros ? ld_shared_u8<kZ>(meta + g) : (1u << (kBits - 1));
+    for (int j = 0; j < kDist; ++j)
+      if (j < n_steps) {
+        load_x(j, xv);
+        store_x(j, xv);
       }
-    });
+    int stage = 0;
+    for (int j = 0; j < n_steps; ++j) {
+      block_barrier();
+      const int st_store = stage + kDist - 1 < kStages ? stage + kDist - 1 : stage + kDist - 1 - kStages;
+      if (j >= 1 && j + kDist - 1 < n_steps) store_x(st_store, xv);
+      if (j + kDist < n_steps) load_x(j + kDist, xv);
+      stage = stage + 1 == kStages ? 0 : stage + 1;
+    }
+  } else {
 #pragma unroll
-    for (int i = 0; i < kM64; ++i)
+    for (int j = 0; j < kDist; ++j) {
+      if (j < n_steps) issue_w(j, j);
+      cp_async_commit();  // empty groups keep the count uniform
+    }
+    int stage = 0;
+    for (int j = 0; j < n_steps; ++j) {
+      cp_async_wait<kDist - 1>();  // this thread's copies for step j have landed
+      block_barrier();             // ... and every thread's; every warp is done with step j − 1
+      const int st_fill = stage + kDist < kStages ? stage + kDist : stage + kDist - kStages;
+      if (j + kDist < n_steps) issue_w(j + kDist, st_fill);
+      cp_async_commit();
+
+      const u32 st = smem0 + stage * kStageBytes;
+      // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
+      // 2p; 2, 3: step 2p + 1).
+      u32 a[kM64][4][2][4];
+      // This warp's weight fragments and the scale and zero of its columns (lane t's 32 k values
+      // never straddle a group).
+      u32 wv[kM64][2][kBits], zq[kM64][2], s2[kM64][2];
+      const u32 frag = st + kXBytes + ((wtile0 + 2 * warp) * kTileWords + lane * kV) * 4;
+      const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;
+      const u32 meta = st + kXBytes + kWBytes + ((wtile0 + 2 * warp) * kGroupsPerChunk + gi) * 16;
+      static_for<kM64 * 2>([&](auto ih_c) {
+        constexpr int i = decltype(ih_c)::value / 2, h = decltype(ih_c)::value % 2;
+        load_fragment<kBits, (8 * i + h) * kTileWords * 4>(frag, wv[i][h]);
+        if constexpr (kGroup == 0) {
+          zq[i][h] = z_channel[i][h];
+          s2[i][h] = s_channel[i][h];
+        } else {
+          constexpr int kS = (8 * i + h) * kGroupsPerChunk * 16, kZ = kS + kMetaRows * 16;
+          s2[i][h] = splat2(ld_shared_u16<kS>(meta + 2 * g));
+          if constexpr (kFloatZeros)
+            zq[i][h] = splat2(ld_shared_u16<kZ>(meta + 2 * g));
+          else
+            zq[i][h] = kHasZeros ? ld_shared_u8<kZ>(meta + g) : (1u << (kBits - 1));
+        }
+      });
+#pragma unroll
+      for (int i = 0; i < kM64; ++i)
+#pragma unroll
+        for (int p = 0; p < 4; ++p)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd>(wv[i][h], p, zq[i][h], s2[i][h], a[i][p][h]);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
+          }
+      wgmma_fence();
 #pragma unroll
       for (int p = 0; p < 4; ++p)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd>(wv[i][h], p, zq[i][h], s2[i][h], a[i][p][h]);
+        for (int hs = 0; hs < 2; ++hs) {
+          // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
+          const u64 desc = wgmma_desc_sw128(st + (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4), 1024);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
+          for (int i = 0; i < kM64; ++i)
+            wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
+                                  a[i][p][1][2 * hs + 1], desc);
         }
-    wgmma_fence();
-#pragma unroll
-    for (int p = 0; p < 4; ++p)
-#pragma unroll
-      for (int hs = 0; hs < 2; ++hs) {
-        // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
-        const u64 desc = wgmma_desc_sw128(st + (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4), 1024);
-#pragma unroll
-        for (int i = 0; i < kM64; ++i)
-          wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
-                                a[i][p][1][2 * hs + 1], desc);
-      }
-    wgmma_commit();
-    // Wait before the next step's dequantization writes A registers again (ptxas serializes every
-    // wgmma if they are written while one is in flight); other blocks and warpgroups keep the
-    // tensor cores busy meanwhile.
-    wgmma_wait<0>();
-    stage = stage + 1 == kStages ? 0 : stage + 1;
+      wgmma_commit();
+      // Wait before the next step's dequantization writes A registers again (ptxas serializes every
+      // wgmma if they are written while one is in flight); other blocks and warpgroups keep the
+      // tensor cores busy meanwhile.
+      wgmma_wait<0>();
+      stage = stage + 1 == kStages ? 0 : stage + 1;
+    }
   }
 #pragma unroll
   for (int i = 0; i < kM64; ++i)
@@ -298,7 +306,7 @@ __global__ void __launch_bounds__(kWarpsN * 32)
 #pragma unroll
           for (int e = 0; e < kTok / 2; ++e) {
             const int row = m0 + 8 * (e >> 2) + 2 * t + (e & 1), col = column(i, e & 3);
-            if (row < M && col < kN) fn(row, col, acc[i][e]);
+            if (!producer && row < M && col < kN) fn(row, col, acc[i][e]);
           }
       },
       bias, y, ws, counters, M);

@@ -159,7 +159,8 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int6
   g.grid_x = static_cast<unsigned>(ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n));
   g.grid_y = static_cast<unsigned>(c.split_k);
   g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
-  g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k);
+  // wgmma: the MMA warpgroups and the activation producer warpgroup (templates/wq_gemm_wgmma.cuh).
+  g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k + (c.wgmma ? 128 : 0));
   WqGemmProblem pb = p;
   pb.m = bucket;
   g.smem = smem_bytes(pb, c);
@@ -280,7 +281,7 @@ void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bo
   // block shape is a valid config there).
   const bool hopper = arch.sm() == 90 && arch.arch_specific && !p.deterministic;
   while (c.wgmma && !can_implement(p, c, arch)) {
-    if (hopper && c.stages > 4)
+    if (hopper && c.stages > 3)
       --c.stages;
     else if (hopper && c.n_tiles > 2)
       c.n_tiles /= 2;
@@ -397,11 +398,11 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                   fmt::format("{}: wgmma runs one or two warpgroups side by side: warps_n must be 4 or 8 "
                               "and warps_k 1",
                               c.str()));
-    if (c.stages < 4)
+    if (c.stages < 3)
       return fail(
           why,
           fmt::format(
-              "stages = {}: wgmma needs at least 4 (activations are stored two steps after they are loaded)",
+              "stages = {}: wgmma needs at least 3 (activations are stored a step after they are loaded)",
               c.stages));
     if (c.n_tiles != 2 && c.n_tiles != 4)
       return fail(why,

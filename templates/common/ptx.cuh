@@ -71,6 +71,12 @@ __device__ __forceinline__ void st_shared_v4(u32 addr, u32 a, u32 b, u32 c, u32 
                : "memory");
 }
 
+// __syncthreads for warp-specialized loops: warps of different roles reach it from different
+// places in the code (each role the same number of times), which __syncthreads does not promise.
+__device__ __forceinline__ void block_barrier() {
+  asm volatile("bar.sync 0;" ::: "memory");
+}
+
 // f(Const<0>{}), ..., f(Const<N − 1>{}): a loop whose index is a constant expression in the body
 // (for the kOff of the loads above).
 template <int V>

@@ -333,7 +333,7 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   };
   check_rejected(p, with([](WqGemmConfig& e) { e.warps_k = 2; }), hopper, "warpgroup");
   check_rejected(p, with([](WqGemmConfig& e) { e.warps_n = 2; }), hopper, "warpgroup");
-  check_rejected(p, with([](WqGemmConfig& e) { e.stages = 3; }), hopper, "stages = 3");
+  check_rejected(p, with([](WqGemmConfig& e) { e.stages = 2; }), hopper, "stages = 2");
   CHECK(lowbit::can_implement(p, with([](WqGemmConfig& e) { e.warps_n = 8; }), hopper));
   check_rejected(p, with([](WqGemmConfig& e) { e.warps_n = 8, e.wgmma = false; }), hopper, "warps_n = 8");
   check_rejected(p, with([](WqGemmConfig& e) { e.n_tiles = 8; }), hopper, "n_tiles = 8");
