@@ -1,4 +1,5 @@
 // Problem and config validation, Arch parsing, M buckets, and the config heuristic.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -6,6 +7,7 @@
 #include "kernels/wq_gemm_internal.hpp"
 #include "lowbit/lowbit.hpp"
 #include "support/catch.hpp"
+#include "tune/wq_tune.hpp"
 #include "unit/unit_helpers.hpp"
 
 namespace {
@@ -376,6 +378,14 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   WqGemmConfig f = c;
   lowbit::wq::shrink_to_fit(det, f, hopper, true);
   CHECK_FALSE(f.wgmma);
+  // The tuner tries it from 32 rows on sm_90a only.
+  auto count_wgmma = [](const std::vector<WqGemmConfig>& cs) {
+    return std::count_if(cs.begin(), cs.end(), [](const WqGemmConfig& x) { return x.wgmma; });
+  };
+  CHECK(count_wgmma(lowbit::tune::wq_candidates(p, hopper, 132)) >= 2);
+  CHECK(count_wgmma(lowbit::tune::wq_candidates(p, Arch::parse("sm_89"), 128)) == 0);
+  CHECK(count_wgmma(lowbit::tune::wq_candidates(normal_problem(), hopper, 132)) == 0);  // M = 1
+  CHECK(count_wgmma(lowbit::tune::wq_candidates(det, hopper, 132)) == 0);
   WqGemmConfig deep = with([](WqGemmConfig& e) { e.m_tiles = 8, e.n_tiles = 2, e.stages = 8; });
   lowbit::wq::shrink_to_fit(p, deep, hopper, false);
   CHECK(deep.wgmma);
