@@ -271,7 +271,7 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   // registers live per tile: past 8 accumulator tiles per warp they spill (ptxas, sm_90a: m_tiles 2 ×
   // n_tiles 8 needs 255 registers and 32-76 B of stack).
   const bool full_dequant = has_float_zeros(p.mode) || (p.group_size > 0 && p.group_size < 128);
-  if (full_dequant)
+  if (full_dequant && !c.wgmma)  // wgmma always dequantizes before the MMA; can_implement bounds it
     while (c.m_tiles * c.n_tiles > 8 && c.m_tiles > 1) c.m_tiles /= 2;
   return c;
 }
@@ -477,6 +477,17 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 1, c.warps_k = wk, c.split_k = 1, c.stages = st;
     return c;
   };
+  // Hopper at 64 and 128 rows, large layers: warpgroup MMA, fitted to `lowbit tune` of the standard
+  // layers on the H200 (docs/perf-notes.md, "wgmma"): 64 rows from 48 M weights (it won on 8192²,
+  // 4096×14336 and up; 4096² and 6144×4096 keep mma.sync), 128 rows from 100 M.
+  const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
+  if (arch.sm() == 90 && arch.arch_specific && !p.deterministic &&
+      ((bucket == 64 && weights >= 48e6) || (bucket == 128 && weights >= 100e6))) {
+    WqGemmConfig w = make(bucket == 64 ? 4 : 8, bucket == 64 ? 4 : 2, 1, 4);
+    w.warps_n = 8, w.wgmma = true;
+    w.split_k = wq::fill_split(p, w, sms / 2.0);
+    if (can_implement(p, w, arch)) return w;
+  }
   WqGemmConfig c;
   if (bucket <= 8) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing). Few

@@ -270,10 +270,12 @@ TEST_CASE("modes that dequantize before the MMA never get more than 8 accumulato
         const bool full_dequant = mode != lowbit::DequantMode::SubZeroThenScale || group < 128;
         const WqGemmConfig c = lowbit::choose_config(p, sm90a, 132);
         INFO("mode " << static_cast<int>(mode) << " group " << group << " m " << m << ": " << c.str());
-        if (full_dequant) CHECK(c.m_tiles * c.n_tiles <= 8);
+        // (wgmma keeps its accumulators per warpgroup; can_implement bounds them.)
+        if (full_dequant && !c.wgmma) CHECK(c.m_tiles * c.n_tiles <= 8);
         // A config tuned for the scale-after mode is cut down the same way, and only then.
         WqGemmConfig wide = c;
-        wide.m_tiles = 2, wide.n_tiles = 8;
+        wide.m_tiles = 2, wide.n_tiles = 8, wide.wgmma = false;
+        if (c.wgmma) CHECK(lowbit::wq::fit_registers(p, c) == c);  // wgmma configs are left alone
         const WqGemmConfig fitted = lowbit::wq::fit_registers(p, wide);
         CHECK(fitted.m_tiles == (full_dequant ? 1 : 2));
         CHECK(fitted.n_tiles == 8);
@@ -378,6 +380,25 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   WqGemmConfig f = c;
   lowbit::wq::shrink_to_fit(det, f, hopper, true);
   CHECK_FALSE(f.wgmma);
+  // The heuristic picks it on sm_90a for large layers at 64 and 128 rows, nowhere else.
+  WqGemmProblem big = p;
+  big.n = 16384, big.k = 16384;
+  for (int64_t m : {64, 128}) {
+    big.m = m;
+    const WqGemmConfig h = lowbit::choose_config(big, hopper, 132);
+    INFO(m << " " << h.str());
+    CHECK(h.wgmma);
+    CHECK(lowbit::can_implement(big, h, hopper));
+    CHECK_FALSE(lowbit::choose_config(big, Arch::parse("sm_89"), 128).wgmma);
+    WqGemmProblem big_det = big;
+    big_det.deterministic = true;
+    CHECK_FALSE(lowbit::choose_config(big_det, hopper, 132).wgmma);
+  }
+  for (int64_t m : {1, 16, 32, 256}) {
+    big.m = m;
+    CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
+  }
+  CHECK_FALSE(lowbit::choose_config(p, hopper, 132).wgmma);  // 4096², 64 rows
   // The tuner tries it from 32 rows on sm_90a only.
   auto count_wgmma = [](const std::vector<WqGemmConfig>& cs) {
     return std::count_if(cs.begin(), cs.end(), [](const WqGemmConfig& x) { return x.wgmma; });
