@@ -1,15 +1,16 @@
 // wq_gemm on Hopper warpgroup MMA (sm_90a, configs with `wgmma`): the same problem, arguments and
 // packed layout as wq_gemm_kernel (wq_gemm.cuh), computed as yᵀ = dequant(W) · xᵀ with wgmma.
 //
-// Why: with mma.sync every 16×8×16 product costs the warp its own A and B fragment loads; at M ≥ 16
-// the kernel is bound by those instructions, not by memory or the tensor cores. wgmma takes the
-// activations straight from shared memory (the B operand, N = the block's 16·kTokTiles rows) and
-// the dequantized weights from registers (the A operand, 64 weight columns per instruction), so
-// one instruction does the work of 4·N/8 mma.sync and the warps only dequantize.
+// Why: with mma.sync every 16×8×16 product costs the warp its own A and B fragment loads; from 32
+// rows the kernel is bound by those instructions, not by memory or the tensor cores. wgmma takes
+// the activations straight from shared memory (the B operand, N = the block's 16·kTokTiles rows)
+// and the dequantized weights from registers (the A operand, 64 weight columns per instruction),
+// so one instruction does the work of 4·N/8 mma.sync and the warps only dequantize.
 //
 // Decomposition: kWarpsN / 4 MMA warpgroups per block side by side along N, plus the producer
-// warpgroup (below); grid = (N tiles /
-// (kWarpsN·kNTiles), kSplitK, ceil(M / kTok)). Warpgroup v owns 64·kM64 weight columns (8-column
+// warpgroup (below); grid = (N tiles / (kWarpsN·kNTiles), kSplitK, ceil(M / kTok)). The block's
+// threads are the MMA warpgroups' (kConsumers) and then the producer's 128. MMA warpgroup v owns
+// 64·kM64 weight columns (8-column
 // tiles btile0 + 8·kM64·v ..) of the block and all its kTok activation rows; warp w of it
 // dequantizes tiles 8i + 2w and 8i + 2w + 1 of each of its m64 tiles i (A rows 16w .. 16w + 15).
 // Split K as in wq_gemm.cuh (write_outputs).
@@ -26,8 +27,8 @@
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
 // of a chunk covers k = 32t + 8p + 4hs + {0, 1 | 2, 3} (t = 0..3), the same permutation as the
 // mma.sync kernel. The activations are stored in that order: the 16-byte vectors (t, p) of a row,
-// t = 0..3, are loaded together and their words transposed into the four 16-byte core-matrix rows
-// of steps 2p and 2p + 1 (words 0 and 1 → step 2p, k 0-7 and 8-15; words 2 and 3 → step 2p + 1).
+// t = 0..3, are loaded together and their words transposed into four 16-byte chunks of the row's
+// k16 steps 2p and 2p + 1 (words 0 and 1 → step 2p, k 0-7 and 8-15; words 2 and 3 → step 2p + 1).
 //
 // Scales: every weight is dequantized completely (scale included) before the MMA, except
 // per-channel integer scales, which multiply the fp32 sums once at the end.
