@@ -32,12 +32,16 @@ namespace lowbit {
 // GPTQ checkpoints store qzeros as z − 1 (the "v1" format of AutoGPTQ / HF); "v2" stores z.
 enum class GptqZeros : uint8_t { StoredMinusOne, Exact };
 
-// Host views of a GPTQ layer (all row-major, as in the checkpoint). bits 2, 4 or 8 (GPTQ's 3-bit
-// packing crosses words: unpack it yourself and use UnpackedWeightsView).
+// Host views of a GPTQ layer (all row-major, as in the checkpoint). bits 2, 3, 4 or 8. Each column
+// of qweight (and each row of qzeros) is a bitstream, low bits first: value i at bits
+// [bits·i, bits·i + bits) — 32/bits values per int32, and for 3 bits 32 values per 3 int32 with
+// values 10 and 21 of each 32 straddling two words (AutoGPTQ's 3-bit format). pack_on_device reads
+// 2, 4 and 8 bits.
 struct GptqWeightsView {
-  // [K·bits/32, N]: 32/bits values of consecutive k per int32, low bits first
+  // [K·bits/32, N]: consecutive k down each column (K a multiple of 32/bits; 32 for 3 bits)
   const int32_t* qweight = nullptr;
-  const int32_t* qzeros = nullptr;   // [K/G, N·bits/32]: zeros of consecutive n per int32 (null: Symmetric)
+  const int32_t* qzeros =
+      nullptr;  // [K/G, N·bits/32]: zeros of consecutive n along each row (null: Symmetric)
   const uint16_t* scales = nullptr;  // [K/G, N] fp16/bf16 bits
   const int32_t* g_idx = nullptr;    // [K] group of each input feature (act-order), or null
   int64_t n = 0, k = 0;
@@ -57,7 +61,7 @@ struct AwqWeightsView {
   const uint16_t* scales = nullptr;  // [K/G, N] fp16/bf16 bits
   int64_t n = 0, k = 0;
   int bits = 4;
-  int group_size = 128;  // 0 = per-channel
+  int group_size = 128;                                               // 0 = per-channel
   std::size_t qweight_count = 0, qzeros_count = 0, scales_count = 0;  // when known (0 = not checked)
 };
 
@@ -69,7 +73,7 @@ struct HqqWeightsView {
   const uint16_t* zeros = nullptr;   // [N, K/G] fp16/bf16 bits
   int64_t n = 0, k = 0;
   int bits = 4;
-  int group_size = 64;  // 0 = per-channel
+  int group_size = 64;                                           // 0 = per-channel
   std::size_t w_q_count = 0, scales_count = 0, zeros_count = 0;  // when known (0 = not checked)
 };
 

@@ -185,10 +185,9 @@ void check_counts(const UnpackedWeightsView& v, const std::string& who) {
 }
 
 void check_counts(const GptqWeightsView& v, const std::string& who) {
-  const int per_word = 32 / v.bits;
   const int64_t groups = groups_of(v.k, v.group_size);
-  check_count(who, "qweight", v.qweight_count, v.k / per_word * v.n, "K·bits/32 · N");
-  check_count(who, "qzeros", v.qzeros_count, groups * (v.n / per_word), "groups · N·bits/32");
+  check_count(who, "qweight", v.qweight_count, v.k * v.bits / 32 * v.n, "K·bits/32 · N");
+  check_count(who, "qzeros", v.qzeros_count, groups * (v.n * v.bits / 32), "groups · N·bits/32");
   check_count(who, "scales", v.scales_count, groups * v.n, "groups·N");
   check_count(who, "g_idx", v.g_idx_count, v.k, "K");
 }
@@ -206,19 +205,36 @@ DequantMode unpacked_mode(const UnpackedWeightsView& v, const std::string& who) 
   return mode;
 }
 
-void check_gptq_packing(const GptqWeightsView& v, const std::string& who, bool with_zeros) {
-  LOWBIT_CHECK(v.bits == 2 || v.bits == 4 || v.bits == 8,
-               "{}: bits = {}: GPTQ packing is supported for 2, 4 and 8 bits (3-bit GPTQ packs values "
-               "across words: unpack it and use UnpackedWeightsView)",
-               who, v.bits);
-  const int per_word = 32 / v.bits;
-  LOWBIT_CHECK(v.k % per_word == 0,
-               "{}: k = {}: GPTQ packs {} input features per int32, so K must be a multiple of {}", who, v.k,
-               per_word, per_word);
-  LOWBIT_CHECK(!with_zeros || v.n % per_word == 0,
-               "{}: n = {}: GPTQ qzeros pack {} columns per int32, so N must be a multiple of {}", who, v.n,
-               per_word, per_word);
+int gptq_values_per_block(int bits) {
+  return 32 / std::gcd(bits, 32);
 }
+
+void check_gptq_packing(const GptqWeightsView& v, const std::string& who, bool with_zeros) {
+  LOWBIT_CHECK(v.bits == 2 || v.bits == 3 || v.bits == 4 || v.bits == 8,
+               "{}: bits = {}: GPTQ packing is supported for 2, 3, 4 and 8 bits", who, v.bits);
+  // A block of whole int32 words holds a whole number of values: 32/bits per word, or 32 values in
+  // three words for 3 bits.
+  const int per_block = gptq_values_per_block(v.bits), block_words = per_block * v.bits / 32;
+  LOWBIT_CHECK(v.k % per_block == 0,
+               "{}: k = {}: GPTQ packs {} input features per {} int32, so K must be a multiple of {}", who,
+               v.k, per_block, block_words, per_block);
+  LOWBIT_CHECK(!with_zeros || v.n % per_block == 0,
+               "{}: n = {}: GPTQ qzeros pack {} columns per {} int32, so N must be a multiple of {}", who,
+               v.n, per_block, block_words, per_block);
+}
+
+namespace {
+// Value `index` of a GPTQ bitstream: value i at bits [bits·i, bits·i + bits), low bits first, word(w)
+// the w-th int32 along the packed dimension; 3-bit values may straddle two words.
+template <class Word>
+uint32_t gptq_value(int bits, int64_t index, Word&& word) {
+  const int64_t bit = index * bits;
+  const int shift = static_cast<int>(bit % 32);
+  uint32_t v = static_cast<uint32_t>(word(bit / 32)) >> shift;
+  if (shift + bits > 32) v |= static_cast<uint32_t>(word(bit / 32 + 1)) << (32 - shift);
+  return v & ((1u << bits) - 1);
+}
+}  // namespace
 
 PackedWeights pack(const UnpackedWeightsView& v) {
   check_shape(v.n, v.k, v.bits, v.group_size, "unpacked");
@@ -255,21 +271,21 @@ void unpack_gptq(const GptqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
   check_shape(v.n, v.k, v.bits, v.group_size, "gptq");
   LOWBIT_CHECK(v.qweight != nullptr, "pack(gptq): qweight is null");
   check_gptq_packing(v, "pack(gptq)", v.qzeros && zeros_out);
-  const int per_word = 32 / v.bits;
   check_counts(v, "pack(gptq)");
   const uint32_t mask = (1u << v.bits) - 1;
-  for (int64_t k = 0; k < v.k; ++k)
-    for (int64_t n = 0; n < v.n; ++n) {
-      const uint32_t w = static_cast<uint32_t>(v.qweight[(k / per_word) * v.n + n]);
-      q_out[n * v.k + k] = static_cast<uint8_t>((w >> (v.bits * (k % per_word))) & mask);
-    }
+  for (int64_t n = 0; n < v.n; ++n)
+    for (int64_t k = 0; k < v.k; ++k)
+      q_out[n * v.k + k] =
+          static_cast<uint8_t>(gptq_value(v.bits, k, [&](int64_t row) { return v.qweight[row * v.n + n]; }));
   if (v.qzeros && zeros_out) {
     const int64_t groups = groups_of(v.k, v.group_size);
     const int offset = v.zeros_format == GptqZeros::StoredMinusOne ? 1 : 0;
+    const int64_t row_words = v.n * v.bits / 32;
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t n = 0; n < v.n; ++n) {
-        const uint32_t w = static_cast<uint32_t>(v.qzeros[g * (v.n / per_word) + n / per_word]);
-        const int z = static_cast<int>((w >> (v.bits * (n % per_word))) & mask) + offset;
+        const int z =
+            static_cast<int>(gptq_value(v.bits, n, [&](int64_t w) { return v.qzeros[g * row_words + w]; })) +
+            offset;
         LOWBIT_CHECK(
             z <= static_cast<int>(mask),
             "pack(gptq): qzeros[{}][{}] = {} with zeros_format StoredMinusOne gives z = {}, over {} bits", g,

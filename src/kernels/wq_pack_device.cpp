@@ -131,6 +131,11 @@ PackJob gptq_job(const GptqWeightsView& v) {
   job.format = SourceFormat::Gptq;
   job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
   check_shape(job.problem, what);
+  LOWBIT_CHECK(
+      gptq_bits(v.bits),
+      "pack_on_device(gptq): bits = {}: the device packer reads GPTQ's 2-, 4- and 8-bit packing; pack "
+      "3-bit checkpoints with pack() on the host (or unpack them and use UnpackedWeightsView)",
+      v.bits);
   check_counts(v, "pack_on_device(gptq)");
   check_buffer(v.qweight, 4, what, "qweight");
   check_gptq_packing(v, "pack_on_device(gptq)", v.qzeros != nullptr);

@@ -294,17 +294,17 @@ TEST_CASE("pack rejects bad input with a message naming the problem", "[pack]") 
       CHECK(lowbit::test::contains(msg, "bits = " + std::to_string(bits)));
     }
   }
-  SECTION("GPTQ packs 2, 4 and 8 bits: 3-bit GPTQ (values across words) is refused by name") {
+  SECTION("GPTQ packs 2, 3, 4 and 8 bits: other widths are refused by name") {
     const GptqCheckpoint g = gptq_checkpoint(L, GptqZeros::Exact, true);
     GptqWeightsView v = gptq_view(L, g, GptqZeros::Exact);
-    v.bits = 3;
+    v.bits = 1;
     const std::string msg = lowbit::test::error_of([&] { (void)lowbit::pack(v); });
     INFO(msg);
     CHECK(lowbit::test::contains(msg, "pack(gptq)"));
-    CHECK(lowbit::test::contains(msg, "bits = 3"));
+    CHECK(lowbit::test::contains(msg, "bits = 1"));
     std::vector<uint8_t> q(L.q.size()), z(L.zeros.size());
     const std::string msg2 = lowbit::test::error_of([&] { lowbit::unpack_gptq(v, q.data(), z.data()); });
-    CHECK(lowbit::test::contains(msg2, "bits = 3"));
+    CHECK(lowbit::test::contains(msg2, "bits = 1"));
   }
   SECTION("the AutoAWQ GEMM layout is 4-bit only") {
     std::vector<int32_t> qweight(static_cast<std::size_t>(L.k * L.n / 8), 0);
