@@ -477,11 +477,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 1, c.warps_k = wk, c.split_k = 1, c.stages = st;
     return c;
   };
-  // Hopper at 64 and 128 rows, large layers: warpgroup MMA, fitted to `lowbit tune` of the standard
-  // layers on the H200 (docs/perf-notes.md, "wgmma"): 64 rows from 48 M weights (it won on 8192²,
-  // 4096×14336 and up; 4096² and 6144×4096 keep mma.sync), 128 rows from 100 M.
+  // Hopper at 64 and 128 rows, large 4-bit layers: warpgroup MMA, fitted to `lowbit tune` of the
+  // standard layers on the H200 (docs/perf-notes.md, "wgmma"): 64 rows from 48 M weights (it won on
+  // 8192², 4096×14336 and up; 4096² and 6144×4096 keep mma.sync), 128 rows from 100 M. Other bit
+  // widths are not measured yet: they get wgmma only from the tuner.
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  if (arch.sm() == 90 && arch.arch_specific && !p.deterministic &&
+  if (arch.sm() == 90 && arch.arch_specific && !p.deterministic && p.bits == 4 &&
       ((bucket == 64 && weights >= 48e6) || (bucket == 128 && weights >= 100e6))) {
     WqGemmConfig w = make(bucket == 64 ? 4 : 8, bucket == 64 ? 4 : 2, 1, 4);
     w.warps_n = 8, w.wgmma = true;

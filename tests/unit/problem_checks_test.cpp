@@ -399,6 +399,8 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
     CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
   }
   CHECK_FALSE(lowbit::choose_config(p, hopper, 132).wgmma);  // 4096², 64 rows
+  big.m = 64, big.bits = 8;
+  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);  // measured for 4 bits only
   // The tuner tries it from 32 rows on sm_90a only.
   auto count_wgmma = [](const std::vector<WqGemmConfig>& cs) {
     return std::count_if(cs.begin(), cs.end(), [](const WqGemmConfig& x) { return x.wgmma; });
