@@ -198,8 +198,10 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     }
 
   // The two roles run separate loops (so neither holds the other's registers) that meet at one
-  // barrier per step. Producers: the first kDist steps' activations stored at once, then each step
-  // stores those of step j + kDist − 1 (loaded one step earlier) and loads those of j + kDist.
+  // barrier per step: both run exactly n_steps iterations and neither returns early, since the
+  // split-K epilogue's barriers (write_outputs) use the same barrier 0. Producers: the first kDist steps'
+  // activations stored at once, then each step stores those of step j + kDist − 1 (loaded one step earlier)
+  // and loads those of j + kDist.
   if (producer) {
     uint4 xv[kXItems][4];
 #pragma unroll

@@ -271,24 +271,29 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   // registers live per tile: past 8 accumulator tiles per warp they spill (ptxas, sm_90a: m_tiles 2 ×
   // n_tiles 8 needs 255 registers and 32-76 B of stack).
   const bool full_dequant = has_float_zeros(p.mode) || (p.group_size > 0 && p.group_size < 128);
-  if (full_dequant && !c.wgmma)  // wgmma always dequantizes before the MMA; can_implement bounds it
+  // wgmma always dequantizes before the MMA; can_implement caps m_tiles·n_tiles at 16 (a few
+  // 8-bit and per-channel configs still spill 4-76 bytes at the 168 registers of 384 threads).
+  if (full_dequant && !c.wgmma)
     while (c.m_tiles * c.n_tiles > 8 && c.m_tiles > 1) c.m_tiles /= 2;
   return c;
 }
 
 void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bool keep_k_split) {
-  // wgmma configs shrink their stages, column tiles and row tiles, then run on mma.sync (the same
-  // block shape is a valid config there).
+  // wgmma configs shrink their stages, column tiles and warpgroups; where wgmma cannot run at all
+  // (not sm_90a, deterministic) they become the mma.sync config of one warpgroup's shape (4 warps
+  // side by side), cut to the registers of its mode.
   const bool hopper = arch.sm() == 90 && arch.arch_specific && !p.deterministic;
   while (c.wgmma && !can_implement(p, c, arch)) {
-    if (hopper && c.stages > 3)
+    if (hopper && c.stages > 3) {
       --c.stages;
-    else if (hopper && c.n_tiles > 2)
+    } else if (hopper && c.n_tiles > 2) {
       c.n_tiles /= 2;
-    else if (hopper && c.warps_n > 4)
+    } else if (hopper && c.warps_n > 4) {
       c.warps_n = 4;
-    else
+    } else {
       c.wgmma = false, c.warps_n = std::min(c.warps_n, 4);
+      c = fit_registers(p, c);
+    }
   }
   while (!can_implement(p, c, arch)) {
     if (keep_k_split && c.x_shared)

@@ -223,3 +223,18 @@ TEST_CASE("wq_gemm x_shared: shared memory follows the bucket, not the plan prob
   WqGemmPlan plan(rt, one_row, {1, 16}, xs);
   for (int64_t m : {1, 9, 16}) run_and_check(*L, plan, m, false);
 }
+
+TEST_CASE("wq_gemm wgmma: a K split with no chunks of its own still counts in", "[gpu]") {
+  // K = 640 is 5 chunks; 4 splits of 2 chunks leave the last split none: its producer and MMA
+  // warpgroups meet at no step barrier but still pass the epilogue's, and its block still arrives.
+  if (!has_wgmma()) {
+    WARN("skipped: wgmma needs sm_90a");
+    return;
+  }
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(1032, 640, 128, 65), true);
+  WqGemmPlanOptions o;
+  o.config = wgmma_config(4, 2, 8, 4, 3);
+  WqGemmPlan plan(rt, L->problem, {65}, o);
+  for (int64_t m : {1, 64, 65}) run_and_check(*L, plan, m, true);
+}
