@@ -145,6 +145,25 @@ __device__ __forceinline__ void write_outputs(ForEachOutput&& for_each_output, c
   }
 }
 
+// Per-channel zero point and scale of column `at` (kGroup == 0; with groups the dequant takes them
+// from shared memory and these give the unused defaults): the zero as an integer (or, for the
+// float-zero modes, an act-dtype pair; symmetric: the fixed midpoint), the scale as a pair when it
+// is applied before the MMA (kPreScale), else 0. Read once: they do not change along K.
+template <int kBits, int kGroup, int kMode>
+__device__ __forceinline__ u32 channel_zero(const void* zeros, int at) {
+  constexpr bool kFloatZeros = kMode >= 2;
+  if constexpr (kGroup != 0 || kMode == 1)
+    return kFloatZeros ? 0u : (1u << (kBits - 1));
+  else if constexpr (kFloatZeros)
+    return splat2(ld_cached_u16(static_cast<const u16*>(zeros) + at));
+  else
+    return static_cast<u32>(ld_cached_u8(static_cast<const u8*>(zeros) + at));
+}
+template <int kGroup, bool kPreScale>
+__device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
+  return kGroup == 0 && kPreScale ? splat2(ld_cached_u16(scales + at)) : 0u;
+}
+
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic,
           bool kXShared>
@@ -365,10 +384,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
     const int at = min(tile0 + nt, kTilesTotal - 1) * 8 + g;
-    z_channel[nt] = kGroup != 0 || !kHasZeros ? (kFloatZeros ? 0u : (1u << (kBits - 1)))
-                    : kFloatZeros             ? splat2(ld_cached_u16(zeros16 + at))
-                                              : static_cast<u32>(ld_cached_u8(zeros8 + at));
-    s_channel[nt] = kGroup == 0 && !kScaleAfter ? splat2(ld_cached_u16(scales + at)) : 0u;
+    z_channel[nt] = channel_zero<kBits, kGroup, kMode>(zeros, at);
+    s_channel[nt] = channel_scale<kGroup, !kScaleAfter>(scales, at);
   }
 
   // Step j reads stage j % kStages and refills the stage step j − 1 read: a mask for a power of 2

@@ -182,10 +182,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int at = min(btile0 + wtile0 + 8 * i + 2 * warp + h, kTilesTotal - 1) * 8 + g;
-      z_channel[i][h] = kGroup != 0 || !kHasZeros ? (kFloatZeros ? 0u : (1u << (kBits - 1)))
-                        : kFloatZeros             ? splat2(ld_cached_u16(zeros16 + at))
-                                                  : static_cast<u32>(ld_cached_u8(zeros8 + at));
-      s_channel[i][h] = kGroup == 0 && !kScaleAtEnd ? splat2(ld_cached_u16(scales + at)) : 0u;
+      z_channel[i][h] = channel_zero<kBits, kGroup, kMode>(zeros, at);
+      s_channel[i][h] = channel_scale<kGroup, !kScaleAtEnd>(scales, at);
     }
 
   float acc[kM64][kTok / 2];

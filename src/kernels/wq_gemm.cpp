@@ -282,7 +282,7 @@ void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bo
   // wgmma configs shrink their stages, column tiles and warpgroups; where wgmma cannot run at all
   // (not sm_90a, deterministic) they become the mma.sync config of one warpgroup's shape (4 warps
   // side by side), cut to the registers of its mode.
-  const bool hopper = arch.sm() == 90 && arch.arch_specific && !p.deterministic;
+  const bool hopper = wq::has_wgmma(arch) && !p.deterministic;
   while (c.wgmma && !can_implement(p, c, arch)) {
     if (hopper && c.stages > 3) {
       --c.stages;
@@ -396,7 +396,7 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                             c.split_k, wq::kMaxDeterministicSplit));
   if (c.stages < 2 || c.stages > 8) return fail(why, fmt::format("stages = {}: must be 2..8", c.stages));
   if (c.wgmma) {
-    if (arch.sm() != 90 || !arch.arch_specific)
+    if (!wq::has_wgmma(arch))
       return fail(why, fmt::format("{}: wgmma needs sm_90a (arch = {})", c.str(), arch.str()));
     if ((c.warps_n != 4 && c.warps_n != 8) || c.warps_k != 1)
       return fail(why,
@@ -487,7 +487,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // 8192², 4096×14336 and up; 4096² and 6144×4096 keep mma.sync), 128 rows from 100 M. Other bit
   // widths are not measured yet: they get wgmma only from the tuner.
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  if (arch.sm() == 90 && arch.arch_specific && !p.deterministic && p.bits == 4 &&
+  if (wq::has_wgmma(arch) && !p.deterministic && p.bits == 4 &&
       ((bucket == 64 && weights >= 48e6) || (bucket == 128 && weights >= 100e6))) {
     WqGemmConfig w = make(bucket == 64 ? 4 : 8, bucket == 64 ? 4 : 2, 1, 4);
     w.warps_n = 8, w.wgmma = true;

@@ -19,6 +19,11 @@ constexpr bool swaps_operands(const WqGemmConfig& c, int64_t bucket) {
   return bucket <= 8 && c.m_tiles == 1 && !c.wgmma;
 }
 
+// The warpgroup-MMA kernel (WqGemmConfig::wgmma) compiles for sm_90a only.
+inline bool has_wgmma(const Arch& a) {
+  return a.sm() == 90 && a.arch_specific;
+}
+
 // Launch geometry of one config for one M, run by the kernel of M bucket `bucket`.
 struct Geometry {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;

@@ -8,6 +8,7 @@
 
 #include "gpu/gpu_fixture.hpp"
 #include "jit/driver.hpp"
+#include "kernels/wq_gemm_internal.hpp"
 #include "support/catch.hpp"
 
 using namespace lowbit;
@@ -28,8 +29,7 @@ WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared =
   return o;
 }
 bool has_wgmma() {
-  const Arch a = gpu_runtime().arch();
-  return a.sm() == 90 && a.arch_specific;
+  return wq::has_wgmma(gpu_runtime().arch());
 }
 
 const DequantMode kModes[] = {DequantMode::SubZeroThenScale, DequantMode::Symmetric,

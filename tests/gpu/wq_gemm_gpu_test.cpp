@@ -5,6 +5,7 @@
 
 #include "gpu/gpu_fixture.hpp"
 #include "jit/driver.hpp"
+#include "kernels/wq_gemm_internal.hpp"
 #include "support/catch.hpp"
 #include "tune/timer.hpp"
 
@@ -34,8 +35,7 @@ WqGemmConfig wgmma_config(int mt, int nt, int wn, int sk, int stages) {
   return c;
 }
 bool has_wgmma() {
-  const Arch a = gpu_runtime().arch();
-  return a.sm() == 90 && a.arch_specific;
+  return wq::has_wgmma(gpu_runtime().arch());
 }
 
 // Every M of kMs through six plans: the library's choice, data-parallel, split-K, and three with
