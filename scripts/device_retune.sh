@@ -3,7 +3,8 @@
 # add runners-up), resumable across calls: the result goes to $RETUNE (default: $OUT/retuned.json);
 # pass the partial file of an interrupted call back in the working tree and the run goes on where
 # it stopped (--resume). MS=16,32 re-tunes only those M buckets (default: every bucket of the file).
-# Usage: [RETUNE=file] [MS=...] [LIMIT_S=540] scripts/device_retune.sh tuning_db/<gpu>.json
+# DEVICES=0,1,2,3 tunes on several GPUs at once (lowbit tune --devices).
+# Usage: [RETUNE=file] [MS=...] [LIMIT_S=540] [DEVICES=...] scripts/device_retune.sh tuning_db/<gpu>.json
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 SRC=${1:?usage: scripts/device_retune.sh tuning_db/<gpu>.json}
 DB=${RETUNE:-$OUT/retuned.json}
@@ -21,7 +22,7 @@ PY
 [ -n "${MS:-}" ] && echo "$MS" >"$OUT/ms.txt"
 echo "$(wc -l <"$OUT/layers.txt") layers, M buckets $(cat "$OUT/ms.txt")" | tee -a "$S"
 timeout -s INT "${LIMIT_S:-540}" "$B/lowbit" tune wq_gemm --shapes "$OUT/layers.txt" --m "$(cat "$OUT/ms.txt")" \
-  --db "$DB" --resume >"$OUT/tune.log" 2>&1
+  --db "$DB" --resume ${DEVICES:+--devices "$DEVICES"} >"$OUT/tune.log" 2>&1
 echo "tune rc=$? ($(grep -c ' best ' "$OUT/tune.log") problems this call)" | tee -a "$S"
 [ "$DB" != "$OUT/retuned.json" ] && cp "$DB" "$OUT/retuned.json"
 python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['wq_gemm']), 'entries in', sys.argv[1])" \

@@ -482,16 +482,18 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 1, c.warps_k = wk, c.split_k = 1, c.stages = st;
     return c;
   };
-  // Hopper at 64 and 128 rows, large 4-bit layers: warpgroup MMA, fitted to `lowbit tune` of the
-  // standard layers on the H200 (docs/perf-notes.md, "wgmma"): 64 rows from 48 M weights (it won on
-  // 8192², 4096×14336 and up; 4096² and 6144×4096 keep mma.sync), 128 rows from 100 M. Other bit
-  // widths are not measured yet: they get wgmma only from the tuner.
+  // Hopper at 64 and 128 rows, 4-bit layers from 48 M weights: warpgroup MMA, two MMA warpgroups of
+  // one m64 tile each, 4 tiles per warp, K split as at 64 rows (to fill half the SMs with
+  // 64-row blocks). Fitted to `lowbit tune` of the
+  // model presets on the H100 (docs/perf-notes.md, "heuristic v4"): it won or came within 6 % on
+  // every such layer at 64 rows, and at 128 rows beat both the 8-row-tile wgmma (by 10-33 %) and
+  // x_shared. Other bit widths are not measured yet: they get wgmma only from the tuner.
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  if (wq::has_wgmma(arch) && !p.deterministic && p.bits == 4 &&
-      ((bucket == 64 && weights >= 48e6) || (bucket == 128 && weights >= 100e6))) {
-    WqGemmConfig w = make(bucket == 64 ? 4 : 8, bucket == 64 ? 4 : 2, 1, 4);
+  if (wq::has_wgmma(arch) && !p.deterministic && p.bits == 4 && (bucket == 64 || bucket == 128) &&
+      weights >= 48e6) {
+    WqGemmConfig w = make(4, 4, 1, 4);
     w.warps_n = 8, w.wgmma = true;
-    w.split_k = wq::fill_split(p, w, sms / 2.0);
+    w.split_k = wq::fill_split(p, w, bucket == 64 ? sms / 2.0 : sms);  // same split as at 64 rows
     if (can_implement(p, w, arch)) return w;
   }
   WqGemmConfig c;
@@ -499,17 +501,34 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing). Few
     // column blocks (1280-wide shards): 2 tiles per warp for twice the blocks; fewer blocks than
     // SMs: 16 warps along K (~16 warps per SM; 8 rows or fewer need ~100 registers).
+    // Wide layers (more than 2 blocks per SM): fewer warps along K so more blocks fit per SM and
+    // the last wave is short (10240×8192: 8 warps 23 µs, 4 warps 18 µs on the H100); past 12
+    // blocks per SM, 8 tiles per warp.
     c = make(1, 4, 8, 2);
-    if (ceil_div(tiles, 4) < sms / 2) c.n_tiles = 2, c.stages = 3;
+    const int64_t col_blocks = ceil_div(tiles, 4);
+    if (col_blocks < sms / 2) c.n_tiles = 2, c.stages = 3;
     if (ceil_div(tiles, c.n_tiles) < sms && chunks >= 2LL * 16) c.warps_k = 16;
+    if (col_blocks > 2LL * sms) c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
+    if (col_blocks > 12LL * sms) c.n_tiles = 8;
   } else if (bucket <= 16) {
     // Wide layers: 8 tiles share each chunk's activations; the more column blocks, the fewer warps along K.
+    // Short K (≤ 32 chunks) on a layer of about one 8-tile block per SM: 4 tiles and 4 warps along
+    // K, twice the blocks (8192×2048: 7.1 µs against 8.0 with 8 tiles × 8 warps on the H100).
     c = tiles_per_sm >= 4.3 ? make(1, 8, 8, 2) : make(1, 4, 8, 3);
     const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
     c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
+    if (tiles_per_sm >= 7 && chunks <= 32 && col_blocks <= sms) c = make(1, 4, 4, 2);
   } else if (bucket <= 64 && tiles_per_sm <= 6) {
     // Narrow layers up to 64 rows: per-warp activations (x_shared measured ~10 % slower at 4096²).
-    c = bucket <= 32 && tiles_per_sm <= 4 ? make(2, 4, 8, 4) : make(1, 4, 2, 4);
+    // At 32 rows 2 row tiles × 8 warps along K, unless that leaves fewer blocks than half the SMs
+    // (1280-wide shards: 1 row tile, 9.8 µs against 17.7); otherwise 1 row tile and 4 warps along K
+    // up to 3 blocks per SM, 2 beyond (fitted to the H100 and H200 tunes of the presets).
+    const int64_t col_blocks = ceil_div(tiles, 4);
+    if (bucket <= 32 && tiles_per_sm <= 4) {
+      c = make(col_blocks * ceil_div(p.m, 32) < sms / 2 ? 1 : 2, 4, 8, 4);
+    } else {
+      c = make(1, 4, col_blocks * ceil_div(p.m, 16) < 3LL * sms ? 4 : 2, 4);
+    }
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200
     // (docs/perf-notes.md, "x_shared"): 2 × 2 warps with 2 × 4 tiles each, more tiles from 128
