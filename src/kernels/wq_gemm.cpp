@@ -483,17 +483,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     return c;
   };
   // Hopper at 64 and 128 rows, 4-bit layers from 48 M weights: warpgroup MMA, two MMA warpgroups of
-  // one m64 tile each, 4 tiles per warp, K split as at 64 rows (to fill half the SMs with
-  // 64-row blocks). Fitted to `lowbit tune` of the
-  // model presets on the H100 (docs/perf-notes.md, "heuristic v4"): it won or came within 6 % on
-  // every such layer at 64 rows, and at 128 rows beat both the 8-row-tile wgmma (by 10-33 %) and
-  // x_shared. Other bit widths are not measured yet: they get wgmma only from the tuner.
+  // one m64 tile each (a 128-row bucket runs two row blocks), 4 tiles per warp, 3 stages, K split to
+  // fill half the SMs. Fitted to `lowbit tune` of the model presets on the H100 and the H200
+  // (docs/perf-notes.md, "heuristic v4"): at 128 rows it beat the 8-row-tile wgmma by 10-33 %; 3
+  // stages beat 4 by 3-4 % on both GPUs. Other bit widths are not measured yet: they get wgmma only
+  // from the tuner. At 32 rows (one 32-row tile per block) it wins from 100 M weights with K ≥ 4096,
+  // and on K-heavy layers (K ≥ 2N) from 48 M (4096×14336: 27.8 µs against 33.9 for x_shared on the H200).
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  if (wq::has_wgmma(arch) && !p.deterministic && p.bits == 4 && (bucket == 64 || bucket == 128) &&
-      weights >= 48e6) {
-    WqGemmConfig w = make(4, 4, 1, 4);
+  const bool wgmma_rows =
+      ((bucket == 64 || bucket == 128) && weights >= 48e6) ||
+      (bucket == 32 && p.k >= 4096 && (weights >= 100e6 || (p.k >= 2 * p.n && weights >= 48e6)));
+  if (wq::has_wgmma(arch) && !p.deterministic && p.bits == 4 && wgmma_rows) {
+    WqGemmConfig w = make(bucket == 32 ? 2 : 4, 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
-    w.split_k = wq::fill_split(p, w, bucket == 64 ? sms / 2.0 : sms);  // same split as at 64 rows
+    w.split_k = wq::fill_split(p, w, sms / 2.0);
     if (can_implement(p, w, arch)) return w;
   }
   WqGemmConfig c;
