@@ -482,18 +482,21 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 1, c.warps_k = wk, c.split_k = 1, c.stages = st;
     return c;
   };
-  // Hopper at 64 and 128 rows, 4-bit layers from 48 M weights: warpgroup MMA, two MMA warpgroups of
-  // one m64 tile each (a 128-row bucket runs two row blocks), 4 tiles per warp, 3 stages, K split to
-  // fill half the SMs. Fitted to `lowbit tune` of the model presets on the H100 and the H200
-  // (docs/perf-notes.md, "heuristic v4"): at 128 rows it beat the 8-row-tile wgmma by 10-33 %; 3
-  // stages beat 4 by 3-4 % on both GPUs. Other bit widths are not measured yet: they get wgmma only
-  // from the tuner. At 32 rows (one 32-row tile per block) it wins from 100 M weights with K ≥ 4096,
-  // and on K-heavy layers (K ≥ 2N) from 48 M (4096×14336: 27.8 µs against 33.9 for x_shared on the H200).
+  // Hopper, warpgroup MMA: two MMA warpgroups, 4 tiles per warp, 3 stages, K split to fill half the
+  // SMs; m64 row tiles at 64 and 128 rows (a 128-row bucket runs two row blocks) from 48 M weights,
+  // one 32-row tile at 32 rows from 100 M weights with K ≥ 4096, or from 48 M on K-heavy layers
+  // (K ≥ 2N). Fitted to `lowbit tune` of the model presets on the H100 and the H200
+  // (docs/perf-notes.md, "heuristic v4"): at 128 rows it beat the 8-row-tile wgmma by 10-33 %, 3
+  // stages beat 4 by 3-4 % on both GPUs, and at 32 rows 4096×14336 took 27.8 µs against 33.9 for
+  // x_shared (H200). 2- and 8-bit layers: the same config measured 1.1-1.7× faster than x_shared at
+  // 64 and 128 rows (H200; 16384² M=128 W8: 248 µs against 427). 1- and 3-bit layers are not
+  // measured: they get wgmma only from the tuner.
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
   const bool wgmma_rows =
       ((bucket == 64 || bucket == 128) && weights >= 48e6) ||
       (bucket == 32 && p.k >= 4096 && (weights >= 100e6 || (p.k >= 2 * p.n && weights >= 48e6)));
-  if (wq::has_wgmma(arch) && !p.deterministic && p.bits == 4 && wgmma_rows) {
+  const bool measured_bits = p.bits == 2 || p.bits == 4 || p.bits == 8;
+  if (wq::has_wgmma(arch) && !p.deterministic && measured_bits && wgmma_rows) {
     WqGemmConfig w = make(bucket == 32 ? 2 : 4, 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);

@@ -405,7 +405,9 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   wide_short.n = 4096, wide_short.k = 14336;
   CHECK(lowbit::choose_config(wide_short, hopper, 132).wgmma);
   big.m = 64, big.bits = 8;
-  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);  // measured for 4 bits only
+  CHECK(lowbit::choose_config(big, hopper, 132).wgmma);  // measured for 2, 4 and 8 bits
+  big.bits = 3;
+  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
   // The tuner tries it from 32 rows on sm_90a only.
   auto count_wgmma = [](const std::vector<WqGemmConfig>& cs) {
     return std::count_if(cs.begin(), cs.end(), [](const WqGemmConfig& x) { return x.wgmma; });
