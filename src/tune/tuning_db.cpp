@@ -226,6 +226,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       if (e.log_rest.size() != log_rest.size()) continue;
       double layer_d = 0;
       for (std::size_t j = 0; j < log_rest.size(); ++j) layer_d += std::fabs(e.log_rest[j] - log_rest[j]);
+      if (layer_d > kMaxLayerDistance) continue;  // too far to say more than the heuristic
       if (e.format == format)
         consider(1, layer_d, e);  // (the same layer is a candidate above, and that step wins)
       else if (e.format_class == cls)

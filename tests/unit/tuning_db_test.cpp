@@ -104,11 +104,14 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, nearest layer, similar format
   CHECK(near->key == key(64).str());
   CHECK(db.lookup("wq_gemm", key(2))->key == key(1).str());
   // A layer never tuned: the nearest layer (log distance over N and K) of the same format and M bucket.
-  auto layer = db.lookup("wq_gemm", key(16, 5120, 4096));
+  auto layer = db.lookup("wq_gemm", key(16, 4608, 4096));
   REQUIRE(layer.has_value());
   CHECK(layer->step == "nearest layer");
   CHECK(layer->key == key(16, 4096, 4096).str());
   CHECK(db.lookup("wq_gemm", key(16, 24576, 4096))->key == key(16, 28672, 4096).str());
+  // Farther than kMaxLayerDistance (5120 is log2 0.32 from 4096): nothing, so the heuristic chooses.
+  CHECK_FALSE(db.lookup("wq_gemm", key(16, 5120, 4096)).has_value());
+  CHECK_FALSE(db.lookup("wq_gemm", key(16, 4608, 4608 * 2)).has_value());
   // No entry at that M bucket for that format: nothing from other buckets of other layers.
   CHECK_FALSE(db.lookup("wq_gemm", key(8, 1024, 1024)).has_value());
   // Another dtype or mode of the same bits and group: the similar format, same M bucket.
@@ -155,6 +158,8 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
     double d = 0;
     if (same_format && layer_d == 0)
       step = 0, d = std::fabs(std::log2(static_cast<double>(em)) - log_m) - (em > *m ? 1e-9 : 0);
+    else if (layer_d > lowbit::tune::kMaxLayerDistance)
+      continue;
     else if (same_format && em == *m)
       step = 1, d = layer_d;
     else if (em == *m && cls(e.format) == cls(q.format))
@@ -205,7 +210,8 @@ TEST_CASE("tuning lookup picks what a scan over every entry picks (ties included
                         std::string("w3.g128.f16.zp")})
     for (const auto& l : {layers[0], layers[3], layers[4], layers[5], layers[6], layers[7], layers[8],
                           std::string("n5120.k4096"), std::string("n12288.k8192"), std::string("n2.k4096"),
-                          std::string("n8192.k8192.e4"), std::string("n8192")})  // the last 5: never tuned
+                          std::string("n8192.k8192.e4"), std::string("n8192"), std::string("n7168.k8192"),
+                          std::string("n11008.k4608")})  // the last 7: never tuned
       for (int64_t m : {1, 3, 16, 32, 256}) {
         const TuningKey q = *TuningKey::parse(f + "|m" + std::to_string(m) + "." + l);
         const auto want = lookup_by_scan(keys, q);
