@@ -3,7 +3,9 @@
 and ask what the lookup would pick from the others (nearest layer of the same format and M bucket,
 log2 distance over N and K, as TuningDb::lookup does), then read that config's time on the hidden
 layer from the hidden entry's own winner and runners-up. Prints, per M bucket, how often the
-nearest entry and the heuristic land within 10 % of the hidden layer's best.
+nearest entry and the heuristic land within 10 % of the hidden layer's best, and how often the lookup as it is (the nearest layer only within log distance
+0.25, kMaxLayerDistance, else the heuristic) does. The heuristic's time is the one stored in the
+hidden entry (the heuristic of the day of the tune).
 Usage: scripts/tuning_loo.py tuning_db/nvidia-h200.json"""
 import json, math, re, sys
 from collections import defaultdict
@@ -19,21 +21,24 @@ for key, v in json.load(open(sys.argv[1]))["wq_gemm"].items():
     entries[(fmt, m, n, k)] = dict(best=cfg(v["config"]), offers=offers, heur=v["heuristic_us"] / v["us"])
 
 dist = lambda a, b: abs(math.log2(a[2] / b[2])) + abs(math.log2(a[3] / b[3]))
-stats = defaultdict(lambda: [0, 0, 0])  # nearest within 10 %, heuristic within 10 %, cases
+MAX_LAYER_DISTANCE = 0.25  # src/tune/tuning_db.hpp, kMaxLayerDistance
+stats = defaultdict(lambda: [0, 0, 0, 0])  # nearest, heuristic, lookup within 10 %, cases
 unlisted = 0
 for t, e in entries.items():
     pool = [o for o in entries if o[:2] == t[:2] and o[2:] != t[2:]]
     if not pool:
         continue
-    pick = entries[min(pool, key=lambda o: dist(o, t))]["best"]
+    near = min(pool, key=lambda o: dist(o, t))
+    pick = entries[near]["best"]
     ratio = e["offers"].get(pick)
     unlisted += ratio is None
     s = stats[t[1]]
     s[0] += ratio is not None and ratio <= 1.10
     s[1] += e["heur"] <= 1.10
-    s[2] += 1
-print("M     nearest<=1.10  heuristic<=1.10  cases")
+    s[2] += (ratio is not None and ratio <= 1.10) if dist(near, t) <= MAX_LAYER_DISTANCE else e["heur"] <= 1.10
+    s[3] += 1
+print("M     nearest<=1.10  heuristic<=1.10  lookup<=1.10  cases")
 for m in sorted(stats):
-    print(f"{m:<5} {stats[m][0]:>13} {stats[m][1]:>16} {stats[m][2]:>6}")
-tot = [sum(s[i] for s in stats.values()) for i in range(3)]
-print(f"all   {tot[0]:>13} {tot[1]:>16} {tot[2]:>6}   ({unlisted} picks not among the hidden entry's runners-up: counted as misses)")
+    print(f"{m:<5} {stats[m][0]:>13} {stats[m][1]:>16} {stats[m][2]:>13} {stats[m][3]:>6}")
+tot = [sum(s[i] for s in stats.values()) for i in range(4)]
+print(f"all   {tot[0]:>13} {tot[1]:>16} {tot[2]:>13} {tot[3]:>6}   ({unlisted} picks not among the hidden entry's runners-up: counted as misses)")
