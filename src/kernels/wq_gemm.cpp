@@ -524,9 +524,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
     c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
     if (tiles_per_sm >= 7 && chunks <= 32 && col_blocks <= sms) c = make(1, 4, 4, 2);
-  } else if (bucket <= 64 && tiles_per_sm <= 6) {
-    // Narrow layers up to 64 rows: per-warp activations (x_shared measured ~10 % slower at 4096²).
-    // At 32 rows 2 row tiles × 8 warps along K, unless that leaves fewer blocks than half the SMs
+  } else if (bucket <= 64 && tiles_per_sm <= 6 && !(bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4)) {
+    // Narrow layers up to 64 rows: per-warp activations, except 3-4 tiles per SM at 64 rows
+    // (3584², 4096²), where x_shared below won on both GPUs (4096² H200: 15.3 µs against 17.6). At
+    // 32 rows 2 row tiles × 8 warps along K, unless that leaves fewer blocks than half the SMs
     // (1280-wide shards: 1 row tile, 9.8 µs against 17.7); otherwise 1 row tile and 4 warps along K
     // up to 3 blocks per SM, 2 beyond (fitted to the H100 and H200 tunes of the presets).
     const int64_t col_blocks = ceil_div(tiles, 4);
