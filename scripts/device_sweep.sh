@@ -6,7 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 device_build lowbit_cli lowbit_gpu_tests
 export LOWBIT_CACHE_DIR=$B/cache-sweep
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  timeout ${TEST_TIMEOUT:-300} "$B/tests/lowbit_gpu_tests" >"$OUT/gpu_tests.log" 2>&1; echo "gpu tests rc=$?" | tee -a "$S"
+  timeout ${TEST_TIMEOUT:-420} "$B/tests/lowbit_gpu_tests" >"$OUT/gpu_tests.log" 2>&1; echo "gpu tests rc=$?" | tee -a "$S"
   tail -4 "$OUT/gpu_tests.log" | tee -a "$S"
   grep -B3 -A12 "FAILED" "$OUT/gpu_tests.log" | head -40 | tee -a "$S"
 fi
