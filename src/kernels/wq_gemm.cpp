@@ -483,20 +483,23 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     return c;
   };
   // Hopper, warpgroup MMA: two MMA warpgroups, 4 tiles per warp, 3 stages, K split to fill half the
-  // SMs; m64 row tiles at 64 and 128 rows (a 128-row bucket runs two row blocks) from 48 M weights,
-  // one 32-row tile at 32 rows from 100 M weights with K ≥ 4096, or from 48 M on K-heavy layers
-  // (K ≥ 2N). Fitted to `lowbit tune` of the model presets on the H100 and the H200
-  // (docs/perf-notes.md, "heuristic v4"): at 128 rows it beat the 8-row-tile wgmma by 10-33 %, 3
-  // stages beat 4 by 3-4 % on both GPUs, and at 32 rows 4096×14336 took 27.8 µs against 33.9 for
-  // x_shared (H200). 2- and 8-bit layers: the same config measured 1.1-1.7× faster than x_shared at
-  // 64 and 128 rows (H200; 16384² M=128 W8: 248 µs against 427). 1- and 3-bit layers are not
-  // measured: they get wgmma only from the tuner.
+  // SMs (one block fits per SM, so this keeps the grid to one wave). Where (docs/perf-notes.md,
+  // "heuristic v4", from `lowbit tune` of the model presets):
+  // - 64 and 128 rows from 48 M weights, one m64 tile per warpgroup (a 128-row bucket runs two row
+  //   blocks). H100: at 128 rows 2-33 % faster than two m64 tiles on the 8 layers from 117 M
+  //   weights; at 64 rows 3 stages 2-4 % faster than 4. H200: best or within 3 % on every such layer.
+  // - 32 rows, one 32-row tile, from 100 M weights with K ≥ 4096 or from 48 M when K ≥ 2N: best on 7
+  //   of those 9 layers on the H200, within 3 % on the other two (not tried on the H100).
+  // - 4-bit weights; 2- and 8-bit with groups of 128 at 64 and 128 rows only: 1.1-1.7× faster than
+  //   x_shared there (H200; 16384² M=128 W8 251 µs against 427). Per-channel scales and other group
+  //   sizes spill registers at 8 bits and are not measured at 2 and 8; 1 and 3 bits are not measured.
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
   const bool wgmma_rows =
       ((bucket == 64 || bucket == 128) && weights >= 48e6) ||
       (bucket == 32 && p.k >= 4096 && (weights >= 100e6 || (p.k >= 2 * p.n && weights >= 48e6)));
-  const bool measured_bits = p.bits == 2 || p.bits == 4 || p.bits == 8;
-  if (wq::has_wgmma(arch) && !p.deterministic && measured_bits && wgmma_rows) {
+  const bool measured_format =
+      p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
+  if (wq::has_wgmma(arch) && !p.deterministic && measured_format && wgmma_rows) {
     WqGemmConfig w = make(bucket == 32 ? 2 : 4, 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
@@ -507,32 +510,35 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing). Few
     // column blocks (1280-wide shards): 2 tiles per warp for twice the blocks; fewer blocks than
     // SMs: 16 warps along K (~16 warps per SM; 8 rows or fewer need ~100 registers).
-    // Wide layers (more than 2 blocks per SM): fewer warps along K so more blocks fit per SM and
-    // the last wave is short (10240×8192: 8 warps 23 µs, 4 warps 18 µs on the H100); past 12
-    // blocks per SM, 8 tiles per warp.
+    // Wide layers (more than 2 blocks of 4 tiles per SM): 4 warps along K, more than 4: 2, so more
+    // blocks fit per SM and the last wave is short (10240×8192: 8 warps 23 µs, 4 warps 18 µs on the
+    // H100); more than 12 blocks per SM: 8 tiles per warp.
     c = make(1, 4, 8, 2);
     const int64_t col_blocks = ceil_div(tiles, 4);
-    if (col_blocks < sms / 2) c.n_tiles = 2, c.stages = 3;
+    if (2 * col_blocks < sms) c.n_tiles = 2, c.stages = 3;
     if (ceil_div(tiles, c.n_tiles) < sms && chunks >= 2LL * 16) c.warps_k = 16;
     if (col_blocks > 2LL * sms) c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
     if (col_blocks > 12LL * sms) c.n_tiles = 8;
   } else if (bucket <= 16) {
     // Wide layers: 8 tiles share each chunk's activations; the more column blocks, the fewer warps along K.
-    // Short K (≤ 32 chunks) on a layer of about one 8-tile block per SM: 4 tiles and 4 warps along
-    // K, twice the blocks (8192×2048: 7.1 µs against 8.0 with 8 tiles × 8 warps on the H100).
+    // Short K (≤ 32 chunks) on a layer of about one 8-tile block per SM (≥ 7 tiles per SM): 4 tiles,
+    // 4 warps along K and 2 stages, twice the blocks (8192×2048: 7.1 µs against 8.0 with 8 tiles ×
+    // 8 warps on the H100).
     c = tiles_per_sm >= 4.3 ? make(1, 8, 8, 2) : make(1, 4, 8, 3);
     const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
     c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
     if (tiles_per_sm >= 7 && chunks <= 32 && col_blocks <= sms) c = make(1, 4, 4, 2);
-  } else if (bucket <= 64 && tiles_per_sm <= 6 && !(bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4)) {
-    // Narrow layers up to 64 rows: per-warp activations, except 3-4 tiles per SM at 64 rows
-    // (3584², 4096²), where x_shared below won on both GPUs (4096² H200: 15.3 µs against 17.6). At
-    // 32 rows 2 row tiles × 8 warps along K, unless that leaves fewer blocks than half the SMs
-    // (1280-wide shards: 1 row tile, 9.8 µs against 17.7); otherwise 1 row tile and 4 warps along K
-    // up to 3 blocks per SM, 2 beyond (fitted to the H100 and H200 tunes of the presets).
+  } else if (bucket <= 64 && tiles_per_sm <= 6 &&
+             !(bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4 && !p.deterministic)) {
+    // Narrow layers up to 64 rows: per-warp activations, except at 64 rows with 3-4 tiles per SM
+    // (3584², 4096²), where x_shared below won on both GPUs (4096² H200: 15.3 µs against 17.6);
+    // not in deterministic mode, whose forced K order would turn it into a spilling config.
+    // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave
+    // fewer blocks than half the SMs (1280-wide shards: 9.8 µs against 17.7); otherwise 1 row tile
+    // and 4 warps along K below 3 blocks per SM, else 2 (fitted to the H100 and H200 tunes).
     const int64_t col_blocks = ceil_div(tiles, 4);
     if (bucket <= 32 && tiles_per_sm <= 4) {
-      c = make(col_blocks * ceil_div(p.m, 32) < sms / 2 ? 1 : 2, 4, 8, 4);
+      c = make(2 * col_blocks * ceil_div(p.m, 32) < sms ? 1 : 2, 4, 8, 4);
     } else {
       c = make(1, 4, col_blocks * ceil_div(p.m, 16) < 3LL * sms ? 4 : 2, 4);
     }

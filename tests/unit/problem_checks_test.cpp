@@ -219,6 +219,17 @@ TEST_CASE("deterministic plans keep the M = 1 K split and still fit, on every ar
   }
 }
 
+TEST_CASE("choose_config: x_shared at 64 rows for 3-4 tiles per SM, not in deterministic mode", "[config]") {
+  const Arch sm90a = Arch::parse("sm_90a");
+  WqGemmProblem p = normal_problem();
+  p.m = 64, p.n = 4096, p.k = 4096;
+  CHECK(lowbit::choose_config(p, sm90a, 132).x_shared);
+  // Deterministic plans force the M = 1 K order onto every bucket, which would turn this x_shared
+  // config into a spilling one: the per-warp config instead.
+  p.deterministic = true;
+  CHECK_FALSE(lowbit::choose_config(p, sm90a, 132).x_shared);
+}
+
 TEST_CASE("choose_config splits K only when the grid leaves most SMs idle", "[config]") {
   const Arch sm90a = Arch::parse("sm_90a");
   WqGemmProblem p = normal_problem();
@@ -407,6 +418,10 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   big.m = 64, big.bits = 8;
   CHECK(lowbit::choose_config(big, hopper, 132).wgmma);  // measured for 2, 4 and 8 bits
   big.bits = 3;
+  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
+  big.bits = 8, big.group_size = 0;  // per-channel 8-bit spills with it, and is not measured
+  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
+  big.group_size = 128, big.m = 32;  // 2 and 8 bits: measured at 64 and 128 rows only
   CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
   // The tuner tries it from 32 rows on sm_90a only.
   auto count_wgmma = [](const std::vector<WqGemmConfig>& cs) {

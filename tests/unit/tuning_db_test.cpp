@@ -111,7 +111,9 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, nearest layer, similar format
   CHECK(db.lookup("wq_gemm", key(16, 24576, 4096))->key == key(16, 28672, 4096).str());
   // Farther than kMaxLayerDistance (5120 is log2 0.32 from 4096): nothing, so the heuristic chooses.
   CHECK_FALSE(db.lookup("wq_gemm", key(16, 5120, 4096)).has_value());
-  CHECK_FALSE(db.lookup("wq_gemm", key(16, 4608, 4608 * 2)).has_value());
+  CHECK_FALSE(db.lookup("wq_gemm", key(16, 4608, 4608)).has_value());  // 0.17 + 0.17: the sum counts
+  CHECK(db.lookup("wq_gemm", key(16, 4864, 4096)).has_value());        // log2(4864/4096) = 0.248
+  CHECK_FALSE(db.lookup("wq_gemm", key(16, 4880, 4096)).has_value());  // 0.253
   // No entry at that M bucket for that format: nothing from other buckets of other layers.
   CHECK_FALSE(db.lookup("wq_gemm", key(8, 1024, 1024)).has_value());
   // Another dtype or mode of the same bits and group: the similar format, same M bucket.
