@@ -505,6 +505,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     w.split_k = wq::fill_split(p, w, sms / 2.0);
     if (can_implement(p, w, arch)) return w;
   }
+  // At 64 rows with 3-4 tiles per SM (3584², 4096²) x_shared won on both GPUs (4096² H200: 15.3 µs
+  // against 17.6 for per-warp activations); not in deterministic mode, whose forced K order would
+  // turn it into a spilling config.
+  const bool narrow_x_shared = bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4 && !p.deterministic;
   WqGemmConfig c;
   if (bucket <= 8) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing). Few
@@ -528,19 +532,16 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
     c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
     if (tiles_per_sm >= 7 && chunks <= 32 && col_blocks <= sms) c = make(1, 4, 4, 2);
-  } else if (bucket <= 64 && tiles_per_sm <= 6 &&
-             !(bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4 && !p.deterministic)) {
-    // Narrow layers up to 64 rows: per-warp activations, except at 64 rows with 3-4 tiles per SM
-    // (3584², 4096²), where x_shared below won on both GPUs (4096² H200: 15.3 µs against 17.6);
-    // not in deterministic mode, whose forced K order would turn it into a spilling config.
+  } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared) {
+    // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave
     // fewer blocks than half the SMs (1280-wide shards: 9.8 µs against 17.7); otherwise 1 row tile
     // and 4 warps along K below 3 blocks per SM, else 2 (fitted to the H100 and H200 tunes).
     const int64_t col_blocks = ceil_div(tiles, 4);
     if (bucket <= 32 && tiles_per_sm <= 4) {
-      c = make(2 * col_blocks * ceil_div(p.m, 32) < sms ? 1 : 2, 4, 8, 4);
+      c = make(2 * col_blocks * ceil_div(bucket, 32) < sms ? 1 : 2, 4, 8, 4);
     } else {
-      c = make(1, 4, col_blocks * ceil_div(p.m, 16) < 3LL * sms ? 4 : 2, 4);
+      c = make(1, 4, col_blocks * ceil_div(bucket, 16) < 3LL * sms ? 4 : 2, 4);
     }
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200
@@ -560,7 +561,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // 12.6 split in two). So: fewer than SMs/4 blocks.
   // With block-shared activations the blocks are larger (2-4 warps of ~150 registers): split only
   // below half the SMs (8192² M = 32: 128 blocks unsplit 28.1 µs, split in two 39.5).
-  c.split_k = wq::fill_split(p, c, std::max(sm_count, 1) / (c.x_shared ? 2.0 : 4.0));
+  c.split_k = wq::fill_split(p, c, sms / (c.x_shared ? 2.0 : 4.0));
   return c;
 }
 
