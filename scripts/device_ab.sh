@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# A/B of a kernel change on the GPU machine, in one call: "new" is the working tree, "base" the
+# working tree with $AB_PATCH reversed (make it with `git diff > ab.patch`; an untracked file travels
+# to the device). Each side builds its CLI, optionally tunes the layers at $TUNE_M into a file of
+# its own (so each side is timed on the configs that suit it), then benches with "$@" (default: the
+# standard cases at M 1,16). Base and new benches alternate, twice, so drift shows. Results in $OUT.
+# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16] [SHAPES="N K\n..."] [LIMIT_S=150] scripts/device_ab.sh [bench args]
+source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
+PATCH=$ROOT/${AB_PATCH:-ab.patch}
+[ -f "$PATCH" ] || { echo "no $PATCH" | tee -a "$S"; exit 1; }
+BASE_SRC=/tmp/lowbit-ab-base
+rm -rf "$BASE_SRC" && mkdir -p "$BASE_SRC"
+(cd "$ROOT" && tar --exclude=./build-dev --exclude=./build -cf - .) | (cd "$BASE_SRC" && tar -xf -)
+(cd "$BASE_SRC" && patch -R -p1 -s <"$PATCH") || { echo "patch -R failed" | tee -a "$S"; exit 1; }
+device_build lowbit_cli &
+(cmake -S "$BASE_SRC" -B "$BASE_SRC/build-dev" -G Ninja >"$OUT/build-base.log" 2>&1 &&
+  ninja -C "$BASE_SRC/build-dev" lowbit_cli >>"$OUT/build-base.log" 2>&1) || echo "base build failed" | tee -a "$S"
+wait
+[ $# -eq 0 ] && set -- --cases standard --m 1,16
+if [ -n "${SHAPES:-}" ]; then
+  printf '%b\n' "$SHAPES" >"$OUT/shapes.txt"
+  layers=(--shapes "$OUT/shapes.txt")
+else
+  layers=(--model standard)
+fi
+declare -A CLI=([base]=$BASE_SRC/build-dev/lowbit [new]=$B/lowbit)
+for side in base new; do
+  export LOWBIT_CACHE_DIR=/tmp/lowbit-ab-cache-$side
+  if [ -n "${TUNE_M:-}" ]; then
+    timeout -s INT "${LIMIT_S:-150}" "${CLI[$side]}" tune wq_gemm "${layers[@]}" --m "$TUNE_M" \
+      --db "$OUT/$side-tuned.json" >"$OUT/$side-tune.log" 2>&1
+    echo "$side tune rc=$? ($(grep -c ' best ' "$OUT/$side-tune.log") problems)" | tee -a "$S"
+  fi
+done
+for round in 1 2; do
+  for side in base new; do
+    export LOWBIT_CACHE_DIR=/tmp/lowbit-ab-cache-$side
+    db=()
+    [ -f "$OUT/$side-tuned.json" ] && db=(env "LOWBIT_TUNING_DB=$OUT/$side-tuned.json")
+    echo "== $side, round $round" | tee -a "$S"
+    "${db[@]}" "${CLI[$side]}" bench wq_gemm "$@" 2>&1 | tee -a "$S"
+  done
+done
