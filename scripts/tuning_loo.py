@@ -5,13 +5,38 @@ log2 distance over N and K, as TuningDb::lookup does), then read that config's t
 layer from the hidden entry's own winner and runners-up. Prints, per M bucket, how often the
 nearest entry and the heuristic land within 10 % of the hidden layer's best, and how often the lookup as it is (the nearest layer only within log distance
 0.25, kMaxLayerDistance, else the heuristic) does. The heuristic's time is the one stored in the
-hidden entry (the heuristic of the day of the tune).
-Usage: scripts/tuning_loo.py tuning_db/nvidia-h200.json"""
-import json, math, re, sys
+hidden entry (the heuristic of the day of the tune); with CURRENT=1 it is the heuristic as built now
+(`lowbit inspect`, offline, as scripts/heuristic_vs_tuned.py does: a config the tune did not time,
+or timed more than 20 % slower, counts as a miss). That heuristic was fitted to these files, so its
+column is in-sample.
+Usage: [CURRENT=1] [LOWBIT=./build/lowbit] scripts/tuning_loo.py tuning_db/nvidia-h200.json"""
+import json, math, os, re, subprocess, sys
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+
+data = json.load(open(sys.argv[1]))
+current = os.environ.get("CURRENT") == "1"
+lowbit = os.environ.get("LOWBIT", "./build/lowbit")
+FIELDS = ("m_tiles", "n_tiles", "warps_n", "warps_k", "split_k", "stages")
+
+
+def heuristic_config(m, n, k):
+    """The current heuristic's config for a W4 g128 f16 layer, as the sorted items of a config dict."""
+    out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", data["meta"]["arch"], "--sm-count",
+                          str(data["meta"].get("sm_count", 132)), "--n", str(n), "--k", str(k), "--m", str(m)],
+                         capture_output=True, text=True, env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
+    f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
+                  r"(, x_shared)?(, wgmma)?", out)
+    c = {name: int(v) for name, v in zip(FIELDS, f.groups()[:6])}
+    if f[7]:
+        c["x_shared"] = True
+    if f[8]:
+        c["wgmma"] = True
+    return tuple(sorted(c.items()))
+
 
 entries = {}
-for key, v in json.load(open(sys.argv[1]))["wq_gemm"].items():
+for key, v in data["wq_gemm"].items():
     fmt, shape = key.split("|")
     m, n, k = map(int, re.fullmatch(r"m(\d+)\.n(\d+)\.k(\d+)", shape).groups())
     cfg = lambda c: tuple(sorted(c.items()))
@@ -19,6 +44,10 @@ for key, v in json.load(open(sys.argv[1]))["wq_gemm"].items():
     for r in v.get("runners_up", []):
         offers[cfg(r["config"])] = r["us"] / v["us"]
     entries[(fmt, m, n, k)] = dict(best=cfg(v["config"]), offers=offers, heur=v["heuristic_us"] / v["us"])
+if current:  # the current heuristic's time on each W4 g128 f16 entry, from the entry's own timings
+    w4 = [t for t in entries if t[0] == "w4.g128.f16.zp"]
+    for t, h in zip(w4, ThreadPoolExecutor(8).map(lambda t: heuristic_config(*t[1:]), w4)):
+        entries[t]["heur"] = entries[t]["offers"].get(h, math.inf)
 
 dist = lambda a, b: abs(math.log2(a[2] / b[2])) + abs(math.log2(a[3] / b[3]))
 MAX_LAYER_DISTANCE = 0.25  # src/tune/tuning_db.hpp, kMaxLayerDistance

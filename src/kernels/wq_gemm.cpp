@@ -493,14 +493,21 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // - 4-bit weights; 2- and 8-bit with groups of 128 at 64 and 128 rows only: 1.1-1.7× faster than
   //   x_shared there (H200; 16384² M=128 W8 251 µs against 427). Per-channel scales and other group
   //   sizes spill registers at 8 bits and are not measured at 2 and 8; 1 and 3 bits are not measured.
+  // - 128 rows below 48 M weights: from 8 M weights at 7-10 tiles per SM (8192×1024…4096) with 2
+  //   tiles per warp, a 128-column block (one wave of blocks, K unsplit): 14-28 % faster than
+  //   x_shared on both GPUs; K ≥ 2N from 16 M weights (2560×8192) with 4 tiles: 18-22 % faster on
+  //   both (1280×8192 keeps per-warp activations).
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
+  const bool small_128 = bucket == 128 && weights < 48e6;
+  const bool one_wave_128 = small_128 && weights >= 8e6 && tiles_per_sm >= 7 && tiles_per_sm <= 10;
+  const bool k_heavy_128 = small_128 && weights >= 16e6 && p.k >= 2 * p.n;
   const bool wgmma_rows =
-      ((bucket == 64 || bucket == 128) && weights >= 48e6) ||
+      ((bucket == 64 || bucket == 128) && weights >= 48e6) || one_wave_128 || k_heavy_128 ||
       (bucket == 32 && p.k >= 4096 && (weights >= 100e6 || (p.k >= 2 * p.n && weights >= 48e6)));
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && !p.deterministic && measured_format && wgmma_rows) {
-    WqGemmConfig w = make(bucket == 32 ? 2 : 4, 4, 1, 3);
+    WqGemmConfig w = make(bucket == 32 ? 2 : 4, one_wave_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
     if (can_implement(p, w, arch)) return w;
@@ -511,17 +518,24 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool narrow_x_shared = bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4 && !p.deterministic;
   WqGemmConfig c;
   if (bucket <= 8) {
-    // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing). Few
-    // column blocks (1280-wide shards): 2 tiles per warp for twice the blocks; fewer blocks than
-    // SMs: 16 warps along K (~16 warps per SM; 8 rows or fewer need ~100 registers).
-    // Wide layers (more than 2 blocks of 4 tiles per SM): 4 warps along K, more than 4: 2, so more
-    // blocks fit per SM and the last wave is short (10240×8192: 8 warps 23 µs, 4 warps 18 µs on the
-    // H100); more than 12 blocks per SM: 8 tiles per warp.
+    // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
+    // registers, so three blocks of 8 warps fit per SM. Fitted to the M ≤ 8 tunes of both GPUs:
+    // - Few column blocks (1280-wide shards): 2 tiles per warp for twice the blocks, 3 stages.
+    // - Up to 2 blocks of 4 tiles per SM at M ≤ 2 (1.5 at M = 4): 2 tiles per warp, so the grid
+    //   fills the SMs' block slots in one wave (8192² M = 1: 11.99 µs against 12.71 on the H200).
+    // - Fewer blocks than SMs, or K-heavy narrow layers (≤ 4 tiles per SM, ≥ 64 chunks:
+    //   4096×14336, 3584×18944): 16 warps along K.
+    // - Wide layers (more than 3 blocks of 4 tiles per SM): 4 warps along K, more than 4: 2, so
+    //   more blocks fit per SM and the last wave is short; more than 12: 8 tiles per warp.
     c = make(1, 4, 8, 2);
     const int64_t col_blocks = ceil_div(tiles, 4);
-    if (2 * col_blocks < sms) c.n_tiles = 2, c.stages = 3;
-    if (ceil_div(tiles, c.n_tiles) < sms && chunks >= 2LL * 16) c.warps_k = 16;
-    if (col_blocks > 2LL * sms) c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
+    if (2 * col_blocks < sms)
+      c.n_tiles = 2, c.stages = 3;
+    else if ((bucket <= 2 && col_blocks <= 2LL * sms) || (bucket == 4 && 2 * col_blocks <= 3LL * sms))
+      c.n_tiles = 2;
+    if ((ceil_div(tiles, c.n_tiles) < sms && chunks >= 2LL * 16) || (tiles_per_sm <= 4 && chunks >= 64))
+      c.warps_k = 16;
+    if (col_blocks > 3LL * sms) c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
     if (col_blocks > 12LL * sms) c.n_tiles = 8;
   } else if (bucket <= 16) {
     // Wide layers: 8 tiles share each chunk's activations; the more column blocks, the fewer warps along K.
