@@ -528,9 +528,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // - Wide layers (more than 3 blocks of 4 tiles per SM): 4 warps along K, more than 4: 2, so
     //   more blocks fit per SM and the last wave is short; more than 12: 8 tiles per warp.
     // 2- and 8-bit weights (H200 tune of the standard layers at M = 1): the 2-tile rule only up to
-    // one block of 4 tiles per SM (8192² W8: 19.3 µs with 4 tiles, 23.0 with 2) and, at 2 bits,
-    // where a tile-chunk is half the bytes, no fewer warps along K (28672×4096 W2: 18.5 µs with 8
-    // warps, 20.8 with 4).
+    // one block of 4 tiles per SM (8192² W8: 19.3 µs with 4 tiles, 23.0 with 2); at 2 bits, where
+    // a tile-chunk is half the bytes, wide layers take 8 tiles per warp instead of fewer warps
+    // along K (16384² W2: 35.5 µs with 8 tiles × 8 warps, 39.8 with 4 × 4, 44.4 with 4 × 8; 1 bit
+    // follows 2 unmeasured).
     c = make(1, 4, 8, 2);
     const int64_t col_blocks = ceil_div(tiles, 4);
     // Twice the blocks of 4 tiles per SM up to which a warp takes 2 tiles.
@@ -541,7 +542,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.n_tiles = 2;
     if ((ceil_div(tiles, c.n_tiles) < sms && chunks >= 2LL * 16) || (tiles_per_sm <= 4 && chunks >= 64))
       c.warps_k = 16;
-    if (col_blocks > 3LL * sms && p.bits > 2) c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
+    if (col_blocks > 3LL * sms && p.bits <= 2)
+      c.n_tiles = 8;
+    else if (col_blocks > 3LL * sms)
+      c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
     if (col_blocks > 12LL * sms) c.n_tiles = 8;
   } else if (bucket <= 16) {
     // Wide layers: 8 tiles share each chunk's activations; the more column blocks, the fewer warps along K.
