@@ -1,6 +1,7 @@
 // `lowbit tune`: layers are handed out to one worker per GPU (--devices), each with its own
-// runtime; results are merged into the tuning file after every layer (atomically, under a lock),
-// so an interrupted run loses at most one layer per worker. On a terminal a progress bar with an
+// runtime; each result (one layer at one M bucket) is merged into the tuning file as soon as it is
+// timed (atomically, under a lock), so an interrupted run loses at most one problem per worker, and
+// --resume tunes only the buckets the file lacks. On a terminal a progress bar with an
 // ETA is redrawn under the result lines; otherwise plain lines.
 #include <unistd.h>
 
@@ -56,9 +57,15 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
   opt.ms = parse_int_list(w.ms, "--m");
   opt.budget_s = budget_s;
   const auto shapes = wq_shapes(w);
-  std::vector<WqGemmProblem> problems;
+  // Work: a layer and the M values of it still to tune (one tuning call per layer, so its
+  // candidates compile together and its weights are made once).
+  struct Work {
+    WqGemmProblem problem;
+    std::vector<int64_t> ms;
+  };
+  std::vector<Work> work;
   for (const auto& [n, k] : shapes)
-    problems.push_back(wq_problem(w, n, k));  // bad flags fail before any GPU work
+    work.push_back({wq_problem(w, n, k), opt.ms});  // bad flags fail before any GPU work
 
   // One runtime per device, made here so a missing device fails before anything is tuned. The
   // file takes the first device's meta; every device must be the same GPU model.
@@ -70,20 +77,23 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
                  runtimes.back()->device().name, devices.front(), runtimes.front()->device().name);
   }
   const tune::TuningMeta meta = meta_of(*runtimes.front());
-  if (resume) {  // layers whose every bucket the file already has are done
+  if (resume) {  // the M buckets the file already has (exact entries) are done
     std::vector<std::string> warnings;
     const tune::TuningDb have = tune::TuningDb::load(db_path, runtimes.front()->arch(), &warnings);
-    std::erase_if(problems, [&](const WqGemmProblem& p) {
-      return std::all_of(opt.ms.begin(), opt.ms.end(), [&](int64_t m) {
-        const auto hit = have.lookup("wq_gemm", wq::tuning_key(p, m_bucket(m)));
+    for (Work& wk : work)
+      std::erase_if(wk.ms, [&](int64_t m) {
+        const auto hit = have.lookup("wq_gemm", wq::tuning_key(wk.problem, m_bucket(m)));
         return hit && hit->step == "exact";
       });
-    });
-    if (!f.json) std::printf("--resume: %zu layer(s) left to tune\n", problems.size());
+    std::erase_if(work, [](const Work& wk) { return wk.ms.empty(); });
+    std::size_t left = 0;
+    for (const Work& wk : work) left += wk.ms.size();
+    if (!f.json) std::printf("--resume: %zu layer(s) left to tune, %zu problem(s)\n", work.size(), left);
   }
 
   const bool tty = ::isatty(1) && !f.json;
-  const std::size_t total = problems.size() * opt.ms.size();
+  std::size_t total = 0;
+  for (const Work& wk : work) total += wk.ms.size();
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -98,13 +108,16 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
   auto worker = [&](std::size_t wi) {
     try {
       Runtime& rt = *runtimes[wi];
-      for (std::size_t i; (i = next++) < problems.size();) {
+      for (std::size_t i; (i = next++) < work.size();) {
+        tune::WqTuneOptions layer_opt = opt;
+        layer_opt.ms = work[i].ms;
         tune::TuningDb db;
         db.meta = meta;
-        tune::tune_wq_gemm(rt, problems[i], opt, db, [&](const tune::WqTuneResult& r) {
+        tune::tune_wq_gemm(rt, work[i].problem, layer_opt, db, [&](const tune::WqTuneResult& r) {
           std::lock_guard<std::mutex> lock(mu);
           ++done;
           failures += r.best_us >= 1e300 ? 1 : 0;
+          db.save(db_path);  // this result (and the layer's earlier ones), merged with the others'
           all.push_back({{"key", r.key},
                          {"device", devices[wi]},
                          {"best", wq::to_json(r.best)},
@@ -117,17 +130,16 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
                       tty ? "\r\033[K" : "", r.key.c_str(), r.best_us, r.heuristic_us, r.tried, r.failed,
                       r.best.str().c_str(),
                       devices.size() > 1 ? fmt::format("  [device {}]", devices[wi]).c_str() : "");
-          if (tty) std::printf("%s", progress_bar(done, total, elapsed(), 30).c_str());
+          if (tty)
+            std::printf("%s", progress_bar(done, total, elapsed(), 30).c_str());
+          else
+            std::printf("%s; saved %s\n", progress_bar(done, total, elapsed(), 20).c_str(), db_path.c_str());
           std::fflush(stdout);
         });
-        std::lock_guard<std::mutex> lock(mu);
-        db.save(db_path);  // merges with what the other workers saved
-        if (!f.json && !tty)
-          std::printf("%s; saved %s\n", progress_bar(done, total, elapsed(), 20).c_str(), db_path.c_str());
       }
     } catch (...) {
       errors[wi] = std::current_exception();
-      next = problems.size();  // the others stop after their current layer
+      next = work.size();  // the others stop after their current layer
     }
   };
   std::vector<std::thread> pool;

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
                    "GPUs to tune on at once, e.g. 0,1,2,3 (one worker each; default --device)");
   bool resume = false;
   tune->add_flag("--resume", resume,
-                 "skip layers whose every M bucket is already in --db (to go on after an interrupted run)");
+                 "tune only the M buckets --db lacks (to go on after an interrupted run)");
 
   auto* cache = app.add_subcommand("cache", "list, verify or prune the kernel cache");
   std::string action;

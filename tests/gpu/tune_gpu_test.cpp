@@ -49,7 +49,15 @@ TEST_CASE("lowbit tune: a tiny run writes a file that a second process uses", "[
   const std::string again =
       cli + " tune wq_gemm --shapes " + shapes + " --m 1,16 --db " + db + " --resume > " + log + " 2>&1";
   REQUIRE(std::system(again.c_str()) == 0);
-  CHECK(read_all(log).find("--resume: 0 layer(s) left to tune") != std::string::npos);
+  CHECK(read_all(log).find("--resume: 0 layer(s) left to tune, 0 problem(s)") != std::string::npos);
+
+  // --resume with one more M bucket tunes only that bucket of each layer.
+  const std::string more = cli + " tune wq_gemm --shapes " + shapes + " --m 1,4,16 --budget 3 --db " + db +
+                           " --resume > " + log + " 2>&1";
+  REQUIRE(std::system(more.c_str()) == 0);
+  INFO(read_all(log));
+  CHECK(read_all(log).find("--resume: 2 layer(s) left to tune, 2 problem(s)") != std::string::npos);
+  CHECK(tune::TuningDb::load(db, gpu_runtime().arch(), &warnings).size() == 6);
 
   const std::string out = dir.path + "/inspect.json";
   const std::string inspect = "LOWBIT_TUNING_DB=" + db + " " + cli +
