@@ -8,7 +8,7 @@ nearest entry and the heuristic land within 10 % of the hidden layer's best, and
 hidden entry (the heuristic of the day of the tune); with CURRENT=1 it is the heuristic as built now
 (`lowbit inspect`, offline, as scripts/heuristic_vs_tuned.py does: a config the tune did not time,
 or timed more than 20 % slower, counts as a miss). That heuristic was fitted to these files, so its
-column is in-sample.
+column is in-sample; this mode scores only the W4 g128 f16 entries.
 Usage: [CURRENT=1] [LOWBIT=./build/lowbit] scripts/tuning_loo.py tuning_db/nvidia-h200.json"""
 import json, math, os, re, subprocess, sys
 from collections import defaultdict
@@ -23,7 +23,7 @@ FIELDS = ("m_tiles", "n_tiles", "warps_n", "warps_k", "split_k", "stages")
 def heuristic_config(m, n, k):
     """The current heuristic's config for a W4 g128 f16 layer, as the sorted items of a config dict."""
     out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", data["meta"]["arch"], "--sm-count",
-                          str(data["meta"].get("sm_count", 132)), "--n", str(n), "--k", str(k), "--m", str(m)],
+                          str(data["meta"].get("sm_count", 132)), "--n", str(n), "--k", str(k), "--m", str(m), "--explain"],
                          capture_output=True, text=True, env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
     f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
                   r"(, x_shared)?(, wgmma)?", out)
@@ -44,8 +44,9 @@ for key, v in data["wq_gemm"].items():
     for r in v.get("runners_up", []):
         offers[cfg(r["config"])] = r["us"] / v["us"]
     entries[(fmt, m, n, k)] = dict(best=cfg(v["config"]), offers=offers, heur=v["heuristic_us"] / v["us"])
-if current:  # the current heuristic's time on each W4 g128 f16 entry, from the entry's own timings
-    w4 = [t for t in entries if t[0] == "w4.g128.f16.zp"]
+if current:  # the current heuristic's time on each W4 g128 f16 entry; the other formats are left out
+    entries = {t: e for t, e in entries.items() if t[0] == "w4.g128.f16.zp"}
+    w4 = list(entries)
     for t, h in zip(w4, ThreadPoolExecutor(8).map(lambda t: heuristic_config(*t[1:]), w4)):
         entries[t]["heur"] = entries[t]["offers"].get(h, math.inf)
 

@@ -495,10 +495,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   //   sizes spill registers at 8 bits and are not measured at 2 and 8; 1 and 3 bits are not measured.
   // - 128 rows below 48 M weights: from 8 M weights at 7-10 tiles per SM (8192×1024…4096) with 2
   //   tiles per warp, a 128-column block (one wave of blocks, K unsplit): 14-28 % faster than
-  //   x_shared on both GPUs; K ≥ 2N from 16 M weights (2560×8192) with 4 tiles: 18-22 % faster on
-  //   both (1280×8192 keeps per-warp activations).
+  //   x_shared on both GPUs (tune-day heuristic; 12-17 % than the best x_shared config); K ≥ 2N from 16 M
+  //   weights (2560×8192) with 4 tiles: 18-22 % faster on both. Measured on W4 g128 only, so only there
+  //   (per-channel W4 and 8-bit spill with them).
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  const bool small_128 = bucket == 128 && weights < 48e6;
+  const bool small_128 = bucket == 128 && weights < 48e6 && p.bits == 4 && p.group_size == 128;
   const bool one_wave_128 = small_128 && weights >= 8e6 && tiles_per_sm >= 7 && tiles_per_sm <= 10;
   const bool k_heavy_128 = small_128 && weights >= 16e6 && p.k >= 2 * p.n;
   const bool wgmma_rows =
@@ -532,19 +533,24 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // a tile-chunk is half the bytes, wide layers take 8 tiles per warp instead of fewer warps
     // along K (16384² W2: 35.5 µs with 8 tiles × 8 warps, 39.8 with 4 × 4, 44.4 with 4 × 8; 1 bit
     // follows 2 unmeasured).
+    // Deterministic mode keeps the v4 rules: every bucket reuses M = 1's warps along K, and the
+    // larger counts of the v5 rules made 16-row-and-up blocks of 16 warps that spill (11008×4096
+    // M = 64: 464 B).
     c = make(1, 4, 8, 2);
     const int64_t col_blocks = ceil_div(tiles, 4);
+    const bool v5 = !p.deterministic;
     // Twice the blocks of 4 tiles per SM up to which a warp takes 2 tiles.
     const int64_t two_tile_limit = p.bits == 3 || p.bits == 4 ? (bucket <= 2 ? 4 : bucket == 4 ? 3 : 0) : 2;
     if (2 * col_blocks < sms)
       c.n_tiles = 2, c.stages = 3;
-    else if (bucket <= 4 && 2 * col_blocks <= two_tile_limit * sms)
+    else if (v5 && bucket <= 4 && 2 * col_blocks <= two_tile_limit * sms)
       c.n_tiles = 2;
-    if ((ceil_div(tiles, c.n_tiles) < sms && chunks >= 2LL * 16) || (tiles_per_sm <= 4 && chunks >= 64))
+    if ((ceil_div(tiles, c.n_tiles) < sms && chunks >= 2LL * 16) || (v5 && tiles_per_sm <= 4 && chunks >= 64))
       c.warps_k = 16;
-    if (col_blocks > 3LL * sms && p.bits <= 2)
+    const int64_t fewer_warps_above = v5 ? 3 : 2;  // blocks of 4 tiles per SM
+    if (v5 && col_blocks > 3LL * sms && p.bits <= 2)
       c.n_tiles = 8;
-    else if (col_blocks > 3LL * sms)
+    else if (col_blocks > fewer_warps_above * sms)
       c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
     if (col_blocks > 12LL * sms) c.n_tiles = 8;
   } else if (bucket <= 16) {

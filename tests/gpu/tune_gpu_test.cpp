@@ -56,7 +56,12 @@ TEST_CASE("lowbit tune: a tiny run writes a file that a second process uses", "[
                            " --resume > " + log + " 2>&1";
   REQUIRE(std::system(more.c_str()) == 0);
   INFO(read_all(log));
-  CHECK(read_all(log).find("--resume: 2 layer(s) left to tune, 2 problem(s)") != std::string::npos);
+  const std::string resumed = read_all(log);
+  CHECK(resumed.find("--resume: 2 layer(s) left to tune, 2 problem(s)") != std::string::npos);
+  std::size_t timed = 0;  // one " best " line per problem tuned
+  for (std::size_t at = resumed.find(" best "); at != std::string::npos; at = resumed.find(" best ", at + 1))
+    ++timed;
+  CHECK(timed == 2);
   CHECK(tune::TuningDb::load(db, gpu_runtime().arch(), &warnings).size() == 6);
 
   const std::string out = dir.path + "/inspect.json";
