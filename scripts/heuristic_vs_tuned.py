@@ -5,15 +5,17 @@ count) and its time relative to the entry's best, read from the entry's best and
 the tune did not time it or it was more than 20 % slower). The rules are fitted to these files, so
 this is an in-sample check; it says which rules a change broke, not how the heuristic does on new layers.
 Usage: [MS=64,128] [LOWBIT=./build/lowbit] scripts/heuristic_vs_tuned.py tuning_db/nvidia-h200.json [-v]"""
-import json, math, os, re, subprocess, sys
+import json, math, os, re, sys
 from concurrent.futures import ThreadPoolExecutor
+
+from heuristic_config import heuristic_config
 
 path = sys.argv[1]
 verbose = "-v" in sys.argv[2:]
 lowbit = os.environ.get("LOWBIT", "./build/lowbit")
 ms = [int(x) for x in os.environ.get("MS", "1,2,4,8,16,32,64,128").split(",")]
 data = json.load(open(path))
-sms = str(data["meta"].get("sm_count", 132))
+sms = data["meta"].get("sm_count", 132)
 
 
 def short(c):
@@ -22,12 +24,7 @@ def short(c):
 
 
 def heuristic(n, k, m):
-    out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", "sm_90a", "--sm-count", sms, "--n", str(n),
-                          "--k", str(k), "--m", str(m)], capture_output=True, text=True,
-                         env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
-    f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
-                  r"(, x_shared)?(, wgmma)?", out)
-    return "%s,%s,%s,%s,%s,%s%s%s" % (*f.groups()[:6], ",xs" if f[7] else "", ",wg" if f[8] else "")
+    return short(heuristic_config(lowbit, "sm_90a", sms, n, k, m))
 
 
 jobs = []

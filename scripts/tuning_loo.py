@@ -10,31 +10,15 @@ hidden entry (the heuristic of the day of the tune); with CURRENT=1 it is the he
 or timed more than 20 % slower, counts as a miss). That heuristic was fitted to these files, so its
 column is in-sample; this mode scores only the W4 g128 f16 entries.
 Usage: [CURRENT=1] [LOWBIT=./build/lowbit] scripts/tuning_loo.py tuning_db/nvidia-h200.json"""
-import json, math, os, re, subprocess, sys
+import json, math, os, re, sys
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+
+from heuristic_config import heuristic_config
 
 data = json.load(open(sys.argv[1]))
 current = os.environ.get("CURRENT") == "1"
 lowbit = os.environ.get("LOWBIT", "./build/lowbit")
-FIELDS = ("m_tiles", "n_tiles", "warps_n", "warps_k", "split_k", "stages")
-
-
-def heuristic_config(m, n, k):
-    """The current heuristic's config for a W4 g128 f16 layer, as the sorted items of a config dict."""
-    out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", data["meta"]["arch"], "--sm-count",
-                          str(data["meta"].get("sm_count", 132)), "--n", str(n), "--k", str(k), "--m", str(m), "--explain"],
-                         capture_output=True, text=True, env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
-    f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
-                  r"(, x_shared)?(, wgmma)?", out)
-    c = {name: int(v) for name, v in zip(FIELDS, f.groups()[:6])}
-    if f[7]:
-        c["x_shared"] = True
-    if f[8]:
-        c["wgmma"] = True
-    return tuple(sorted(c.items()))
-
-
 entries = {}
 for key, v in data["wq_gemm"].items():
     fmt, shape = key.split("|")
@@ -47,7 +31,9 @@ for key, v in data["wq_gemm"].items():
 if current:  # the current heuristic's time on each W4 g128 f16 entry; the other formats are left out
     entries = {t: e for t, e in entries.items() if t[0] == "w4.g128.f16.zp"}
     w4 = list(entries)
-    for t, h in zip(w4, ThreadPoolExecutor(8).map(lambda t: heuristic_config(*t[1:]), w4)):
+    arch, sms = data["meta"]["arch"], data["meta"].get("sm_count", 132)
+    pick = lambda t: tuple(sorted(heuristic_config(lowbit, arch, sms, t[2], t[3], t[1]).items()))
+    for t, h in zip(w4, ThreadPoolExecutor(8).map(pick, w4)):
         entries[t]["heur"] = entries[t]["offers"].get(h, math.inf)
 
 dist = lambda a, b: abs(math.log2(a[2] / b[2])) + abs(math.log2(a[3] / b[3]))

@@ -86,14 +86,13 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
         return hit && hit->step == "exact";
       });
     std::erase_if(work, [](const Work& wk) { return wk.ms.empty(); });
-    std::size_t left = 0;
-    for (const Work& wk : work) left += wk.ms.size();
-    if (!f.json) std::printf("--resume: %zu layer(s) left to tune, %zu problem(s)\n", work.size(), left);
   }
+  std::size_t total = 0;  // problems: layers × their M values
+  for (const Work& wk : work) total += wk.ms.size();
+  if (resume && !f.json)
+    std::printf("--resume: %zu layer(s) left to tune, %zu problem(s)\n", work.size(), total);
 
   const bool tty = ::isatty(1) && !f.json;
-  std::size_t total = 0;
-  for (const Work& wk : work) total += wk.ms.size();
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

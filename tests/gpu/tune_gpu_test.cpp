@@ -55,8 +55,8 @@ TEST_CASE("lowbit tune: a tiny run writes a file that a second process uses", "[
   const std::string more = cli + " tune wq_gemm --shapes " + shapes + " --m 1,4,16 --budget 3 --db " + db +
                            " --resume > " + log + " 2>&1";
   REQUIRE(std::system(more.c_str()) == 0);
-  INFO(read_all(log));
   const std::string resumed = read_all(log);
+  INFO(resumed);
   CHECK(resumed.find("--resume: 2 layer(s) left to tune, 2 problem(s)") != std::string::npos);
   std::size_t timed = 0;  // one " best " line per problem tuned
   for (std::size_t at = resumed.find(" best "); at != std::string::npos; at = resumed.find(" best ", at + 1))

@@ -1,0 +1,20 @@
+"""The config the heuristic picks for a W4 g128 f16 layer, offline (`lowbit inspect --explain` with
+LOWBIT_NO_TUNING_DB=1: no compile), as a dict with the fields of a tuning-file config. Shared by
+scripts/heuristic_vs_tuned.py and scripts/tuning_loo.py."""
+import os, re, subprocess
+
+FIELDS = ("m_tiles", "n_tiles", "warps_n", "warps_k", "split_k", "stages")
+
+
+def heuristic_config(lowbit, arch, sm_count, n, k, m):
+    out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", arch, "--sm-count", str(sm_count), "--n", str(n),
+                          "--k", str(k), "--m", str(m), "--explain"], capture_output=True, text=True,
+                         env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
+    f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
+                  r"(, x_shared)?(, wgmma)?", out)
+    c = {name: int(v) for name, v in zip(FIELDS, f.groups()[:6])}
+    if f[7]:
+        c["x_shared"] = True
+    if f[8]:
+        c["wgmma"] = True
+    return c
