@@ -33,6 +33,9 @@
 // kWarpsK chunks of the step) into a shared-memory stage with cp.async, in the same ring depth as
 // the weights; the warps step through K together under one barrier per step and read their A (or,
 // swapped, B) fragments there, so activations cross L2 → SM once per block, not once per warp.
+// With one warp along N (kWarpsN == 1) no warp reads another's chunk, so each warp copies its own
+// chunk's activations with its weights and synchronizes only itself: the activations arrive
+// kStages − 1 chunks ahead, as the weights do, without registers held for them or a block barrier.
 //
 // Scales: in the integer modes with groups of ≥ 128 (one group per chunk) or per-channel scales,
 // the MMA runs on q − z and the scale multiplies the fp32 partial sum of the chunk (per channel:
@@ -296,12 +299,17 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kXRowVecs = 16 * kWarpsK;
   constexpr int kXRows = kUpperRows ? 16 * kMTiles : 8;       // swapped: the 8 B columns
   constexpr int kXStage = kXShared ? kXRows * kXRowVecs : 0;  // uint4 per stage
-  constexpr int kThreads = 32 * kWarpsN * kWarpsK;
-  constexpr int kXRowStep = kThreads / kXRowVecs;  // rows between one thread's copies
-  constexpr int kXCopies = kXStage / kThreads;     // 16-byte copies per thread per stage
-  static_assert(!kXShared || kXStage % kThreads == 0, "whole copies per thread");
+  // Per-warp staging (one warp along N): each warp copies the 16 vectors of its own chunk per row,
+  // lane l vector l % 16 of rows l / 16, + 2, + 4, ...
+  constexpr bool kXPerWarp = kXShared && kWarpsN == 1;
+  constexpr int kXThreads = kXPerWarp ? 32 : 32 * kWarpsN * kWarpsK;  // threads that copy one stage
+  constexpr int kXRowStep = kXThreads / (kXPerWarp ? 16 : kXRowVecs);  // rows between one thread's copies
+  constexpr int kXCopies = (kXPerWarp ? kXRows * 16 : kXStage) / kXThreads;  // 16-byte copies per thread
+  static_assert(!kXShared || kXCopies * kXThreads == (kXPerWarp ? kXRows * 16 : kXStage), "whole copies");
   const u32 xs_addr = smem_addr(smem);
-  const int xv = threadIdx.x % kXRowVecs, xr0 = threadIdx.x / kXRowVecs;  // the copies' column, first row
+  // The copies' column (vector in the stage row) and first row.
+  const int xv = kXPerWarp ? 16 * wk + lane % 16 : threadIdx.x % kXRowVecs;
+  const int xr0 = kXPerWarp ? lane / 16 : threadIdx.x / kXRowVecs;
   const u32 xdst0 = (xr0 * kXRowVecs + (xv ^ (((xv >> 3) & 1) << 1 | (xr0 & 1)))) * 16;
   // When all the block's rows exist (every block but the last row block), a thread's copies are
   // constant offsets from one pointer; otherwise rows past M are not copied at all: their stage
@@ -374,7 +382,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
-    if (kXShared && j < n_steps) issue_x(j, j);
+    if (kXShared && j < (kXPerWarp ? n_chunks : n_steps)) issue_x(j, j);
     if (j < n_chunks) issue(j, j);
     cp_async_commit();  // empty groups keep the count uniform
   }
@@ -395,13 +403,22 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // stages, else counted (a division by 3 costs a multiply-high and four more instructions).
   constexpr bool kPow2Stages = (kStages & (kStages - 1)) == 0;
   int next_stage = 0;
-  for (int j = 0; j < (kXShared ? n_steps : n_chunks); ++j) {
+  for (int j = 0; j < (kXShared && !kXPerWarp ? n_steps : n_chunks); ++j) {
     const int c = c_begin + j * kWarpsK;
     const int stage = kPow2Stages ? j & (kStages - 1) : next_stage;
     const int refill = kPow2Stages ? (j + kStages - 1) & (kStages - 1) : stage == 0 ? kStages - 1 : stage - 1;
     if constexpr (!kPow2Stages) next_stage = stage + 1 == kStages ? 0 : stage + 1;
     uint4 xn[4][kMTiles][kHalves];
-    if constexpr (kXShared) {
+    if constexpr (kXPerWarp) {
+      __syncwarp();  // all lanes are done with the slot and stage refilled next
+      if (j + kStages - 1 < n_chunks) {
+        issue_x(j + kStages - 1, refill);
+        issue(j + kStages - 1, refill);
+      }
+      cp_async_commit();
+      cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
+      __syncwarp();                  // ... and the other lanes' activations, scales and zeros
+    } else if constexpr (kXShared) {
       cp_async_wait<kStages - 2>();  // this thread's copies for step j have landed
       __syncthreads();  // ... and every thread's; every warp is done with the slots of step j − 1
       if (j + kStages - 1 < n_steps) issue_x(j + kStages - 1, refill);

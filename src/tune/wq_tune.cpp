@@ -49,8 +49,9 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     add(choose_config(pm, arch, sm_count));
   }
   // Block-shared activations: up to 8 rows (one swapped tile) 4-16 warps along K; from 16 rows 2-4
-  // warps side by side (2 and 3 stages at 16 rows, where fewer stages won); K split to fill the SMs
-  // (from 32 rows also to fill them twice, for more warps per SM).
+  // warps side by side (2 and 3 stages at 16 rows, where fewer stages won), or one warp along N
+  // with 4 or 8 along K (each warp stages its own, up to 32 rows); K split to fill the SMs (from 32
+  // rows also to fill them twice, for more warps per SM).
   auto add_shared = [&](int mt, int nt, int wn, int wk, int stages, double min_blocks) {
     WqGemmConfig c;
     c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.stages = stages, c.x_shared = true;
@@ -58,14 +59,21 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     add(c);
   };
   const double sms = std::max(sm_count, 1);
+  // The heuristic's per-warp config with its activations staged in shared memory (one warp along
+  // N: each warp stages its own chunk's, kStages − 1 chunks ahead).
+  if (!h.wgmma && !h.x_shared && h.warps_n == 1) {
+    WqGemmConfig c = h;
+    c.x_shared = true;
+    add(c);
+  }
   if (p.m <= 8) {
     for (int nt : {2, 4})
       for (auto [wn, wk] : {std::pair{1, 8}, {1, 16}, {2, 4}, {2, 8}}) add_shared(1, nt, wn, wk, 2, sms / 4);
   } else {
     for (int mt : {1, 2, 4})
       for (int nt : {4, 8})
-        for (auto [wn, wk] : {std::pair{2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}) {
-          if (16 * mt > 2 * p.m || (p.m > 16 && wk == 4)) continue;
+        for (auto [wn, wk] : {std::pair{1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}) {
+          if (16 * mt > 2 * p.m || (p.m > 16 && wn > 1 && wk == 4) || (wn == 1 && mt > 2)) continue;
           if (p.m <= 16) {
             for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, sms);
           } else {

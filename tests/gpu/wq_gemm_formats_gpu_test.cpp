@@ -71,6 +71,10 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
   const auto shared_wide =
       build_plans(split_problems, {17},
                   std::vector<WqGemmPlanOptions>(split_problems.size(), forced(2, 8, 2, 1, 1, true)));
+  // And staged per warp (one warp along N), split.
+  const auto staged_per_warp =
+      build_plans(split_problems, {17},
+                  std::vector<WqGemmPlanOptions>(split_problems.size(), forced(1, 4, 1, 2, 3, true)));
   // And on sm_90a through warpgroup MMA: 16 rows × 128 columns per block (two warpgroups; 17 rows:
   // two row blocks), K split in two.
   const auto warpgroup =
@@ -89,6 +93,7 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
         run_and_check(*L, *split_plans[s], m, biased[i]);
         run_and_check(*L, *shared_small[s], m, biased[i]);
         run_and_check(*L, *shared_wide[s], m, biased[i]);
+        run_and_check(*L, *staged_per_warp[s], m, biased[i]);
       }
       ++s;
     }

@@ -38,25 +38,28 @@ bool has_wgmma() {
   return wq::has_wgmma(gpu_runtime().arch());
 }
 
-// Every M of kMs through six plans: the library's choice, data-parallel, split-K, and three with
+// Every M of kMs through seven plans: the library's choice, data-parallel, split-K, three with
 // block-shared activations (warps stepping through K in pairs, split; 4 × 8 tiles per warp, which
 // dequantizes before the MMA with one accumulator chain; one row tile, which swaps operands up
-// to 8 rows); on sm_90a four more with warpgroup MMA (N = 16 rows, split; 64 rows, two warpgroups;
+// to 8 rows) and one with per-warp staged activations (one warp along N, split); on sm_90a four
+// more with warpgroup MMA (N = 16 rows, split; 64 rows, two warpgroups;
 // 32 rows, two warpgroups of two m64 tiles; 128 rows, split, 6 stages).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
   const int split = static_cast<int>(std::min<int64_t>(3, (k + 127) / 128));
   WqGemmPlan chosen(rt, L->problem, kMs);
-  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap;
+  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_warp;
   dp.config = config(2, 4, 1, 4, 1);
   sk.config = config(1, 2, 2, 2, split);
   xs_split.config = config(2, 4, 2, 2, split, 3, true);
   xs_wide.config = config(4, 8, 4, 1, 1, 2, true);
   xs_swap.config = config(1, 4, 2, 4, split, 2, true);
+  xs_warp.config = config(1, 4, 1, 4, split, 3, true);
   std::vector<WqGemmPlan> plans;
   plans.emplace_back(rt, L->problem, kMs);
-  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap}) plans.emplace_back(rt, L->problem, kMs, *o);
+  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_warp})
+    plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
     for (const WqGemmConfig& c : {wgmma_config(1, 2, 4, split, 4), wgmma_config(4, 2, 8, 1, 5),
                                   wgmma_config(2, 4, 8, 1, 4), wgmma_config(8, 2, 4, split, 6)}) {
@@ -110,16 +113,18 @@ TEST_CASE("wq_gemm groups, modes, dtypes, bias", "[gpu]") {
           p.mode = mode;
           const bool bias = group != 64;
           auto L = make_layer(p, bias);
-          WqGemmPlanOptions sk, xs, wg;
+          WqGemmPlanOptions sk, xs, xw, wg;
           sk.config = config(1, 1, 2, 2, 2);
           xs.config = config(2, 8, 2, 2, 2, 3, true);  // 16 tiles: dequantized before the MMA
+          xw.config = config(2, 2, 1, 2, 2, 3, true);  // per-warp staged activations, 2 row tiles
           wg.config = has_wgmma() ? wgmma_config(1, 4, 4, 2, 4) : sk.config;
           WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
-              warpgroup(rt, p, {17}, wg);
+              per_warp(rt, p, {17}, xw), warpgroup(rt, p, {17}, wg);
           for (int64_t m : {1, 5, 17}) {
             run_and_check(*L, chosen, m, bias);
             run_and_check(*L, split, m, bias);
             run_and_check(*L, shared, m, bias);
+            run_and_check(*L, per_warp, m, bias);
             run_and_check(*L, warpgroup, m, bias);
           }
         }
