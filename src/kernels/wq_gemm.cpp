@@ -553,15 +553,33 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     else if (col_blocks > fewer_warps_above * sms)
       c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
     if (col_blocks > 12LL * sms) c.n_tiles = 8;
+  } else if (bucket <= 16 && !p.deterministic) {
+    // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
+    // v9"): 4 tiles × 8 warps along K, ~124 registers, so two blocks fit per SM; 3 stages up to 4
+    // tiles per SM, else 2. Very wide layers: 8 tiles × 4 warps (12-20 tiles per SM: 16384²) or 4 × 4.
+    // H100 standard layers: 4-23 % faster than the per-warp registers of v5.
+    c = make(1, 4, 8, tiles_per_sm <= 4 ? 3 : 2);
+    if (tiles_per_sm > 20)
+      c.warps_k = 4;
+    else if (tiles_per_sm > 12)
+      c.n_tiles = 8, c.warps_k = 4;
+    c.x_shared = true;
   } else if (bucket <= 16) {
-    // Wide layers: 8 tiles share each chunk's activations; the more column blocks, the fewer warps along K.
-    // Short K (≤ 32 chunks) on a layer of about one 8-tile block per SM (≥ 7 tiles per SM): 4 tiles,
-    // 4 warps along K and 2 stages, twice the blocks (8192×2048: 7.1 µs against 8.0 with 8 tiles ×
-    // 8 warps on the H100).
+    // Deterministic mode (v5 rules): 8 tiles share each chunk's activations in registers; the more
+    // column blocks, the fewer warps along K. Short K (≤ 32 chunks) on a layer of about one 8-tile
+    // block per SM (≥ 7 tiles per SM): 4 tiles, 4 warps along K and 2 stages, twice the blocks
+    // (8192×2048: 7.1 µs against 8.0 with 8 tiles × 8 warps on the H100).
     c = tiles_per_sm >= 4.3 ? make(1, 8, 8, 2) : make(1, 4, 8, 3);
     const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
     c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
     if (tiles_per_sm >= 7 && chunks <= 32 && col_blocks <= sms) c = make(1, 4, 4, 2);
+  } else if (bucket <= 32 && tiles_per_sm <= 8 && !p.deterministic) {
+    // 17-32 rows up to 8 tiles per SM: two 16-row blocks of per-warp staged activations, 4 warps
+    // along K (8 when the blocks are fewer than the SMs), 3 stages; 8 tiles from 6 tiles per SM.
+    // H100: 4096² 9.7 µs against 13.3 with 2 row tiles of registers, 8192² 24.6 against 27.7.
+    c = make(1, tiles_per_sm <= 6 ? 4 : 8, 4, 3);
+    if (2 * ceil_div(tiles, c.n_tiles) < sms) c.warps_k = 8;
+    c.x_shared = true;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave
@@ -590,8 +608,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // and a reduction, and measured slower even with half the SMs busy (4096² M=16: 9.9 µs unsplit,
   // 12.6 split in two). So: fewer than SMs/4 blocks.
   // With block-shared activations the blocks are larger (2-4 warps of ~150 registers): split only
-  // below half the SMs (8192² M = 32: 128 blocks unsplit 28.1 µs, split in two 39.5).
-  c.split_k = wq::fill_split(p, c, sms / (c.x_shared ? 2.0 : 4.0));
+  // below half the SMs (8192² M = 32: 128 blocks unsplit 28.1 µs, split in two 39.5). Activations
+  // staged per warp (one warp along N) count as per-warp.
+  c.split_k = wq::fill_split(p, c, sms / (c.x_shared && c.warps_n > 1 ? 2.0 : 4.0));
   return c;
 }
 

@@ -60,10 +60,10 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
   };
   const double sms = std::max(sm_count, 1);
   // The heuristic's per-warp config with its activations staged in shared memory (one warp along
-  // N: each warp stages its own chunk's, kStages − 1 chunks ahead).
-  if (!h.wgmma && !h.x_shared && h.warps_n == 1) {
+  // N: each warp stages its own chunk's, kStages − 1 chunks ahead), or in registers if it stages.
+  if (!h.wgmma && h.warps_n == 1) {
     WqGemmConfig c = h;
-    c.x_shared = true;
+    c.x_shared = !c.x_shared;
     add(c);
   }
   if (p.m <= 8) {
