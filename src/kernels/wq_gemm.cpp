@@ -553,16 +553,28 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     else if (col_blocks > fewer_warps_above * sms)
       c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
     if (col_blocks > 12LL * sms) c.n_tiles = 8;
+    // v6, 3/4-bit: activations staged per warp on layers of up to 7 tiles per SM, with 2 tiles per
+    // warp up to 6 unless K-heavy (16 warps along K); at 8 rows up to 10 tiles per SM. H100 re-tune
+    // of the model presets: staged won on every such layer at M 1-8, by up to 20 % at M = 8 (4096²
+    // M = 8: 5.50 µs against 6.76 for the v5 choice); from 7.8 tiles per SM (8192×K) the
+    // registers won at M ≤ 4 by 1-8 %.
+    if (v5 && (p.bits == 3 || p.bits == 4) && (tiles_per_sm <= 7 || (bucket == 8 && tiles_per_sm <= 10))) {
+      c.x_shared = true;
+      c.n_tiles = tiles_per_sm <= 6 && c.warps_k != 16 ? 2 : std::max(c.n_tiles, 4);
+    }
   } else if (bucket <= 16 && !p.deterministic) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K, ~124 registers, so two blocks fit per SM; 3 stages up to 4
-    // tiles per SM, else 2. Very wide layers: 8 tiles × 4 warps (12-20 tiles per SM: 16384²) or 4 × 4.
-    // H100 standard layers: 4-23 % faster than the per-warp registers of v5.
+    // tiles per SM, else 2. Wide layers (over 12 tiles per SM): 8 tiles × 4 warps. Few column
+    // blocks (1280-wide shards): 2 tiles per warp for twice the blocks. Re-tunes of both GPUs: 4-23 %
+    // faster than the per-warp registers of v5.
     c = make(1, 4, 8, tiles_per_sm <= 4 ? 3 : 2);
     if (tiles_per_sm > 20)
       c.warps_k = 4;
     else if (tiles_per_sm > 12)
       c.n_tiles = 8, c.warps_k = 4;
+    else if (2 * ceil_div(tiles, 4) < sms)
+      c.n_tiles = 2;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode (v5 rules): 8 tiles share each chunk's activations in registers; the more
@@ -573,12 +585,16 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
     c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
     if (tiles_per_sm >= 7 && chunks <= 32 && col_blocks <= sms) c = make(1, 4, 4, 2);
-  } else if (bucket <= 32 && tiles_per_sm <= 8 && !p.deterministic) {
-    // 17-32 rows up to 8 tiles per SM: two 16-row blocks of per-warp staged activations, 4 warps
-    // along K (8 when the blocks are fewer than the SMs), 3 stages; 8 tiles from 6 tiles per SM.
-    // H100: 4096² 9.7 µs against 13.3 with 2 row tiles of registers, 8192² 24.6 against 27.7.
-    c = make(1, tiles_per_sm <= 6 ? 4 : 8, 4, 3);
-    if (2 * ceil_div(tiles, c.n_tiles) < sms) c.warps_k = 8;
+  } else if (bucket <= 32 && tiles_per_sm <= 10 && !p.deterministic) {
+    // 17-32 rows up to 10 tiles per SM: two 16-row blocks of per-warp staged activations, 3 stages;
+    // 8 tiles × 8 warps along K up to 4.2 tiles per SM (3584², 4096², 2560×8192), 4 × 4 up to 6,
+    // 8 × 4 up to 8 (7168×8192, 8192²), 4 × 8 and 2 stages above (10240×8192). Re-tunes of both
+    // GPUs: 4096² 9.0 µs against 12.2 with the v5 choice.
+    c = tiles_per_sm <= 2     ? make(1, 4, 8, 2)
+        : tiles_per_sm <= 4.2 ? make(1, 8, 8, 3)
+        : tiles_per_sm <= 6   ? make(1, 4, 4, 3)
+        : tiles_per_sm <= 8   ? make(1, 8, 4, 3)
+                              : make(1, 4, 8, 2);
     c.x_shared = true;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
