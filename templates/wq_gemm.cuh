@@ -24,10 +24,12 @@
 // No state survives a call.
 //
 // Streaming: each warp keeps kStages − 1 chunks of its weights in flight with cp.async into its own
-// slice of shared memory and loads the activations of the next chunk into registers while it
-// computes this one. A lane reads back only its own weight fragment, but the scale and zero rows are
-// copied by a few lanes and read by all: a __syncwarp after each wait (their copies are visible) and
-// before each refill (every lane is done with the slot) orders them; no block barrier is needed.
+// slice of shared memory. Its activations come into registers (with one full 16-row tile a chunk
+// ahead, otherwise at the top of each chunk, before the wait for its weights) or, with kXShared,
+// through shared memory (below). A lane reads back only its own weight fragment, but the scale and
+// zero rows are copied by a few lanes and read by all: a __syncwarp after each wait (their copies are
+// visible) and before each refill (every lane is done with the slot) orders them; no block barrier
+// is needed.
 //
 // Block-shared activations (kXShared): the block copies each step's activations (its rows × the
 // kWarpsK chunks of the step) into a shared-memory stage with cp.async, in the same ring depth as

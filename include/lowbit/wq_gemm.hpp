@@ -63,9 +63,11 @@ struct WqGemmConfig {
   int warps_k = 4;  // 1, 2, 4, 8, 16 (at most 16 warps per block)
   int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace)
   int stages = 4;   // 2..8: cp.async ring slots per warp (stages − 1 chunks of weights in flight)
-  // The block copies each chunk's activations once into shared memory (with the weights' ring) and
-  // every warp reads them there, instead of every warp loading its own from L2: for M ≥ 17, where
-  // warps_n > 1 warps then share them. Warps of a block step through K together.
+  // Activations staged in shared memory with cp.async, in the weights' ring depth, instead of each
+  // warp loading its own into registers. warps_n > 1: the block copies each step's activations once
+  // and its warps, stepping through K together under a barrier per step, share them. warps_n = 1:
+  // each warp stages its own chunk's activations (no barrier), so they arrive stages − 1 chunks
+  // ahead and hold no registers; the heuristic's choice up to 32 rows on narrow and mid-size layers.
   bool x_shared = false;
   // sm_90a only: Hopper warpgroup MMA (templates/wq_gemm_wgmma.cuh), the heuristic's choice for large
   // 4-bit layers at 64 and 128 rows. warps_n / 4 MMA warpgroups side by side (warps_n 4 or 8, warps_k 1),
