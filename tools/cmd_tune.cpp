@@ -55,6 +55,10 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
       devices_list.empty() ? std::vector<int64_t>{f.device} : parse_int_list(devices_list, "--devices");
   tune::WqTuneOptions opt;
   opt.ms = parse_int_list(w.ms, "--m");
+  // A problem is a layer at one M bucket: --m 3,4 is one problem (bucket 4), counted once.
+  for (int64_t& m : opt.ms) m = m_bucket(m);
+  std::sort(opt.ms.begin(), opt.ms.end());
+  opt.ms.erase(std::unique(opt.ms.begin(), opt.ms.end()), opt.ms.end());
   opt.budget_s = budget_s;
   const auto shapes = wq_shapes(w);
   // Work: a layer and the M values of it still to tune (one tuning call per layer, so its
@@ -87,7 +91,7 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
       });
     std::erase_if(work, [](const Work& wk) { return wk.ms.empty(); });
   }
-  std::size_t total = 0;  // problems: layers × their M values
+  std::size_t total = 0;  // problems: layers × their M buckets
   for (const Work& wk : work) total += wk.ms.size();
   if (resume && !f.json)
     std::printf("--resume: %zu layer(s) left to tune, %zu problem(s)\n", work.size(), total);

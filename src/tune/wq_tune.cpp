@@ -120,7 +120,12 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   for (int64_t b : buckets) {
     WqGemmProblem pb = base;
     pb.m = b;
-    plan.emplace_back(b, wq_candidates(pb, ctx.arch(), ctx.sm_count()));
+    std::vector<WqGemmConfig> cands = wq_candidates(pb, ctx.arch(), ctx.sm_count());
+    // What the library runs today (a loaded tuning entry, else the heuristic) competes too, so a
+    // re-tune never loses the config it replaces (candidates follow the current heuristic).
+    const WqGemmConfig current = wq::choose(ctx, base, b, std::nullopt).config;
+    if (std::find(cands.begin(), cands.end(), current) == cands.end()) cands.push_back(current);
+    plan.emplace_back(b, std::move(cands));
   }
   {
     std::vector<std::pair<int64_t, WqGemmConfig>> jobs;
