@@ -14,12 +14,14 @@ import json, re, sys
 layers = {}
 for key in json.load(open(sys.argv[1]))["wq_gemm"]:
     fmt, rest = key.split("|")
-    f = re.fullmatch(r"w(\d+)\.(g\d+|pc)\.(f16|bf16)\.(\w+?)(\.o32)?", fmt)
+    # w{bits}.{g128|pc}.{f16|bf16}[.o32].{mode}[.det] (tuning_key in src/kernels/wq_gemm.cpp)
+    f = re.fullmatch(r"w(\d+)\.(g\d+|pc)\.(f16|bf16)(\.o32)?\.(zp|sym|fz|sz)(\.det)?", fmt)
     m = re.match(r"m\d+\.n(\d+)\.k(\d+)", rest)
     if not f or not m or fmt == "w4.g128.f16.zp":
         continue
     group = "0" if f[2] == "pc" else f[2][1:]
-    flags = f"--bits {f[1]} --group {group} --act {f[3]} --mode {f[4]}" + (" --out f32" if f[5] else "")
+    flags = f"--bits {f[1]} --group {group} --act {f[3]} --mode {f[5]}" + (" --out f32" if f[4] else "") + (
+        " --deterministic" if f[6] else "")
     layers.setdefault(flags, set()).add(f"{m[1]}:{m[2]}")
 for flags, ls in sorted(layers.items()):
     print(flags, "|", " ".join(sorted(ls)))

@@ -517,6 +517,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // against 17.6 for per-warp activations); not in deterministic mode, whose forced K order would
   // turn it into a spilling config.
   const bool narrow_x_shared = bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4 && !p.deterministic;
+  // Per-warp staged activations (v6 rules below) need a ring slot of activations per warp and stage:
+  // only where shared memory holds them at 8 warps (measured on Hopper; the 99 KiB of sm_86/89
+  // would cut them to 2-warp blocks); not in deterministic mode (its K order comes from M = 1).
+  const bool stage_per_warp = !p.deterministic && wq::smem_limit(arch) >= 160 * 1024;
   WqGemmConfig c;
   if (bucket <= 8) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
@@ -558,16 +562,21 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // of the model presets: staged won on every such layer at M 1-8, by up to 20 % at M = 8 (4096²
     // M = 8: 5.50 µs against 6.76 for the v5 choice); from 7.8 tiles per SM (8192×K) the
     // registers won at M ≤ 4 by 1-8 %.
-    if (v5 && (p.bits == 3 || p.bits == 4) && (tiles_per_sm <= 7 || (bucket == 8 && tiles_per_sm <= 10))) {
+    // Few column blocks keep their 2 tiles (1280×8192: (1,2,1,16,1,3) staged best at M 1-8).
+    if (stage_per_warp && (p.bits == 3 || p.bits == 4) &&
+        (tiles_per_sm <= 7 || (bucket == 8 && tiles_per_sm <= 10))) {
       c.x_shared = true;
-      c.n_tiles = tiles_per_sm <= 6 && c.warps_k != 16 ? 2 : std::max(c.n_tiles, 4);
+      if (2 * col_blocks >= sms)
+        c.n_tiles = tiles_per_sm <= 6 && c.warps_k != 16 ? 2 : std::max(c.n_tiles, 4);
     }
-  } else if (bucket <= 16 && !p.deterministic) {
+  } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
-    // v9"): 4 tiles × 8 warps along K, ~124 registers, so two blocks fit per SM; 3 stages up to 4
-    // tiles per SM, else 2. Wide layers (over 12 tiles per SM): 8 tiles × 4 warps. Few column
-    // blocks (1280-wide shards): 2 tiles per warp for twice the blocks. Re-tunes of both GPUs: 4-23 %
-    // faster than the per-warp registers of v5.
+    // v9"): 4 tiles × 8 warps along K (~124 registers; with 2 stages two blocks fit per SM, with 3
+    // one), 3 stages up to 4 tiles per SM, else 2. Wide layers (over 12 tiles per SM): 8 tiles × 4
+    // warps (over 20: 4 × 4). Few column blocks (1280-wide shards): 2 tiles per warp for twice the
+    // blocks. Re-tunes of both GPUs: 4-23 % faster than the per-warp registers of v5. Measured on
+    // W4; at 2 bits 8192² the registers still won (H100 14.6 µs against 16.0).
+
     c = make(1, 4, 8, tiles_per_sm <= 4 ? 3 : 2);
     if (tiles_per_sm > 20)
       c.warps_k = 4;
@@ -577,18 +586,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.n_tiles = 2;
     c.x_shared = true;
   } else if (bucket <= 16) {
-    // Deterministic mode (v5 rules): 8 tiles share each chunk's activations in registers; the more
-    // column blocks, the fewer warps along K. Short K (≤ 32 chunks) on a layer of about one 8-tile
-    // block per SM (≥ 7 tiles per SM): 4 tiles, 4 warps along K and 2 stages, twice the blocks
+    // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in
+    // registers; the more column blocks, the fewer warps along K. Short K (≤ 32 chunks) on a layer of about
+    // one 8-tile block per SM (≥ 7 tiles per SM): 4 tiles, 4 warps along K and 2 stages, twice the blocks
     // (8192×2048: 7.1 µs against 8.0 with 8 tiles × 8 warps on the H100).
     c = tiles_per_sm >= 4.3 ? make(1, 8, 8, 2) : make(1, 4, 8, 3);
     const int64_t col_blocks = ceil_div(tiles, c.n_tiles);
     c.warps_k = col_blocks <= sms ? 8 : col_blocks <= 2LL * sms ? 4 : 2;
     if (tiles_per_sm >= 7 && chunks <= 32 && col_blocks <= sms) c = make(1, 4, 4, 2);
-  } else if (bucket <= 32 && tiles_per_sm <= 10 && !p.deterministic) {
+  } else if (bucket <= 32 && tiles_per_sm <= 10 && stage_per_warp) {
     // 17-32 rows up to 10 tiles per SM: two 16-row blocks of per-warp staged activations, 3 stages;
-    // 8 tiles × 8 warps along K up to 4.2 tiles per SM (3584², 4096², 2560×8192), 4 × 4 up to 6,
-    // 8 × 4 up to 8 (7168×8192, 8192²), 4 × 8 and 2 stages above (10240×8192). Re-tunes of both
+    // 4 tiles × 8 warps and 2 stages up to 2 tiles per SM (1280-wide shards), 8 × 8 up to 4.2
+    // (3584², 4096², 2560×8192), 4 × 4 up to 6, 8 × 4 up to 8 (7168×8192, 8192²), 4 × 8 and 2
+    // stages above (10240×8192: H200 best; the H100's is 8 × 4 in registers). Re-tunes of both
     // GPUs: 4096² 9.0 µs against 12.2 with the v5 choice.
     c = tiles_per_sm <= 2     ? make(1, 4, 8, 2)
         : tiles_per_sm <= 4.2 ? make(1, 8, 8, 3)

@@ -122,9 +122,12 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     pb.m = b;
     std::vector<WqGemmConfig> cands = wq_candidates(pb, ctx.arch(), ctx.sm_count());
     // What the library runs today (a loaded tuning entry, else the heuristic) competes too, so a
-    // re-tune never loses the config it replaces (candidates follow the current heuristic).
+    // re-tune never loses the config it replaces (candidates follow the current heuristic). Second,
+    // right after the heuristic (which stays first: heuristic_us is its time), so a --budget that
+    // stops the list early still times it.
     const WqGemmConfig current = wq::choose(ctx, base, b, std::nullopt).config;
-    if (std::find(cands.begin(), cands.end(), current) == cands.end()) cands.push_back(current);
+    if (std::find(cands.begin(), cands.end(), current) == cands.end())
+      cands.insert(cands.begin() + 1, current);
     plan.emplace_back(b, std::move(cands));
   }
   {

@@ -113,20 +113,23 @@ TEST_CASE("wq_gemm groups, modes, dtypes, bias", "[gpu]") {
           p.mode = mode;
           const bool bias = group != 64;
           auto L = make_layer(p, bias);
-          WqGemmPlanOptions sk, xs, xw, wg;
+          WqGemmPlanOptions sk, xs, xw, xw1, wg;
           sk.config = config(1, 1, 2, 2, 2);
-          xs.config = config(2, 8, 2, 2, 2, 3, true);  // 16 tiles: dequantized before the MMA
-          xw.config = config(2, 2, 1, 2, 2, 3, true);  // per-warp staged activations, 2 row tiles
+          xs.config = config(2, 8, 2, 2, 2, 3, true);   // 16 tiles: dequantized before the MMA
+          xw.config = config(2, 2, 1, 2, 2, 3, true);   // per-warp staged activations, 2 row tiles
+          xw1.config = config(1, 2, 1, 2, 2, 3, true);  // ... 1 row tile: swapped operands to 8 rows
           wg.config = has_wgmma() ? wgmma_config(1, 4, 4, 2, 4) : sk.config;
           WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
-              per_warp(rt, p, {17}, xw), warpgroup(rt, p, {17}, wg);
+              per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), warpgroup(rt, p, {17}, wg);
           for (int64_t m : {1, 5, 17}) {
             run_and_check(*L, chosen, m, bias);
             run_and_check(*L, split, m, bias);
             run_and_check(*L, shared, m, bias);
             run_and_check(*L, per_warp, m, bias);
+            run_and_check(*L, per_warp_swapped, m, bias);
             run_and_check(*L, warpgroup, m, bias);
           }
+          run_and_check(*L, per_warp_swapped, 8, bias);  // every row of the 8-row stage copied
         }
 }
 
