@@ -230,6 +230,35 @@ TEST_CASE("choose_config: x_shared at 64 rows for 3-4 tiles per SM, not in deter
   CHECK_FALSE(lowbit::choose_config(p, sm90a, 132).x_shared);
 }
 
+TEST_CASE("choose_config: per-warp staged activations only where 8-warp blocks fit, not deterministic",
+          "[config]") {
+  auto staged_per_warp = [](const WqGemmConfig& c) { return c.x_shared && c.warps_n == 1; };
+  WqGemmProblem p = normal_problem();
+  // Hopper: the v6 rules stage at 16 and 32 rows on 4096² and keep blocks of at least 4 warps.
+  for (int64_t m : {1, 16, 32}) {
+    p.m = m, p.n = 4096, p.k = 4096;
+    const WqGemmConfig c = lowbit::choose_config(p, Arch::parse("sm_90a"), 132);
+    INFO("M = " << m << " -> " << c.str());
+    CHECK(staged_per_warp(c));
+    CHECK(c.warps_n * c.warps_k >= 4);
+  }
+  // 99 KiB of shared memory per block (sm_86, sm_89) would cut staged blocks to 2 warps; deterministic
+  // plans take their K order from M = 1. Neither stages per warp, on any layer or bucket up to 32 rows.
+  int checked = 0;
+  for (const auto& [arch, sms] : {std::pair{"sm_86", 84}, {"sm_89", 128}, {"sm_90a", 132}})
+    for (int64_t n : {1280, 4096, 8192, 28672})
+      for (int64_t m : {1, 8, 16, 32})
+        for (bool deterministic : {false, true}) {
+          if (std::string(arch) == "sm_90a" && !deterministic) continue;
+          p.n = n, p.k = 4096, p.m = m, p.deterministic = deterministic;
+          const WqGemmConfig c = lowbit::choose_config(p, Arch::parse(arch), sms);
+          INFO(arch << " " << p.str() << " -> " << c.str());
+          CHECK_FALSE(staged_per_warp(c));
+          ++checked;
+        }
+  CHECK(checked == 2 * 4 * 4 * 2 + 4 * 4);
+}
+
 TEST_CASE("choose_config splits K only when the grid leaves most SMs idle", "[config]") {
   const Arch sm90a = Arch::parse("sm_90a");
   WqGemmProblem p = normal_problem();
