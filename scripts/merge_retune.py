@@ -6,7 +6,7 @@ Usage: scripts/merge_retune.py tuning_db/<gpu>.json RETUNED.json [RETUNED.json .
 Each re-tuned entry replaces the shipped one, except where the shipped entry's config still runs
 the same kernel and was faster by more than KEEP_MARGIN (the re-tune's candidates follow the
 current heuristic and may not include it): that entry stays, and is listed. Configs whose kernel
-changed (STALE_IF) are never kept. The shipped file takes the re-tuned files' meta (templates
+changed (stale_if) are never kept. The shipped file takes the re-tuned files' meta (templates
 digest, date). Writes the shipped file in place (indent 2, sorted keys, trailing newline).
 """
 import json

@@ -86,7 +86,7 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
     const tune::TuningDb have = tune::TuningDb::load(db_path, runtimes.front()->arch(), &warnings);
     for (Work& wk : work)
       std::erase_if(wk.ms, [&](int64_t m) {
-        const auto hit = have.lookup("wq_gemm", wq::tuning_key(wk.problem, m_bucket(m)));
+        const auto hit = have.lookup("wq_gemm", wq::tuning_key(wk.problem, m));  // m is a bucket
         return hit && hit->step == "exact";
       });
     std::erase_if(work, [](const Work& wk) { return wk.ms.empty(); });
