@@ -69,6 +69,9 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
   if (p.m <= 8) {
     for (int nt : {2, 4})
       for (auto [wn, wk] : {std::pair{1, 8}, {1, 16}, {2, 4}, {2, 8}}) add_shared(1, nt, wn, wk, 2, sms / 4);
+    // Staged per warp with 3 stages: one more chunk in flight per warp, for shared memory only (the
+    // staged kernel holds no activation registers).
+    for (int nt : {2, 4}) add_shared(1, nt, 1, 8, 3, sms / 4);
   } else {
     for (int mt : {1, 2, 4})
       for (int nt : {4, 8})
