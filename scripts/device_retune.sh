@@ -4,7 +4,7 @@
 # pass the partial file of an interrupted call back in the working tree and the run goes on where
 # it stopped (--resume). MS=16,32 re-tunes only those M buckets (default: every bucket of the file).
 # DEVICES=0,1,2,3 tunes on several GPUs at once (lowbit tune --devices).
-# Usage: [RETUNE=file] [MS=...] [SKIP_LAYERS=N] [LIMIT_S=540] [DEVICES=...] scripts/device_retune.sh tuning_db/<gpu>.json
+# Usage: [RETUNE=file] [MS=...] [LIMIT_S=540] [DEVICES=...] scripts/device_retune.sh tuning_db/<gpu>.json
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 SRC=${1:?usage: scripts/device_retune.sh tuning_db/<gpu>.json}
 DB=${RETUNE:-$OUT/retuned.json}
@@ -20,8 +20,6 @@ open(sys.argv[2], "w").write("".join(f"{n} {k}\n" for n, k in layers))
 open(sys.argv[3], "w").write(",".join(str(m) for m in sorted({int(k[1]) for k in keys if k})))
 PY
 [ -n "${MS:-}" ] && echo "$MS" >"$OUT/ms.txt"
-# SKIP_LAYERS=N: leave out the first N layers (in the order above), e.g. those an earlier call did.
-[ -n "${SKIP_LAYERS:-}" ] && sed -i "1,${SKIP_LAYERS}d" "$OUT/layers.txt"
 echo "$(wc -l <"$OUT/layers.txt") layers, M buckets $(cat "$OUT/ms.txt")" | tee -a "$S"
 timeout -s INT "${LIMIT_S:-540}" "$B/lowbit" tune wq_gemm --shapes "$OUT/layers.txt" --m "$(cat "$OUT/ms.txt")" \
   --db "$DB" --resume ${DEVICES:+--devices "$DEVICES"} >"$OUT/tune.log" 2>&1
