@@ -4,7 +4,7 @@
 # to the device). Each side builds its CLI, optionally tunes the layers at $TUNE_M into a file of
 # its own (so each side is timed on the configs that suit it), then benches with "$@" (default: the
 # standard cases at M 1,16). Base and new benches alternate, twice, so drift shows. Results in $OUT.
-# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16] [SHAPES="N K\n..."] [LIMIT_S=150] scripts/device_ab.sh [bench args]
+# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16] [BASE_DB=file] [SHAPES="N K\n..."] [LIMIT_S=150] scripts/device_ab.sh [bench args]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 PATCH=${AB_PATCH:-ab.patch}
 [[ $PATCH = /* ]] || PATCH=$ROOT/$PATCH
@@ -26,9 +26,11 @@ else
   layers=(--model standard)
 fi
 declare -A CLI=([base]=$BASE_SRC/build-dev/lowbit [new]=$B/lowbit)
+# BASE_DB: a tuning file already made for the base side (e.g. by an earlier call): used, not re-tuned.
+[ -n "${BASE_DB:-}" ] && cp "$BASE_DB" "$OUT/base-tuned.json"
 for side in base new; do
   export LOWBIT_CACHE_DIR=/tmp/lowbit-ab-cache-$side
-  if [ -n "${TUNE_M:-}" ]; then
+  if [ -n "${TUNE_M:-}" ] && ! { [ $side = base ] && [ -n "${BASE_DB:-}" ]; }; then
     timeout -s INT "${LIMIT_S:-150}" "${CLI[$side]}" tune wq_gemm "${layers[@]}" --m "$TUNE_M" \
       --db "$OUT/$side-tuned.json" >"$OUT/$side-tune.log" 2>&1
     echo "$side tune rc=$? ($(grep -c ' best ' "$OUT/$side-tune.log") problems)" | tee -a "$S"
