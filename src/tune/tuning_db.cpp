@@ -218,7 +218,9 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       same != fi.by_layer.end())
     for (std::size_t i : same->second) {
       const Indexed& e = fi.entries[i];
-      consider(0, std::fabs(e.log_m - log_m) - (e.m > *m ? 1e-9 : 0), e);
+      const double bucket_d = std::fabs(e.log_m - log_m);
+      if (bucket_d > kMaxBucketDistance) continue;  // other rows, other decomposition: the heuristic
+      consider(0, bucket_d - (e.m > *m ? 1e-9 : 0), e);
     }
   if (const auto same = fi.by_m.find(*m); same != fi.by_m.end())
     for (std::size_t i : same->second) {

@@ -1,6 +1,6 @@
 // The tuning database: one JSON file per GPU, a `meta` block and one section per family, entries
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
-// bucket of the same layer → nearest layer (N, K) of the same format at the same M bucket → the
+// bucket of the same layer (within kMaxBucketDistance) → nearest layer (N, K) of the same format at the same M bucket → the
 // same at a similar format (same bits and group, other dtype or mode) → (the caller's) heuristic.
 // Other layers count only within kMaxLayerDistance: farther, the heuristic chose better.
 // Keys are indexed when files are loaded, so a lookup is a hash probe plus, on a miss, a pass over
@@ -41,6 +41,12 @@ namespace lowbit::tune {
 // these files, so in-sample) 164 and 172; this limit, then the heuristic: 160 and 162 (tune-day),
 // 168 and 176 (v4). Any limit from 0.2 to 0.3 scores the same on these layers.
 inline constexpr double kMaxLayerDistance = 0.25;
+
+// How far the nearest-M-bucket step may reach: one doubling of M (log2 distance 1). Farther, the
+// rows change the decomposition (a GEMV config at M = 1, a tensor-core GEMM at 64) and the
+// heuristic chose better: a W2 4096×14336 file holding only M = 1 made M = 64 take 54.6 µs against
+// the heuristic's 33.0, M = 128 107.8 against 49.7 (H200, `lowbit bench`, 2026-11-22).
+inline constexpr double kMaxBucketDistance = 1.0;
 
 inline constexpr int kTuningSchema = 1;
 

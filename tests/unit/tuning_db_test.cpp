@@ -103,6 +103,11 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, nearest layer, similar format
   CHECK(near->step == "nearest M bucket");
   CHECK(near->key == key(64).str());
   CHECK(db.lookup("wq_gemm", key(2))->key == key(1).str());
+  CHECK(db.lookup("wq_gemm", key(128))->key == key(64).str());
+  // Two doublings or more from every bucket of the layer: nothing (4 and 8 are 2 and 3 from 1, 4 and
+  // 3 from 64), so the heuristic chooses.
+  CHECK_FALSE(db.lookup("wq_gemm", key(4)).has_value());
+  CHECK_FALSE(db.lookup("wq_gemm", key(8)).has_value());
   // A layer never tuned: the nearest layer (log distance over N and K) of the same format and M bucket.
   auto layer = db.lookup("wq_gemm", key(16, 4608, 4096));
   REQUIRE(layer.has_value());
@@ -158,9 +163,11 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
     const bool same_format = e.format == q.format;
     int step = -1;
     double d = 0;
-    if (same_format && layer_d == 0)
-      step = 0, d = std::fabs(std::log2(static_cast<double>(em)) - log_m) - (em > *m ? 1e-9 : 0);
-    else if (layer_d > lowbit::tune::kMaxLayerDistance)
+    if (same_format && layer_d == 0) {
+      const double bucket_d = std::fabs(std::log2(static_cast<double>(em)) - log_m);
+      if (bucket_d > lowbit::tune::kMaxBucketDistance) continue;
+      step = 0, d = bucket_d - (em > *m ? 1e-9 : 0);
+    } else if (layer_d > lowbit::tune::kMaxLayerDistance)
       continue;
     else if (same_format && em == *m)
       step = 1, d = layer_d;
