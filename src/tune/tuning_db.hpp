@@ -1,14 +1,13 @@
 // The tuning database: one JSON file per GPU, a `meta` block and one section per family, entries
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
-// bucket of the same layer (within kMaxBucketDistance) → nearest layer (N, K) of the same format at the same M bucket → the
-// same at a similar format (same bits and group, other dtype or mode) → (the caller's) heuristic.
-// Other layers count only within kMaxLayerDistance: farther, the heuristic chose better.
-// Keys are indexed when files are loaded, so a lookup is a hash probe plus, on a miss, a pass over
-// the pre-parsed entries of the same layer and of the same M bucket (no parsing, nothing copied: the
-// hit points into the index, and the caller's parse of an entry's config is kept there too). Bad files
-// and bad entries are reported and skipped, never fatal: a file for another arch is ignored; a file
-// written by another lowbit version, NVRTC or template set keeps its entries, and every entry is
-// re-validated by the caller.
+// bucket of the same layer (within kMaxBucketDistance) → nearest layer (N, K) of the same format at the same
+// M bucket → the same at a similar format (same bits and group, other dtype or mode) → (the caller's)
+// heuristic. Other layers count only within kMaxLayerDistance: farther, the heuristic chose better. Keys are
+// indexed when files are loaded, so a lookup is a hash probe plus, on a miss, a pass over the pre-parsed
+// entries of the same layer and of the same M bucket (no parsing, nothing copied: the hit points into the
+// index, and the caller's parse of an entry's config is kept there too). Bad files and bad entries are
+// reported and skipped, never fatal: a file for another arch is ignored; a file written by another lowbit
+// version, NVRTC or template set keeps its entries, and every entry is re-validated by the caller.
 //
 // File format:
 //   {"schema": 1,
