@@ -14,3 +14,14 @@ device_build() {
     exit 1
   fi
 }
+# for_each_profile FN: for each non-empty line of $PROFILE (bench arguments), in order, writes the
+# header "== N: line" into the summary and runs FN N LINE (the ncu scripts).
+for_each_profile() {
+  local i=0 line
+  while IFS= read -r line; do
+    [ -z "$line" ] && continue
+    i=$((i + 1))
+    echo "== $i: $line" | tee -a "$S"
+    "$1" "$i" "$line"
+  done <<<"${PROFILE:-}"
+}

@@ -6,11 +6,8 @@
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 device_build lowbit_cli
 export LOWBIT_CACHE_DIR=$B/cache-sass-stalls
-i=0
-while IFS= read -r line; do
-  [ -z "$line" ] && continue
-  i=$((i + 1))
-  echo "== $i: $line" | tee -a "$S"
+profile_one() {  # N, bench arguments
+  local i=$1 line=$2
   ncu --clock-control none -k regex:wq_gemm --launch-skip 0 --launch-count 1 \
     --section SourceCounters --section WarpStateStats --section SpeedOfLight -f -o "$OUT/rep-$i" \
     "$B/lowbit" bench wq_gemm $line --replays 3 >"$OUT/ncu-$i.log" 2>&1
@@ -31,5 +28,6 @@ print(f"{len(body)} instructions, {total:.0f} samples; columns: {cols}")
 for r in sorted(body, key=lambda r: -float(r[smp]))[:60]:
     print(f"{100 * float(r[smp]) / total:5.1f}%  {r[0]:>6}  {r[src]}")
 PY
-done <<<"${PROFILE:-}"
+}
+for_each_profile profile_one
 rm -f "$OUT"/rep-*.ncu-rep

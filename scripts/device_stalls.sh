@@ -5,14 +5,12 @@
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 device_build lowbit_cli
 export LOWBIT_CACHE_DIR=$B/cache-stalls
-i=0
-while IFS= read -r line; do
-  [ -z "$line" ] && continue
-  i=$((i + 1))
-  echo "== $i: $line" | tee -a "$S"
+profile_one() {  # N, bench arguments
+  local i=$1 line=$2
   ncu --clock-control none -k regex:wq_gemm --launch-skip 0 --launch-count 1 --page raw \
     --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,smsp__inst_executed.sum" \
     "$B/lowbit" bench wq_gemm $line --replays 3 >"$OUT/stalls-$i.txt" 2>&1
   grep -E "stalled|duration|issue_active|warps_active|inst_executed" "$OUT/stalls-$i.txt" |
     awk '{print $1, $(NF)}' | sort -k2 -g -r | tee -a "$S"
-done <<<"${PROFILE:-}"
+}
+for_each_profile profile_one
