@@ -4,7 +4,7 @@
 # to the device). Each side builds its CLI, optionally tunes the layers at $TUNE_M into a file of
 # its own (so each side is timed on the configs that suit it), then benches with "$@" (default: the
 # standard cases at M 1,16). Base and new benches alternate, twice, so drift shows. Results in $OUT.
-# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16] [BASE_DB=file] [SHAPES="N K\n..."] [LIMIT_S=150] scripts/device_ab.sh [bench args]
+# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16 [BASE_DB=file]] [SHAPES="N K\n..."] [LIMIT_S=150] scripts/device_ab.sh [bench args]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 PATCH=${AB_PATCH:-ab.patch}
 [[ $PATCH = /* ]] || PATCH=$ROOT/$PATCH
@@ -26,8 +26,12 @@ else
   layers=(--model standard)
 fi
 declare -A CLI=([base]=$BASE_SRC/build-dev/lowbit [new]=$B/lowbit)
-# BASE_DB: a tuning file already made for the base side (e.g. by an earlier call): used, not re-tuned.
-[ -n "${BASE_DB:-}" ] && cp "$BASE_DB" "$OUT/base-tuned.json"
+# BASE_DB (with TUNE_M): a tuning file already made for the base side (e.g. by an earlier call, as
+# an untracked file in the working tree, path relative to the repo root): used, not re-tuned.
+if [ -n "${BASE_DB:-}" ]; then
+  [[ $BASE_DB = /* ]] || BASE_DB=$ROOT/$BASE_DB
+  cp "$BASE_DB" "$OUT/base-tuned.json" || { echo "no $BASE_DB" | tee -a "$S"; exit 1; }
+fi
 for side in base new; do
   export LOWBIT_CACHE_DIR=/tmp/lowbit-ab-cache-$side
   if [ -n "${TUNE_M:-}" ] && ! { [ $side = base ] && [ -n "${BASE_DB:-}" ]; }; then

@@ -22,6 +22,6 @@ for_each_profile() {
     [ -z "$line" ] && continue
     i=$((i + 1))
     echo "== $i: $line" | tee -a "$S"
-    "$1" "$i" "$line"
+    "$1" "$i" "$line" </dev/null  # FN must not read the remaining lines
   done <<<"${PROFILE:-}"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, GPU + unit tests, compile timings, benchmark. Everything lands
-# in $OUT (summary.txt last). SKIP_TESTS=1 runs only the benchmark.
-# Usage: [FORMATS=1] [SKIP_TESTS=1] scripts/device_run.sh [bench args...]
+# in $OUT (summary.txt last). SKIP_TESTS=1 runs only the benchmark; TEST_TIMEOUT (seconds, default
+# 480) bounds ctest. Usage: [FORMATS=1] [SKIP_TESTS=1] [TEST_TIMEOUT=s] scripts/device_run.sh [bench args...]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 step() { echo "== $*" | tee -a "$S"; }
 step "gpu"; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$S"

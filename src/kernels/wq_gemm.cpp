@@ -557,13 +557,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     else if (col_blocks > fewer_warps_above * sms)
       c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
     if (col_blocks > 12LL * sms) c.n_tiles = 8;
-    // v6, 3/4-bit: activations staged per warp on layers of up to 8 tiles per SM, with 2 tiles per
-    // warp up to 6 unless K-heavy (16 warps along K); at 8 rows up to 10 tiles per SM. H100 re-tune
-    // of the model presets: staged won on every such layer at M 1-8, by up to 20 % at M = 8 (4096²
-    // M = 8: 5.50 µs against 6.76 for the v5 choice). v7: 8192×K (7.8 tiles per SM) too, with 4
-    // tiles per warp: the re-tunes of both GPUs with the 3-stage staged candidates picked it at
-    // M 1-4 on 19 of 21 such layers × buckets (H200 8192² M = 2: 16 % faster than 2 tiles of
-    // registers; the two exceptions, H100 8192×1024 M 1-2 and 8192² M = 1, lose 4-6 % and 0.3 %).
+    // 3/4-bit: activations staged per warp on layers of up to 8 tiles per SM (v6: 7), with 2 tiles
+    // per warp up to 6 unless K-heavy (16 warps along K); at 8 rows up to 10 tiles per SM. v6, H100
+    // re-tune of the model presets: staged won on every such layer at M 1-8, by up to 20 % at M = 8
+    // (4096² M = 8: 5.50 µs against 6.76 for the v5 choice). v7: 8192×K (7.8 tiles per SM) too,
+    // with 4 tiles per warp: the re-tunes of both GPUs with the 3-stage staged candidates picked it
+    // for 43 of the 48 (8192×K layer, M 1/2/4, GPU) entries (H200 8192² M = 2: 16 % faster than 2
+    // tiles of registers). The 5 others lose 0.3-6 %: 8192×1024 at M 1-2 on both GPUs, and the
+    // H100's 8192² at M = 1.
     // Few column blocks keep their 2 tiles (1280×8192: (1,2,1,16,1,3) staged best at M 1-8).
     if (stage_per_warp && (p.bits == 3 || p.bits == 4) &&
         (tiles_per_sm <= 8 || (bucket == 8 && tiles_per_sm <= 10))) {
