@@ -623,8 +623,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200
     // (docs/perf-notes.md, "x_shared"): 2 × 2 warps with 2 × 4 tiles each, more tiles from 128
-    // rows, and for very wide layers (≥ 20 tiles per SM) 4 warps side by side with 4 row tiles.
-    const bool wide = tiles_per_sm >= 20;
+    // rows, and from 128 rows on very wide layers (≥ 20 tiles per SM) 4 warps side by side with 4
+    // row tiles. v7: not below 128 rows, where the re-tuned files of both GPUs put 2 × 2 warps
+    // first among the x_shared configs of every such layer (37888×3584 M = 32: 45.4 µs against
+    // 53.8 for 4 × 1 on the H200, 46.3 against 54.5 on the H100).
+    const bool wide = bucket >= 128 && tiles_per_sm >= 20;
     c = make(bucket <= 32 || !wide ? 2 : 4, bucket <= 64 || tiles_per_sm <= 6 ? 4 : 8, wide ? 1 : 2, 3);
     c.warps_n = wide ? 4 : 2;
     c.x_shared = true;
