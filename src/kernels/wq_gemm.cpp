@@ -628,7 +628,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // first among the x_shared configs of every such layer (37888×3584 M = 32: 45.4 µs against
     // 53.8 for 4 × 1 on the H200, 46.3 against 54.5 on the H100).
     const bool wide = bucket >= 128 && tiles_per_sm >= 20;
-    c = make(bucket <= 32 || !wide ? 2 : 4, bucket <= 64 || tiles_per_sm <= 6 ? 4 : 8, wide ? 1 : 2, 3);
+    c = make(wide ? 4 : 2, bucket <= 64 || tiles_per_sm <= 6 ? 4 : 8, wide ? 1 : 2, 3);
     c.warps_n = wide ? 4 : 2;
     c.x_shared = true;
   }
