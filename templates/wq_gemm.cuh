@@ -171,7 +171,7 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic,
-          bool kXShared>
+          bool kXShared, bool kAccF16>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                    const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
@@ -182,6 +182,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
                 "group size must be 32, 64, 128, a multiple of 128, or 0 (per channel)");
   static_assert(kStages >= 2, "at least one chunk in flight");
   static_assert(kUpperRows || kMTiles == 1, "rows 8..15 may be skipped only with one 16-row tile");
+  static_assert(!(kAccF16 && kBf16), "bf16 MMAs accumulate in fp32 only");
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
   constexpr int kKPad = (kK + 127) / 128 * 128;
@@ -195,9 +196,15 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // accumulator tiles of block-shared activations: the chunk's partial sums would double the
   // accumulator registers (the weights are then scaled in 16 bits before the MMA, so outside
   // deterministic mode a row's rounding may differ between configs).
+  // fp16 accumulation (kAccF16) always scales first: the chunk's fp16 sums then stay in the range of
+  // the outputs, where sums of unscaled q − z could overflow.
   constexpr bool kScaleAfter =
-      kIntMode && (kGroup == 0 || (kGroup >= 128 && !(kXShared && !kDeterministic && kMTiles * kNTiles > 8)));
-  constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;  // one per column for all of K
+      !kAccF16 && kIntMode &&
+      (kGroup == 0 || (kGroup >= 128 && !(kXShared && !kDeterministic && kMTiles * kNTiles > 8)));
+  constexpr bool kScaleAtEnd = kScaleAfter && kGroup == 0;  // one per column for all of K
+  // The MMAs of a chunk sum into `part` (then scaled, or just added, into the fp32 accumulators):
+  // for a scale per chunk, and for fp16 accumulation, whose error this bounds to one chunk.
+  constexpr bool kChunkSums = (kScaleAfter && !kScaleAtEnd) || kAccF16;
   // With the scale after the MMA the zero can come after it too: the MMA runs on base + q (one
   // mask-or per pair, no subtraction) and (base + z)·Σx leaves the chunk's sum, Σx coming from one
   // more MMA per step against ones. Not for fp16 4-bit (its dequant folds the zero in for free) nor
@@ -304,7 +311,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // Per-warp staging (one warp along N): each warp copies the 16 vectors of its own chunk per row,
   // lane l vector l % 16 of rows l / 16, + 2, + 4, ...
   constexpr bool kXPerWarp = kXShared && kWarpsN == 1;
-  constexpr int kXThreads = kXPerWarp ? 32 : 32 * kWarpsN * kWarpsK;  // threads that copy one stage
+  constexpr int kXThreads = kXPerWarp ? 32 : 32 * kWarpsN * kWarpsK;   // threads that copy one stage
   constexpr int kXRowStep = kXThreads / (kXPerWarp ? 16 : kXRowVecs);  // rows between one thread's copies
   constexpr int kXCopies = (kXPerWarp ? kXRows * 16 : kXStage) / kXThreads;  // 16-byte copies per thread
   static_assert(!kXShared || kXCopies * kXThreads == (kXPerWarp ? kXRows * 16 : kXStage), "whole copies");
@@ -495,16 +502,23 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // This chunk's sums when the scale comes after the MMA; with few tiles, even and odd MMA steps
     // accumulate into separate sets so consecutive MMAs of a tile do not wait on each other (with 8
     // tiles there is enough independent work and the registers matter more).
-    constexpr int kChains = kMTiles * kAccN >= 8 && !kDeterministic ? 1 : 2;
+    // fp16 sums always take two chains (4 MMA steps of rounding each instead of 8).
+    constexpr int kChains = kMTiles * kAccN >= 8 && !kDeterministic && !kAccF16 ? 1 : 2;
     float part[kChains][kMTiles][kAccN][4];
+    u32 part16[kChains][kMTiles][kAccN][2];  // kAccF16: half2 of accumulator elements (0, 1) and (2, 3)
     for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
 #pragma unroll
-      for (int e = 0; e < kChains; ++e) part[e][mt][q][r] = 0.f;
+      for (int e = 0; e < kChains; ++e) {
+        part[e][mt][q][r] = 0.f;
+        if (r < 2) part16[e][mt][q][r] = 0u;
+      }
     });
 
     // Even steps accumulate into part[0] / acc, odd ones into part[1] / acc_odd.
     auto mma_step = [&](int hs, int mt, int q, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
-      if constexpr (kScaleAfter && !kScaleAtEnd)
+      if constexpr (kAccF16)
+        mma_16816_f16acc(part16[hs % kChains][mt][q], a0, a1, a2, a3, b0, b1);
+      else if constexpr (kChunkSums)
         mma_16816<kBf16>(part[hs % kChains][mt][q], a0, a1, a2, a3, b0, b1);
       else if (hs == 0 || kAccChains == 1)
         mma_16816<kBf16>(acc[mt][q], a0, a1, a2, a3, b0, b1);
@@ -580,7 +594,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
             }
       }
     }
-    if constexpr (kScaleAfter && !kScaleAtEnd) {
+    if constexpr (kAccF16) {  // the weights were scaled: the chunk's sums go straight into fp32
+      for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+#pragma unroll
+        for (int e = 0; e < kChains; ++e) acc[mt][q][r] += half2_elem_to_f32(part16[e][mt][q][r >> 1], r & 1);
+      });
+    } else if constexpr (kChunkSums) {
       for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
         const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
         float sum = kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r];
@@ -596,7 +615,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         for (int h = 0; h < kHalves; ++h) xa[p][0][h] = xn[p][0][h];
   }
   cp_async_wait<0>();
-  if constexpr (!(kScaleAfter && !kScaleAtEnd) && kAccChains == 2)
+  if constexpr (!kChunkSums && kAccChains == 2)
     for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] += acc_odd[mt][q][r]; });
 
   // Per-channel scales: one multiply per output, here.

@@ -23,7 +23,7 @@ struct WqFlags {
   int64_t n = 0, k = 0;
   int bits = 4;
   int group = 128;
-  std::string act = "f16", out = "";
+  std::string act = "f16", out = "", accum = "f32";
   bool symmetric = false;   // --symmetric: same as --mode sym
   std::string mode = "zp";  // zp | sym | fz | sz
   bool act_order = false;

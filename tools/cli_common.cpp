@@ -36,6 +36,8 @@ void add_wq(CLI::App* app, WqFlags& f) {
       ->default_val("zp");
   app->add_flag("--act-order", f.act_order, "weights packed from an act-order (g_idx) checkpoint");
   app->add_flag("--deterministic", f.deterministic, "fixed-order split-K, same K order for every M bucket");
+  app->add_option("--accum", f.accum, "MMA accumulation: f32, or f16 (f16 activations; per 128-k chunk)")
+      ->default_val("f32");
   app->add_option(
       "--config", f.config,
       "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k[,stages[,x_shared 0|1[,wgmma 0|1]]]");
@@ -158,6 +160,7 @@ WqGemmProblem wq_problem(const WqFlags& f, int64_t n, int64_t k) {
   p.mode = parse_mode(f.symmetric ? "sym" : f.mode);
   p.act_order = f.act_order;
   p.deterministic = f.deterministic;
+  p.accum = parse_dtype(f.accum);
   std::string why;
   LOWBIT_CHECK(can_implement(p, &why), "{}", why);
   return p;

@@ -43,8 +43,9 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
   int failures = 0;
   for (auto [n, k] : wq_shapes(w)) {
     const WqGemmProblem p = wq_problem(w, n, k);
-    const std::string label = fmt::format("w{}g{}{}{} {} {}x{}", p.bits, p.group_size, wq::mode_tag(p.mode),
-                                          p.act_order ? "ao" : "", to_string(p.act), n, k);
+    const std::string label =
+        fmt::format("w{}g{}{}{} {}{} {}x{}", p.bits, p.group_size, wq::mode_tag(p.mode),
+                    p.act_order ? "ao" : "", to_string(p.act), p.accum == DType::F16 ? "a16" : "", n, k);
     const auto rows = tune::bench_wq_gemm(rt, ceil, p, opt);
     if (!f.json && !rows.empty())
       std::printf("# %s: plan built in %.1f ms (%s)\n", label.c_str(), rows.front().plan_ms,

@@ -49,6 +49,14 @@ struct WqGemmProblem {
   // Split-K sums in a fixed order through the workspace instead of atomics, and every M bucket uses
   // the same K decomposition: results are bitwise equal across runs and across M buckets.
   bool deterministic = false;
+  // Accumulation of the tensor-core products: F32 (default), or F16 (act = F16 only; bf16 MMAs
+  // accumulate in fp32 only). F16 sums each 128-wide K chunk of x·w in fp16 (8 MMA steps, two
+  // chains) and the chunks in fp32, so the fp16 error covers one chunk and not all of K: about
+  // 2^-11·√4 of a chunk's sum per chunk. The weights are then always scaled before the MMA, so a
+  // chunk's partial sum stays in the output's range (|x·w| summed over 128 k must stay under 65504).
+  // For GPUs whose fp16-accumulating MMA is faster (sm_86/sm_89: twice the rate); on sm_80/sm_90 it
+  // only costs. Never runs the wgmma kernel.
+  DType accum = DType::F32;
   std::string str() const;  // WqGemmProblem(m=1, n=4096, ...)
 };
 

@@ -35,9 +35,10 @@ bool has_float_zeros(DequantMode m) {
 }
 
 std::string WqGemmProblem::str() const {
-  return fmt::format("WqGemmProblem(m={}, n={}, k={}, bits={}, group_size={}, mode={}, act={}, out={}{}{})",
+  return fmt::format("WqGemmProblem(m={}, n={}, k={}, bits={}, group_size={}, mode={}, act={}, out={}{}{}{})",
                      m, n, k, bits, group_size, to_string(mode), to_string(act), to_string(out),
-                     act_order ? ", act_order" : "", deterministic ? ", deterministic" : "");
+                     act_order ? ", act_order" : "", deterministic ? ", deterministic" : "",
+                     accum == DType::F32 ? "" : fmt::format(", accum={}", to_string(accum)));
 }
 
 std::string WqGemmConfig::str() const {
@@ -81,6 +82,12 @@ bool can_implement(const WqGemmProblem& p, std::string* why) {
   if (p.out != p.act && p.out != DType::F32)
     return fail(why, fmt::format("out = {}: the output must be the activation dtype ({}) or f32",
                                  to_string(p.out), to_string(p.act)));
+  if (p.accum != DType::F32 && p.accum != DType::F16)
+    return fail(why, fmt::format("accum = {}: accumulation must be f32 or f16", to_string(p.accum)));
+  if (p.accum == DType::F16 && p.act != DType::F16)
+    return fail(why, fmt::format("accum = f16 with act = {}: fp16 accumulation needs f16 activations (bf16 "
+                                 "MMAs accumulate in fp32 only)",
+                                 to_string(p.act)));
   return true;
 }
 
@@ -177,6 +184,7 @@ nlohmann::json to_json(const WqGemmProblem& p) {
                       {"out", to_string(p.out)}};
   if (p.act_order) j["act_order"] = true;
   if (p.deterministic) j["deterministic"] = true;
+  if (p.accum != DType::F32) j["accum"] = to_string(p.accum);
   return j;
 }
 
@@ -208,9 +216,9 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
 tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   tune::TuningKey k;
   // No act-order field: act-order layers run the same kernel as plain ones.
-  k.format = fmt::format("w{}.{}.{}{}.{}{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
+  k.format = fmt::format("w{}.{}.{}{}.{}{}{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
                          to_string(p.act), p.out == DType::F32 ? ".o32" : "", mode_tag(p.mode),
-                         p.deterministic ? ".det" : "");
+                         p.deterministic ? ".det" : "", p.accum == DType::F16 ? ".a16" : "");
   k.shape = {{"m", bucket}, {"n", p.n}, {"k", p.k}};
   return k;
 }
@@ -224,11 +232,12 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}", p.bits,
-                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                       p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "", p.n,
-                       p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                       c.stages, c.x_shared ? "xs" : "", c.wgmma ? "wg" : "");
+  s.name =
+      fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}", p.bits,
+                  p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                  p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
+                  p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles,
+                  c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "", c.wgmma ? "wg" : "");
   s.name_expression =
       c.wgmma
           ? fmt::format("lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
@@ -236,10 +245,10 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                         b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode))
           : fmt::format(
                 "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                "{}, {}>",
+                "{}, {}, {}>",
                 p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
                 c.stages, b(upper_rows), b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode),
-                b(p.deterministic), b(c.x_shared));
+                b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"{}\"\n// instantiated through the name expression:\n// {}\n", s.name,
@@ -270,7 +279,8 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   // Modes that dequantize every weight before the MMA (float zeros, groups under 128) keep more
   // registers live per tile: past 8 accumulator tiles per warp they spill (ptxas, sm_90a: m_tiles 2 ×
   // n_tiles 8 needs 255 registers and 32-76 B of stack).
-  const bool full_dequant = has_float_zeros(p.mode) || (p.group_size > 0 && p.group_size < 128);
+  const bool full_dequant =
+      has_float_zeros(p.mode) || (p.group_size > 0 && p.group_size < 128) || p.accum == DType::F16;
   // wgmma always dequantizes before the MMA; can_implement caps m_tiles·n_tiles at 16 (a few
   // 8-bit and per-channel configs still spill 4-76 bytes at the 168 registers of 384 threads).
   if (full_dequant && !c.wgmma)
@@ -282,7 +292,7 @@ void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bo
   // wgmma configs shrink their stages, column tiles and warpgroups; where wgmma cannot run at all
   // (not sm_90a, deterministic) they become the mma.sync config of one warpgroup's shape (4 warps
   // side by side), cut to the registers of its mode.
-  const bool hopper = wq::has_wgmma(arch) && !p.deterministic;
+  const bool hopper = wq::has_wgmma(arch) && wq::may_run_wgmma(p);
   while (c.wgmma && !can_implement(p, c, arch)) {
     if (hopper && c.stages > 3) {
       --c.stages;
@@ -346,9 +356,12 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
         source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
       return {fitted, source};
     }
-    warn_once(fmt::format("tuning-entry:{}{}", hit->file, hit->key),
-              fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
-                          hit->file, hit->key, why));
+    // An entry of another format may hold what this one cannot run (wgmma for a deterministic or
+    // fp16-accumulating problem): not a fault of the file, so no warning.
+    if (hit->step != "similar format")
+      warn_once(fmt::format("tuning-entry:{}{}", hit->file, hit->key),
+                fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
+                            hit->file, hit->key, why));
   }
   const WqGemmConfig h = choose_config(pb, ctx.arch(), ctx.sm_count());
   std::string why;
@@ -425,6 +438,9 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
       return fail(why, fmt::format("{}: deterministic problems do not run wgmma (its sums over K are ordered "
                                    "differently from the M = 1 kernel's)",
                                    c.str()));
+    if (p.accum != DType::F32)
+      return fail(why, fmt::format("{}: accum = {} problems do not run wgmma (it accumulates in fp32 here)",
+                                   c.str(), to_string(p.accum)));
   }
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
   if (wq::smem_bytes(p, c) + 16 > wq::smem_limit(arch))
@@ -507,7 +523,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       (bucket == 32 && p.k >= 4096 && (weights >= 100e6 || (p.k >= 2 * p.n && weights >= 48e6)));
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
-  if (wq::has_wgmma(arch) && !p.deterministic && measured_format && wgmma_rows) {
+  if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
     WqGemmConfig w = make(bucket == 32 ? 2 : 4, one_wave_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);

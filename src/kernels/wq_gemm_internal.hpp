@@ -23,6 +23,11 @@ constexpr bool swaps_operands(const WqGemmConfig& c, int64_t bucket) {
 inline bool has_wgmma(const Arch& a) {
   return a.sm() == 90 && a.arch_specific;
 }
+// ... and serves neither deterministic problems (its K order differs from the M = 1 kernel's) nor
+// fp16 accumulation (it accumulates in fp32).
+inline bool may_run_wgmma(const WqGemmProblem& p) {
+  return !p.deterministic && p.accum == DType::F32;
+}
 
 // Launch geometry of one config for one M, run by the kernel of M bucket `bucket`.
 struct Geometry {

@@ -23,4 +23,14 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], u32 a0, u32 a1, u32 a2,
   }
 }
 
+// The same product with fp16 inputs accumulated in fp16: d[0] = half2 of (row g; columns 2t, 2t+1),
+// d[1] = the same of row g + 8 (accumulator elements 0, 1 and 2, 3 of the fp32 form).
+__device__ __forceinline__ void mma_16816_f16acc(u32 (&d)[2], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
+                                                 u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+      : "+r"(d[0]), "+r"(d[1])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 }  // namespace lowbit::kern

@@ -102,6 +102,10 @@ __device__ __forceinline__ float f16_to_f32(u16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
+// Element h (0: low half, 1: high half) of a half2 as fp32.
+__device__ __forceinline__ float half2_elem_to_f32(u32 v, int h) {
+  return f16_to_f32(static_cast<u16>(h ? v >> 16 : v & 0xffffu));
+}
 __device__ __forceinline__ u16 f32_to_bf16(float f) {
   u16 h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));  // sm_80+

@@ -133,7 +133,10 @@ double tolerance(const WqGemmProblem& p) {
   // Output rounding dominates (2^-11 for f16, 2^-8 for bf16); the 16-bit dequantized weights add a
   // little that grows slowly with K.
   // (q − z)·s with a float z rounds twice per weight (q − z, then ·s): half again as much.
-  const double k_term = 1e-4 * std::sqrt(static_cast<double>(p.k) / 4096.0);
+  // fp16 accumulation rounds each 128-k chunk's sums in fp16 (8 MMA steps in two chains): ~2^-11·√4
+  // of the output's size on top.
+  const double k_term =
+      1e-4 * std::sqrt(static_cast<double>(p.k) / 4096.0) + (p.accum == DType::F16 ? 2e-3 : 0);
   const double modes = p.mode == DequantMode::SubFloatZeroThenScale ? 1.5 : 1.0;
   if (p.out == DType::F32) return (p.act == DType::BF16 ? 5e-3 : 1e-3) * modes + k_term;
   if (p.out == DType::BF16) return 1e-2 * modes + k_term;

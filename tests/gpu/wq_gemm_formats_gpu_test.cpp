@@ -125,6 +125,47 @@ TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zero
   }
 }
 
+TEST_CASE("wq_gemm fp16 accumulation: every bits x group x mode, each decomposition, model shapes", "[gpu]") {
+  std::vector<WqGemmProblem> small;
+  for (int bits : {1, 2, 3, 4, 8})
+    for (int group : {32, 128, 0})
+      for (DequantMode mode : kModes) {
+        WqGemmProblem p = make_problem(264, 1024, bits, group, mode, DType::F16, 17);
+        p.accum = DType::F16;
+        if (bits == 3) p.out = DType::F32;
+        small.push_back(p);
+      }
+  const std::size_t n_small = small.size();
+  // The library's choice; split along K; swapped operands with block-shared activations (M = 1);
+  // staged per warp, split; 2 x 8 tiles of block-shared activations.
+  const auto chosen = build_plans(small, {17});
+  std::vector<std::vector<std::unique_ptr<WqGemmPlan>>> forced_plans;
+  for (const WqGemmPlanOptions& o : {forced(1, 2, 2, 2, 3), forced(1, 2, 2, 2, 3, true),
+                                     forced(1, 4, 1, 2, 3, true), forced(2, 8, 2, 1, 1, true)})
+    forced_plans.push_back(build_plans(small, {17}, std::vector<WqGemmPlanOptions>(n_small, o)));
+  for (std::size_t i = 0; i < n_small; ++i) {
+    auto L = make_layer(small[i], small[i].group_size == 32);
+    for (int64_t m : {1, 5, 17}) run_and_check(*L, *chosen[i], m, small[i].group_size == 32);
+    for (const auto& plans : forced_plans)
+      for (int64_t m : {1, 17}) run_and_check(*L, *plans[i], m, small[i].group_size == 32);
+  }
+  // Model and tensor-parallel shapes at every decomposition's M (no wgmma at 64 and 130 rows).
+  const std::vector<int64_t> ms = {1, 3, 16, 64, 130};
+  std::vector<WqGemmProblem> shapes = {
+      make_problem(4096, 4096, 4, 128, DequantMode::SubZeroThenScale, DType::F16, 130),
+      make_problem(1792, 5504, 4, 128, DequantMode::Symmetric, DType::F16, 130),
+      make_problem(4000, 4160, 8, 64, DequantMode::SubZeroThenScale, DType::F16, 130)};
+  for (auto& p : shapes) p.accum = DType::F16;
+  const auto plans = build_plans(shapes, ms);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    auto L = make_layer(shapes[i], true);
+    for (int64_t m : ms) {
+      CHECK_FALSE(plans[i]->config_for(m).wgmma);
+      run_and_check(*L, *plans[i], m, true);
+    }
+  }
+}
+
 TEST_CASE("wq_gemm act-order: weights packed through a random g_idx", "[gpu]") {
   std::vector<WqGemmProblem> problems;
   std::vector<WqGemmPlanOptions> options;

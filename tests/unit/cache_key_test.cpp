@@ -100,6 +100,7 @@ TEST_CASE("cache key: every baked-in field changes the digest", "[cache_key]") {
   with_problem("act bf16", [](WqGemmProblem& p) { p.act = DType::BF16, p.out = DType::BF16; });
   with_problem("out f32", [](WqGemmProblem& p) { p.out = DType::F32; });
   with_problem("act bf16 out f32", [](WqGemmProblem& p) { p.act = DType::BF16, p.out = DType::F32; });
+  with_problem("accum f16", [](WqGemmProblem& p) { p.accum = DType::F16; });
   with_config("m_tiles", [](WqGemmConfig& c) { c.m_tiles = 2; });
   with_config("n_tiles", [](WqGemmConfig& c) { c.n_tiles = 8; });
   with_config("warps_n", [](WqGemmConfig& c) { c.warps_n = 2; });

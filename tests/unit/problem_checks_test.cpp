@@ -97,6 +97,34 @@ TEST_CASE("can_implement(problem) rejects and names the field", "[checks]") {
   check_rejected(p, "out = bf16");
   p = normal_problem(), p.n = int64_t{1} << 31;
   check_rejected(p, "2^30");
+  p = normal_problem(), p.accum = DType::BF16;
+  check_rejected(p, "accum = bf16");
+  p = normal_problem(), p.act = DType::BF16, p.out = DType::BF16, p.accum = DType::F16;
+  check_rejected(p, "accum = f16 with act = bf16");
+}
+
+TEST_CASE("fp16 accumulation: accepted for f16, its own tuning key, never wgmma", "[checks]") {
+  WqGemmProblem p = normal_problem();
+  p.accum = DType::F16;
+  REQUIRE(can_implement(p));
+  CHECK(p.str().find("accum=f16") != std::string::npos);
+  CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp.a16");
+  p.accum = DType::F32;
+  CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp");
+  p.accum = DType::F16;
+  const Arch hopper = Arch::parse("sm_90a");
+  WqGemmConfig w;
+  w.m_tiles = 4, w.n_tiles = 4, w.warps_n = 8, w.warps_k = 1, w.stages = 3, w.wgmma = true;
+  check_rejected(p, w, hopper, "accum = f16");
+  // The heuristic, which takes wgmma for this layer at 64 rows in fp32, picks mma.sync.
+  p.n = 28672, p.k = 4096;
+  for (int64_t m : {1, 16, 64, 128}) {
+    p.m = m;
+    const WqGemmConfig c = lowbit::choose_config(p, hopper, 132);
+    INFO(m << ": " << c.str());
+    CHECK(!c.wgmma);
+    CHECK(can_implement(p, c, hopper));
+  }
 }
 
 TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", "[checks]") {
@@ -304,22 +332,25 @@ TEST_CASE("modes that dequantize before the MMA never get more than 8 accumulato
   for (auto mode : {lowbit::DequantMode::SubFloatZeroThenScale, lowbit::DequantMode::ScaleThenAddZero,
                     lowbit::DequantMode::SubZeroThenScale}) {
     for (int group : {32, 128}) {
-      for (int64_t m : {1, 16, 32, 64, 128}) {
-        lowbit::WqGemmProblem p;
-        p.m = m, p.n = 28672, p.k = 8192, p.group_size = group, p.mode = mode;
-        const bool full_dequant = mode != lowbit::DequantMode::SubZeroThenScale || group < 128;
-        const WqGemmConfig c = lowbit::choose_config(p, sm90a, 132);
-        INFO("mode " << static_cast<int>(mode) << " group " << group << " m " << m << ": " << c.str());
-        // (wgmma keeps its accumulators per warpgroup; can_implement bounds them.)
-        if (full_dequant && !c.wgmma) CHECK(c.m_tiles * c.n_tiles <= 8);
-        // A config tuned for the scale-after mode is cut down the same way, and only then.
-        WqGemmConfig wide = c;
-        wide.m_tiles = 2, wide.n_tiles = 8, wide.wgmma = false;
-        if (c.wgmma) CHECK(lowbit::wq::fit_registers(p, c) == c);  // wgmma configs are left alone
-        const WqGemmConfig fitted = lowbit::wq::fit_registers(p, wide);
-        CHECK(fitted.m_tiles == (full_dequant ? 1 : 2));
-        CHECK(fitted.n_tiles == 8);
-      }
+      for (int64_t m : {1, 16, 32, 64, 128})
+        for (DType accum : {DType::F32, DType::F16}) {  // fp16 accumulation always dequantizes first
+          lowbit::WqGemmProblem p;
+          p.m = m, p.n = 28672, p.k = 8192, p.group_size = group, p.mode = mode, p.accum = accum;
+          const bool full_dequant =
+              mode != lowbit::DequantMode::SubZeroThenScale || group < 128 || accum == DType::F16;
+          const WqGemmConfig c = lowbit::choose_config(p, sm90a, 132);
+          INFO("mode " << static_cast<int>(mode) << " group " << group << " m " << m << " accum "
+                       << to_string(accum) << ": " << c.str());
+          // (wgmma keeps its accumulators per warpgroup; can_implement bounds them.)
+          if (full_dequant && !c.wgmma) CHECK(c.m_tiles * c.n_tiles <= 8);
+          // A config tuned for the scale-after mode is cut down the same way, and only then.
+          WqGemmConfig wide = c;
+          wide.m_tiles = 2, wide.n_tiles = 8, wide.wgmma = false;
+          if (c.wgmma) CHECK(lowbit::wq::fit_registers(p, c) == c);  // wgmma configs are left alone
+          const WqGemmConfig fitted = lowbit::wq::fit_registers(p, wide);
+          CHECK(fitted.m_tiles == (full_dequant ? 1 : 2));
+          CHECK(fitted.n_tiles == 8);
+        }
     }
   }
 }
@@ -354,7 +385,7 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::wq::geometry(p, swapped, 1, 1).smem == lowbit::wq::smem_bytes(one_row, swapped));
   const auto spec = lowbit::wq::kernel_spec(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "xs"));
-  CHECK(lowbit::test::contains(spec.name_expression, "true>"));
+  CHECK(lowbit::test::contains(spec.name_expression, "true, false>"));  // x_shared, then fp16 accumulation
   CHECK_FALSE(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 64).name, "xs"));
   CHECK(lowbit::test::contains(c.str(), "x_shared"));
 }
