@@ -171,7 +171,7 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic,
-          bool kXShared, bool kAccF16, bool kOneRow>
+          bool kXShared, bool kAccF16>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                    const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
@@ -183,7 +183,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   static_assert(kStages >= 2, "at least one chunk in flight");
   static_assert(kUpperRows || kMTiles == 1, "rows 8..15 may be skipped only with one 16-row tile");
   static_assert(!(kAccF16 && kBf16), "bf16 MMAs accumulate in fp32 only");
-  static_assert(!kOneRow || !kUpperRows, "one row (the M = 1 bucket) runs with rows 8..15 skipped");
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
   constexpr int kKPad = (kK + 127) / 128 * 128;
@@ -353,16 +352,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
   for (int p = 0; p < 4; ++p)
     xs_lane[p] = xs_addr + (g * kXRowVecs + 16 * wk + 4 * t + (p ^ (2 * (t >> 1) + (g & 1)))) * 16;
-  // kOneRow (the M = 1 bucket) with the zero after the MMA: for Σx, lane (g, t) takes words
-  // 2·(g % 2), +1 of vector g / 2 of its slice t of row 0, so the 32 lanes hold the chunk's 64 words
-  // once each.
-  const u32 xs_slice = xs_addr + (16 * wk + 4 * t + ((g >> 1) ^ (2 * (t >> 1)))) * 16 + (g & 1) * 8;
-  const u16* x_slice = x + 32 * t + 8 * (g >> 1) + 4 * (g & 1);
-  auto xsum_slice = [&](int c, u32 xstage) {  // chunk c, in stage xstage when staged
-    if constexpr (kXShared) return ld_shared_v2<0>(xs_slice + xstage);
-    const bool in_k = !kKTail || c * 128 + 32 * t + 8 * (g >> 1) < kK;
-    return in_k ? ld_cached_v2(x_slice + c * 128) : make_uint2(0, 0);
-  };
   uint4* ring = smem + kStages * kXStage + warp * (kStages * kSlot);
   const u32 ring_base = smem_addr(ring);
   const u32 ring_addr = ring_base + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
@@ -551,21 +540,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
       for (int r = 0; r < 4; ++r) xsum[mt][r] = 0.f;
-    // One activation row (swapped operands, M = 1): the 8 B columns of the MMA against ones, 7 of
-    // them wasted rows otherwise, take 8 different slices of the row's chunk instead, so one MMA
-    // and two shuffles sum all 128 k where 8 MMAs summed 16 k each (an MMA costs the loop about as
-    // much as 10 other instructions here: docs/perf-notes.md, session of 2026-11-23).
-    constexpr bool kOneRowSum = kOneRow && kZeroAfter && kSwap;
-    if constexpr (kOneRowSum) {
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
-      const uint2 v = xsum_slice(c, xstage);
-      mma_16816<kBf16>(d, kOne2, kOne2, kOne2, kOne2, v.x, v.y);
-      float s = d[0] + d[1];  // columns 2t, 2t + 1 (every A row is ones, so every D row is the same)
-      s += __shfl_xor_sync(0xffffffffu, s, 1);
-      s += __shfl_xor_sync(0xffffffffu, s, 2);
-#pragma unroll
-      for (int r = 0; r < 4; ++r) xsum[0][r] = s;  // row 0's; the other rows are never stored
-    }
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       uint4 xsh[kMTiles][kHalves];
@@ -588,7 +562,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
             mma_step(hs, 0, q, lo[2 * hs], hi[2 * hs], lo[2 * hs + 1], hi[2 * hs + 1], word(xp[0][0], 2 * hs),
                      word(xp[0][0], 2 * hs + 1));
         }
-        if constexpr (kZeroAfter && !kOneRowSum)
+        if constexpr (kZeroAfter)
 #pragma unroll
           for (int hs = 0; hs < 2; ++hs)
             mma_16816<kBf16>(xsum[0], kOne2, kOne2, kOne2, kOne2, word(xp[0][0], 2 * hs),

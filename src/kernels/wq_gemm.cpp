@@ -229,19 +229,15 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
   const bool upper_rows = !swaps_operands(c, bucket);
-  const bool one_row = bucket == 1 && !upper_rows && zero_after_mma(p);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}", p.bits,
-                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                       p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
-                       p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
-                       upper_rows ? ""
-                       : one_row  ? "r1"
-                                  : "h",
-                       c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                       c.wgmma ? "wg" : "");
+  s.name =
+      fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}", p.bits,
+                  p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                  p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
+                  p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles, upper_rows ? "" : "h", c.n_tiles,
+                  c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "", c.wgmma ? "wg" : "");
   s.name_expression =
       c.wgmma
           ? fmt::format("lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
@@ -249,10 +245,10 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                         b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode))
           : fmt::format(
                 "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                "{}, {}, {}, {}>",
+                "{}, {}, {}>",
                 p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
                 c.stages, b(upper_rows), b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode),
-                b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16), b(one_row));
+                b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"{}\"\n// instantiated through the name expression:\n// {}\n", s.name,

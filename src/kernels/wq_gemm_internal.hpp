@@ -23,17 +23,6 @@ constexpr bool swaps_operands(const WqGemmConfig& c, int64_t bucket) {
 inline bool has_wgmma(const Arch& a) {
   return a.sm() == 90 && a.arch_specific;
 }
-// Whether the kernel takes the zero point out after the MMA through Σx (kZeroAfter in
-// templates/wq_gemm.cuh, up to its exception for wide block-shared tiles, which M = 1 never has):
-// integer zeros with a scale per 128-k chunk or more, except fp16 4-bit and bf16 8-bit. At M = 1 the
-// kernel then sums x with one MMA per chunk instead of 8 (kOneRow), in a kernel of its own.
-inline bool zero_after_mma(const WqGemmProblem& p) {
-  const bool int_mode = p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric;
-  const bool f16 = p.act == DType::F16;
-  return int_mode && p.group_size >= 128 && p.accum == DType::F32 && !(p.bits == 4 && f16) &&
-         !(p.bits == 8 && !f16);
-}
-
 // ... and serves neither deterministic problems (its K order differs from the M = 1 kernel's) nor
 // fp16 accumulation (it accumulates in fp32).
 inline bool may_run_wgmma(const WqGemmProblem& p) {

@@ -18,9 +18,6 @@ __device__ __forceinline__ uint4 ld_stream_v4(const void* p) {
 __device__ __forceinline__ uint4 ld_cached_v4(const void* p) {
   return __ldg(static_cast<const uint4*>(p));
 }
-__device__ __forceinline__ uint2 ld_cached_v2(const void* p) {
-  return __ldg(static_cast<const uint2*>(p));
-}
 __device__ __forceinline__ u16 ld_cached_u16(const u16* p) {
   return __ldg(p);
 }

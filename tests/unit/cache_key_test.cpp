@@ -148,18 +148,4 @@ TEST_CASE("cache key: M is not baked in (a kernel serves its whole bucket)", "[c
   const Key k13 = key_of(p, base_config(), arch);
   CHECK(k9.digest == k13.digest);
   CHECK(k1.digest != k9.digest);
-  // Except where the zero point comes out through Σx (bf16 4-bit, 2-bit, ...): M = 1 sums x with one
-  // MMA per chunk, in a kernel of its own.
-  for (auto edit : {+[](WqGemmProblem& q) { q.act = DType::BF16, q.out = DType::BF16; },
-                    +[](WqGemmProblem& q) { q.bits = 2; }}) {
-    WqGemmProblem z = base_problem();
-    edit(z);
-    z.m = 1;
-    const Key z1 = key_of(z, base_config(), arch);
-    z.m = 5;
-    const Key z5 = key_of(z, base_config(), arch);
-    CHECK(z1.digest != z5.digest);
-    CHECK(lowbit::test::contains(z1.name, "r1"));
-    CHECK_FALSE(lowbit::test::contains(z5.name, "r1"));
-  }
 }
