@@ -41,7 +41,8 @@
 //
 // Scales: in the integer modes with groups of ≥ 128 (one group per chunk) or per-channel scales,
 // the MMA runs on q − z and the scale multiplies the fp32 partial sum of the chunk (per channel:
-// once, at the end); with smaller groups, and in the float-zero modes, every weight pair is
+// once, at the end); with smaller groups, in the float-zero modes and with fp16 accumulation
+// (kAccF16: each chunk's MMAs sum in fp16, then into the fp32 accumulators), every weight pair is
 // dequantized completely before the MMA.
 //
 // Deterministic mode fixes everything that orders the fp32 sums of one output (two MMA chains, no

@@ -276,7 +276,8 @@ std::size_t permuted_x_bytes(const WqGemmProblem& p, int64_t max_m) {
 }
 
 WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
-  // Modes that dequantize every weight before the MMA (float zeros, groups under 128) keep more
+  // Modes that dequantize every weight before the MMA (float zeros, groups under 128, fp16
+  // accumulation) keep more
   // registers live per tile: past 8 accumulator tiles per warp they spill (ptxas, sm_90a: m_tiles 2 ×
   // n_tiles 8 needs 255 registers and 32-76 B of stack).
   const bool full_dequant =
@@ -356,9 +357,9 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
         source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
       return {fitted, source};
     }
-    // An entry of another format may hold what this one cannot run (wgmma for a deterministic or
-    // fp16-accumulating problem): not a fault of the file, so no warning.
-    if (hit->step != "similar format")
+    // An entry of another format may hold a wgmma config, which a deterministic or fp16-accumulating
+    // problem cannot run: not a fault of the file, so no warning (any other refusal still warns).
+    if (!(hit->step == "similar format" && c && c->wgmma && !wq::may_run_wgmma(pb)))
       warn_once(fmt::format("tuning-entry:{}{}", hit->file, hit->key),
                 fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
                             hit->file, hit->key, why));

@@ -111,7 +111,13 @@ TEST_CASE("fp16 accumulation: accepted for f16, its own tuning key, never wgmma"
   CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp.a16");
   p.accum = DType::F32;
   CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp");
+  // The kernel gets the flag (its last template argument) and a name of its own.
+  const WqGemmConfig plain{1, 4, 1, 4, 1};
+  CHECK(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 1).name_expression, ", false>"));
+  CHECK_FALSE(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 1).name, "a16"));
   p.accum = DType::F16;
+  CHECK(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 1).name_expression, ", true>"));
+  CHECK(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 1).name, "f16a16_"));
   const Arch hopper = Arch::parse("sm_90a");
   WqGemmConfig w;
   w.m_tiles = 4, w.n_tiles = 4, w.warps_n = 8, w.warps_k = 1, w.stages = 3, w.wgmma = true;
