@@ -59,6 +59,7 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
                        {"bits", p.bits},
                        {"group", p.group_size},
                        {"act", to_string(p.act)},
+                       {"accum", to_string(p.accum)},
                        {"config", r.config},
                        {"ok", r.ok},
                        {"error", r.error},
