@@ -277,9 +277,8 @@ std::size_t permuted_x_bytes(const WqGemmProblem& p, int64_t max_m) {
 
 WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   // Modes that dequantize every weight before the MMA (float zeros, groups under 128, fp16
-  // accumulation) keep more
-  // registers live per tile: past 8 accumulator tiles per warp they spill (ptxas, sm_90a: m_tiles 2 ×
-  // n_tiles 8 needs 255 registers and 32-76 B of stack).
+  // accumulation) keep more registers live per tile: past 8 accumulator tiles per warp they spill
+  // (ptxas, sm_90a: m_tiles 2 × n_tiles 8 needs 255 registers and 32-76 B of stack).
   const bool full_dequant =
       has_float_zeros(p.mode) || (p.group_size > 0 && p.group_size < 128) || p.accum == DType::F16;
   // wgmma always dequantizes before the MMA; can_implement caps m_tiles·n_tiles at 16 (a few
@@ -291,8 +290,8 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
 
 void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bool keep_k_split) {
   // wgmma configs shrink their stages, column tiles and warpgroups; where wgmma cannot run at all
-  // (not sm_90a, deterministic) they become the mma.sync config of one warpgroup's shape (4 warps
-  // side by side), cut to the registers of its mode.
+  // (not sm_90a, deterministic, fp16 accumulation) they become the mma.sync config of one warpgroup's shape
+  // (4 warps side by side), cut to the registers of its mode.
   const bool hopper = wq::has_wgmma(arch) && wq::may_run_wgmma(p);
   while (c.wgmma && !can_implement(p, c, arch)) {
     if (hopper && c.stages > 3) {
