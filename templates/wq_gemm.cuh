@@ -218,12 +218,19 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kTileWords = 32 * kBits;                       // one (8 n, 128 k) tile
   const u8* zeros8 = static_cast<const u8*>(zeros);
   const u16* zeros16 = static_cast<const u16*>(zeros);
-  // Up to 8 rows, A and B swap roles: two 8-column weight tiles form the 16-row A operand and the
-  // activations the 8-column B operand, so each MMA covers 16 columns instead of 8 with no wasted
-  // rows — half the MMAs and half the accumulators. Accumulator (q, r) is then column
-  // 8·(tile0 + 2q + r/2) + g and row 2t + r%2; otherwise (mt, q, r) is row 16·mt + g + 8·(r/2) and
-  // column 8·(tile0 + q) + 2t + r%2.
-  constexpr bool kSwap = !kUpperRows && kNTiles % 2 == 0 && !kDeterministic;
+  // A and B swap roles (outside deterministic mode, with an even number of tiles): two 8-column
+  // weight tiles form the 16-row A operand and each 8-row slice of the activations is a B operand
+  // (one up to 8 rows, two per 16-row tile above), so every dequantized weight pair feeds all the
+  // slices straight from the registers the dequantization wrote, and the B pairs are the halves of
+  // the activations' 16-byte loads; unswapped, the A quads of the activations had to be assembled
+  // from two rows' loads with a register move per word and MMA (ptxas copied them per tile: ~120 of
+  // 748 SASS instructions per chunk at 16 rows). Up to 8 rows the swap also halves the MMAs (no
+  // wasted rows). Accumulator (b, q, r) is then column 8·(tile0 + 2q + r/2) + g and row
+  // 8·b + 2t + r%2 (b = 2·mt + h: 8-row slice h of 16-row tile mt); otherwise (mt, q, r) is row
+  // 16·mt + g + 8·(r/2) and column 8·(tile0 + q) + 2t + r%2.
+  constexpr bool kSwap = kNTiles % 2 == 0 && !kDeterministic;
+  constexpr int kBTiles = kMTiles * kHalves;           // swapped: 8-row B slices
+  constexpr int kAccM = kSwap ? kBTiles : kMTiles;     // accumulator row blocks
   constexpr int kAccN = kSwap ? kNTiles / 2 : kNTiles;
 
   extern __shared__ uint4 smem[];
@@ -242,11 +249,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int cb0 = c_begin - wk;
   const int n_steps = cb0 < c_end ? (c_end - cb0 + kWarpsK - 1) / kWarpsK : 0;
 
-  float acc[kMTiles][kAccN][4], acc_odd[kMTiles][kAccN][4];  // odd MMA steps: a second chain
+  float acc[kAccM][kAccN][4], acc_odd[kAccM][kAccN][4];  // odd MMA steps: a second chain
   // ... except with many tiles of block-shared activations, where the registers matter more (there
   // is enough independent work); deterministic mode keeps two chains in every config.
-  constexpr int kAccChains = kXShared && kMTiles * kAccN >= 8 && !kDeterministic ? 1 : 2;
-  for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] = acc_odd[mt][q][r] = 0.f; });
+  constexpr int kAccChains = kXShared && kAccM * kAccN >= 8 && !kDeterministic ? 1 : 2;
+  for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] = acc_odd[mt][q][r] = 0.f; });
 
   // Rows this lane feeds into the A fragments: m0 + 16·mt + g (+8).
   const u16* xrow[kMTiles][kHalves];
@@ -307,7 +314,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // vector v = 16·wk + 4t + p of row r sits at v ^ (2·(t / 2) + r % 2), so that the 8 lanes of a
   // 16-byte shared-load phase (g ∈ {2a, 2a+1}, t = 0..3) hit 8 different 4-bank groups.
   constexpr int kXRowVecs = 16 * kWarpsK;
-  constexpr int kXRows = kUpperRows ? 16 * kMTiles : 8;       // swapped: the 8 B columns
+  constexpr int kXRows = kUpperRows ? 16 * kMTiles : 8;       // up to 8 rows: those 8
   constexpr int kXStage = kXShared ? kXRows * kXRowVecs : 0;  // uint4 per stage
   // Per-warp staging (one warp along N): each warp copies the 16 vectors of its own chunk per row,
   // lane l vector l % 16 of rows l / 16, + 2, + 4, ...
@@ -504,10 +511,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // accumulate into separate sets so consecutive MMAs of a tile do not wait on each other (with 8
     // tiles there is enough independent work and the registers matter more).
     // fp16 sums always take two chains (4 MMA steps of rounding each instead of 8).
-    constexpr int kChains = kMTiles * kAccN >= 8 && !kDeterministic && !kAccF16 ? 1 : 2;
-    float part[kChains][kMTiles][kAccN][4];
-    u32 part16[kChains][kMTiles][kAccN][2];  // kAccF16: half2 of accumulator elements (0, 1) and (2, 3)
-    for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+    constexpr int kChains = kAccM * kAccN >= (kBTiles > 1 ? 4 : 8) && !kDeterministic && !kAccF16 ? 1 : 2;
+    float part[kChains][kAccM][kAccN][4];
+    u32 part16[kChains][kAccM][kAccN][2];  // kAccF16: half2 of accumulator elements (0, 1) and (2, 3)
+    for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
 #pragma unroll
       for (int e = 0; e < kChains; ++e) {
         part[e][mt][q][r] = 0.f;
@@ -536,9 +543,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     };
     // kZeroAfter: Σx of this chunk per row, laid out like the accumulators (element r of an MMA
     // against ones holds the sum of the row that accumulator element r belongs to).
-    float xsum[kMTiles][4];
+    float xsum[kAccM][4];
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
+    for (int mt = 0; mt < kAccM; ++mt)
 #pragma unroll
       for (int r = 0; r < 4; ++r) xsum[mt][r] = 0.f;
 #pragma unroll
@@ -552,6 +559,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         });
       }
       const uint4(&xp)[kMTiles][kHalves] = kXShared ? xsh : xa[p];
+      // Swapped: the B pair of slice b and step 2p + hs is row 8·b + g's words 2·hs, 2·hs + 1.
+      auto xb = [&](int b, int hs, int i) { return word(xp[b / kHalves][b % kHalves], 2 * hs + i); };
       if constexpr (kSwap) {
 #pragma unroll
         for (int q = 0; q < kAccN; ++q) {
@@ -560,14 +569,16 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
           dequant(2 * q + 1, p, hi);
 #pragma unroll
           for (int hs = 0; hs < 2; ++hs)
-            mma_step(hs, 0, q, lo[2 * hs], hi[2 * hs], lo[2 * hs + 1], hi[2 * hs + 1], word(xp[0][0], 2 * hs),
-                     word(xp[0][0], 2 * hs + 1));
+#pragma unroll
+            for (int b = 0; b < kBTiles; ++b)
+              mma_step(hs, b, q, lo[2 * hs], hi[2 * hs], lo[2 * hs + 1], hi[2 * hs + 1], xb(b, hs, 0), xb(b, hs, 1));
         }
         if constexpr (kZeroAfter)
 #pragma unroll
           for (int hs = 0; hs < 2; ++hs)
-            mma_16816<kBf16>(xsum[0], kOne2, kOne2, kOne2, kOne2, word(xp[0][0], 2 * hs),
-                             word(xp[0][0], 2 * hs + 1));
+#pragma unroll
+            for (int b = 0; b < kBTiles; ++b)
+              mma_16816<kBf16>(xsum[b], kOne2, kOne2, kOne2, kOne2, xb(b, hs, 0), xb(b, hs, 1));
       } else {
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
@@ -596,12 +607,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       }
     }
     if constexpr (kAccF16) {  // the weights were scaled: the chunk's sums go straight into fp32
-      for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+      for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
 #pragma unroll
         for (int e = 0; e < kChains; ++e) acc[mt][q][r] += half2_elem_to_f32(part16[e][mt][q][r >> 1], r & 1);
       });
     } else if constexpr (kChunkSums) {
-      for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+      for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
         const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
         float sum = kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r];
         if constexpr (kZeroAfter)
@@ -617,11 +628,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   }
   cp_async_wait<0>();
   if constexpr (!kChunkSums && kAccChains == 2)
-    for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] += acc_odd[mt][q][r]; });
+    for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] += acc_odd[mt][q][r]; });
 
   // Per-channel scales: one multiply per output, here.
   if constexpr (kScaleAtEnd) {
-    for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+    for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
       const int tile = min(tile0 + (kSwap ? 2 * q + (r >> 1) : q), kTilesTotal - 1);
       acc[mt][q][r] *= to_f32<kBf16>(__ldg(scales + tile * 8 + (kSwap ? g : 2 * t + (r & 1))));
     });
@@ -629,11 +640,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
   // Sum the kWarpsK partial tiles of each column group through shared memory (the ring is free now).
   if constexpr (kWarpsK > 1) {
-    constexpr int kRegs = kMTiles * kAccN * 4;
+    constexpr int kRegs = kAccM * kAccN * 4;
     float* red = reinterpret_cast<float*>(smem);  // [kWarpsK - 1][kWarpsN][kRegs][32]
     __syncthreads();                              // every warp is done reading its ring
     if (wk > 0) {
-      for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+      for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
         red[(((wk - 1) * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane] = acc[mt][q][r];
       });
     }
@@ -641,7 +652,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     if (wk == 0) {
 #pragma unroll
       for (int j = 0; j < kWarpsK - 1; ++j)
-        for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
+        for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
           acc[mt][q][r] += red[((j * kWarpsN + wn) * kRegs + (mt * kAccN + q) * 4 + r) * 32 + lane];
         });
     }
@@ -651,8 +662,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   write_outputs<kN, kSplitK, kDeterministic, kOutF32, kBf16>(
       [&](auto&& fn) {
         if (wk != 0) return;
-        for_each_acc<kMTiles, kAccN>([&](int mt, int q, int r) {
-          const int row = kSwap ? m0 + 2 * t + (r & 1) : m0 + mt * 16 + g + 8 * (r >> 1);
+        for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
+          const int row = kSwap ? m0 + 8 * mt + 2 * t + (r & 1) : m0 + mt * 16 + g + 8 * (r >> 1);
           const int col = kSwap ? (tile0 + 2 * q + (r >> 1)) * 8 + g : (tile0 + q) * 8 + 2 * t + (r & 1);
           if (row < M && col < kN) fn(row, col, acc[mt][q][r]);  // fn may take the value by reference
         });
