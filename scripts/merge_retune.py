@@ -17,10 +17,11 @@ KEEP_MARGIN = 0.97  # keep the shipped entry if its time < 0.97 × the re-tuned 
 
 
 def stale_if(config):
-    # Configs whose kernel changed after some shipped entries were timed: x_shared with one warp
-    # along N stages per warp since the seventh session (the H100 file's W8 M = 1 entries of 8192²
-    # and 16384² are older). Such an entry is never kept over a re-tune.
-    return config.get("x_shared", False) and config.get("warps_n", 1) == 1
+    # Configs whose kernel changed after some shipped entries were timed: x_shared configs swap the
+    # MMA operands from 16 rows since the session of 2026-11-23 (eleventh); before that, x_shared
+    # with one warp along N changed to per-warp staging (seventh). Such an entry is never kept over
+    # a re-tune.
+    return config.get("x_shared", False)
 
 
 def main():

@@ -227,8 +227,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // 748 SASS instructions per chunk at 16 rows). Up to 8 rows the swap also halves the MMAs (no
   // wasted rows). Accumulator (b, q, r) is then column 8·(tile0 + 2q + r/2) + g and row
   // 8·b + 2t + r%2 (b = 2·mt + h: 8-row slice h of 16-row tile mt); otherwise (mt, q, r) is row
-  // 16·mt + g + 8·(r/2) and column 8·(tile0 + q) + 2t + r%2.
-  constexpr bool kSwap = kNTiles % 2 == 0 && !kDeterministic;
+  // 16·mt + g + 8·(r/2) and column 8·(tile0 + q) + 2t + r%2. From 16 rows only with block-shared
+  // activations: with the activations in registers (kPrefetchX and its kin) the swap measured 16-29 %
+  // slower on the H200 (W2 8192² M = 16: 14.95 → 19.25 µs), so those configs keep the A/B roles.
+  constexpr bool kSwap = kNTiles % 2 == 0 && !kDeterministic && (!kUpperRows || kXShared);
   constexpr int kBTiles = kMTiles * kHalves;           // swapped: 8-row B slices
   constexpr int kAccM = kSwap ? kBTiles : kMTiles;     // accumulator row blocks
   constexpr int kAccN = kSwap ? kNTiles / 2 : kNTiles;
@@ -509,9 +511,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
     // This chunk's sums when the scale comes after the MMA; with few tiles, even and odd MMA steps
     // accumulate into separate sets so consecutive MMAs of a tile do not wait on each other (with 8
-    // tiles there is enough independent work and the registers matter more).
+    // accumulator tiles, or 4 when swapped with two 8-row slices, there is enough independent work
+    // and the registers matter more: 16 rows × 4 tiles took 142 registers with two sets, 99 with one).
     // fp16 sums always take two chains (4 MMA steps of rounding each instead of 8).
-    constexpr int kChains = kAccM * kAccN >= (kBTiles > 1 ? 4 : 8) && !kDeterministic && !kAccF16 ? 1 : 2;
+    constexpr int kChains = kAccM * kAccN >= (kSwap && kBTiles > 1 ? 4 : 8) && !kDeterministic && !kAccF16 ? 1 : 2;
     float part[kChains][kAccM][kAccN][4];
     u32 part16[kChains][kAccM][kAccN][2];  // kAccF16: half2 of accumulator elements (0, 1) and (2, 3)
     for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
