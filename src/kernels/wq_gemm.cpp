@@ -115,9 +115,9 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const std::size_t slot =
       (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
-  // x_shared: per stage the activations of 16·m_tiles rows (8 when the kernel swaps operands) ×
+  // x_shared: per stage the activations of 16·m_tiles rows (8 when it skips rows 8..15) ×
   // warps_k chunks of 128 (kXStage).
-  const int x_rows = swaps_operands(c, m_bucket(p.m)) ? 8 : 16 * c.m_tiles;
+  const int x_rows = skips_upper_rows(c, m_bucket(p.m)) ? 8 : 16 * c.m_tiles;
   const std::size_t x_stages =
       c.x_shared ? static_cast<std::size_t>(c.stages) * x_rows * 128 * c.warps_k * 2 : 0;
   return std::max(x_stages + rings, reduction_smem_bytes(c));
@@ -228,7 +228,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   WqGemmProblem p = problem;
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
-  const bool upper_rows = !swaps_operands(c, bucket);
+  const bool upper_rows = !skips_upper_rows(c, bucket);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
@@ -768,7 +768,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     WqGemmProblem pb = problem;
     pb.m = bucket;
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap). Its
-    // size depends on the bucket (x_shared stages 8 rows where the kernel swaps operands).
+    // size depends on the bucket (x_shared stages 8 rows where the kernel skips rows 8..15).
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
                                                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(wq::smem_bytes(pb, c))));

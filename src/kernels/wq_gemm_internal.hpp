@@ -13,9 +13,9 @@ class Context;
 
 namespace lowbit::wq {
 
-// Up to 8 rows with one row tile the kernel swaps the MMA operands (weights as the 16-row A,
-// activations as the 8-column B) and skips activation rows 8..15.
-constexpr bool swaps_operands(const WqGemmConfig& c, int64_t bucket) {
+// Up to 8 rows with one row tile the kernel skips activation rows 8..15 (its one 8-row B slice;
+// the kernel swaps the MMA operands, weights as the 16-row A, from 16 rows too where it can).
+constexpr bool skips_upper_rows(const WqGemmConfig& c, int64_t bucket) {
   return bucket <= 8 && c.m_tiles == 1 && !c.wgmma;
 }
 

@@ -444,7 +444,7 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK(lowbit::test::contains(spec.name_expression, "wq_gemm_wgmma_kernel<"));
   CHECK(lowbit::test::contains(spec.source, "wq_gemm_wgmma.cuh"));
   CHECK(lowbit::test::contains(c.str(), "wgmma"));
-  CHECK_FALSE(lowbit::wq::swaps_operands(with([](WqGemmConfig& e) { e.m_tiles = 1; }), 1));
+  CHECK_FALSE(lowbit::wq::skips_upper_rows(with([](WqGemmConfig& e) { e.m_tiles = 1; }), 1));
 
   // Off sm_90a (and for deterministic problems) shrink_to_fit turns it into the mma.sync config of
   // the same block shape; on sm_90a it only trims stages and tiles until the shared memory fits.
