@@ -28,11 +28,13 @@ std::mt19937_64& gpu_rng() {
   return rng;
 }
 
-std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& p, bool with_bias) {
+std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& p, bool with_bias, const CraftLayer& craft) {
   gpu_runtime();  // the runtime makes the device's context current before anything is allocated
   auto L = std::make_unique<DeviceLayer>();
   L->problem = p;
   RandomLayer r = random_layer(p.n, p.k, p.bits, p.group_size, p.act, gpu_rng());
+  L->x = random_activations(p.m * p.k, p.act, gpu_rng());
+  if (craft) craft(r, L->x);
   UnpackedWeightsView v;
   v.q = r.q.data(), v.scales = r.scales.data(), v.n = p.n, v.k = p.k, v.bits = p.bits,
   v.group_size = p.group_size;
@@ -61,7 +63,6 @@ std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& p, bool with_bias) 
   }
   L->packed = pack(v);
   REQUIRE(L->packed.act_order() == p.act_order);
-  L->x = random_activations(p.m * p.k, p.act, gpu_rng());
   L->bias = random_activations(p.n, p.act, gpu_rng());
   L->qweight = jit::DeviceBuffer::from(L->packed.qweight);
   L->scales = jit::DeviceBuffer::from(L->packed.scales);

@@ -1,6 +1,7 @@
 // Shared state and checks for the GPU tests: one Runtime per process, layers uploaded to the device,
 // and the comparison of a kernel's output against the CPU reference.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -26,8 +27,11 @@ struct DeviceLayer {
   WqGemmArgs args(bool with_bias) const;
 };
 // problem.mode picks the zeros (integer, none, or float: HQQ-like for SubFloatZeroThenScale,
-// −z·s for ScaleThenAddZero); problem.act_order packs through a random g_idx.
-std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& problem, bool with_bias);
+// −z·s for ScaleThenAddZero); problem.act_order packs through a random g_idx. `craft`, if given,
+// may overwrite the random integers, scales and activations before they are packed and uploaded.
+using CraftLayer = std::function<void(RandomLayer& weights, std::vector<uint16_t>& x)>;
+std::unique_ptr<DeviceLayer> make_layer(const WqGemmProblem& problem, bool with_bias,
+                                        const CraftLayer& craft = {});
 // Builds plans on all cores at once (compiles dominate the GPU suite); same order as `problems`.
 std::vector<std::unique_ptr<WqGemmPlan>> build_plans(const std::vector<WqGemmProblem>& problems,
                                                      const std::vector<int64_t>& m_values,

@@ -9,6 +9,7 @@
 #include "gpu/gpu_fixture.hpp"
 #include "jit/driver.hpp"
 #include "kernels/wq_gemm_internal.hpp"
+#include "ref/half.hpp"
 #include "support/catch.hpp"
 
 using namespace lowbit;
@@ -164,6 +165,34 @@ TEST_CASE("wq_gemm fp16 accumulation: every bits x group x mode, each decomposit
       run_and_check(*L, *plans[i], m, true);
     }
   }
+}
+
+// Crafted so that only per-chunk fp16 sums pass: every weight (15 − 8)·32 = 224 and every
+// activation 1, so each 128-k chunk sums to 28672 (its two chains of 4 MMA steps to 14336 each,
+// exact in fp16) and the whole K of 16384 to 3670016. Any one warp's share of K, in any config
+// here (up to 8 warps along K × a split of 3: 5 chunks or more), sums past fp16's 65504: a kernel
+// that keeps fp16 sums beyond a chunk returns inf (run_and_check requires finite outputs) or a
+// saturated value, and one that drops or repeats a chunk misses the exact value.
+TEST_CASE("wq_gemm fp16 accumulation sums each 128-k chunk in fp16 and the chunks in fp32", "[gpu]") {
+  WqGemmProblem p = make_problem(72, 16384, 4, 128, DequantMode::Symmetric, DType::F16, 16);
+  p.accum = DType::F16;
+  p.out = DType::F32;
+  auto L = make_layer(p, false, [](RandomLayer& w, std::vector<uint16_t>& x) {
+    std::fill(w.q.begin(), w.q.end(), uint8_t{15});
+    std::fill(w.scales.begin(), w.scales.end(), ref::float_to_f16(32.f));
+    std::fill(x.begin(), x.end(), ref::float_to_f16(1.f));
+  });
+  std::vector<std::unique_ptr<WqGemmPlan>> plans = build_plans({p}, {1, 16});
+  for (const WqGemmPlanOptions& o :
+       {forced(1, 2, 2, 2, 3), forced(1, 4, 1, 2, 3, true), forced(1, 8, 1, 8, 1, true)})
+    plans.push_back(std::move(build_plans({p}, {1, 16}, {o})[0]));
+  for (const auto& plan : plans)
+    for (int64_t m : {1, 16}) {
+      INFO("config " << plan->config_for(m).str() << ", M = " << m);
+      run_and_check(*L, *plan, m, false);
+      const std::vector<double> y = download_y(*L, m);
+      CHECK(std::all_of(y.begin(), y.end(), [](double v) { return v == 224.0 * 16384; }));
+    }
 }
 
 TEST_CASE("wq_gemm act-order: weights packed through a random g_idx", "[gpu]") {
