@@ -231,8 +231,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // activations: with the activations in registers (kPrefetchX and its kin) the swap measured 16-29 %
   // slower on the H200 (W2 8192² M = 16: 14.95 → 19.25 µs), so those configs keep the A/B roles.
   constexpr bool kSwap = kNTiles % 2 == 0 && !kDeterministic && (!kUpperRows || kXShared);
-  constexpr int kBTiles = kMTiles * kHalves;           // swapped: 8-row B slices
-  constexpr int kAccM = kSwap ? kBTiles : kMTiles;     // accumulator row blocks
+  constexpr int kBTiles = kMTiles * kHalves;        // swapped: 8-row B slices
+  constexpr int kAccM = kSwap ? kBTiles : kMTiles;  // accumulator row blocks
   constexpr int kAccN = kSwap ? kNTiles / 2 : kNTiles;
 
   extern __shared__ uint4 smem[];
@@ -514,7 +514,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // accumulator tiles, or 4 when swapped with two 8-row slices, there is enough independent work
     // and the registers matter more: 16 rows × 4 tiles took 142 registers with two sets, 99 with one).
     // fp16 sums always take two chains (4 MMA steps of rounding each instead of 8).
-    constexpr int kChains = kAccM * kAccN >= (kSwap && kBTiles > 1 ? 4 : 8) && !kDeterministic && !kAccF16 ? 1 : 2;
+    constexpr int kChains =
+        kAccM * kAccN >= (kSwap && kBTiles > 1 ? 4 : 8) && !kDeterministic && !kAccF16 ? 1 : 2;
     float part[kChains][kAccM][kAccN][4];
     u32 part16[kChains][kAccM][kAccN][2];  // kAccF16: half2 of accumulator elements (0, 1) and (2, 3)
     for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
@@ -574,7 +575,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
           for (int hs = 0; hs < 2; ++hs)
 #pragma unroll
             for (int b = 0; b < kBTiles; ++b)
-              mma_step(hs, b, q, lo[2 * hs], hi[2 * hs], lo[2 * hs + 1], hi[2 * hs + 1], xb(b, hs, 0), xb(b, hs, 1));
+              mma_step(hs, b, q, lo[2 * hs], hi[2 * hs], lo[2 * hs + 1], hi[2 * hs + 1], xb(b, hs, 0),
+                       xb(b, hs, 1));
         }
         if constexpr (kZeroAfter)
 #pragma unroll
