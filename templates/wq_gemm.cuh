@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kAccChains = kXShared && kAccM * kAccN >= 8 && !kDeterministic ? 1 : 2;
   for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) { acc[mt][q][r] = acc_odd[mt][q][r] = 0.f; });
 
-  // Rows this lane feeds into the A fragments: m0 + 16·mt + g (+8).
+  // Rows this lane feeds into the A (swapped: B) fragments: m0 + 16·mt + g (+8).
   const u16* xrow[kMTiles][kHalves];
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kAllTiles = kTilesTotal % (kNTiles * kWarpsN) == 0;
   // Block-shared activations (kXShared) come first in shared memory: kStages stages, each holding
   // the activations of the block's kXRows rows for the kWarpsK chunks of one block step, which
-  // the block copies with cp.async and every warp reads its A fragments from, so they cross
+  // the block copies with cp.async and every warp reads its A (swapped: B) fragments from, so they cross
   // L2 → SM once per block instead of once per warp. A stage row is kXRowVecs 16-byte vectors;
   // vector v = 16·wk + 4t + p of row r sits at v ^ (2·(t / 2) + r % 2), so that the 8 lanes of a
   // 16-byte shared-load phase (g ∈ {2a, 2a+1}, t = 0..3) hit 8 different 4-bank groups.
@@ -356,8 +356,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       }
     }
   };
-  // This lane's A fragment (tile mt, half h, step pair p) is at xs_lane[p] + stage·(kXStage·16) +
-  // (16·mt + 8·h)·kXRowVecs·16.
+  // This lane's A (swapped: B) fragment (tile mt, half h, step pair p) is at xs_lane[p] + stage·(kXStage·16)
+  // + (16·mt + 8·h)·kXRowVecs·16.
   u32 xs_lane[4];
 #pragma unroll
   for (int p = 0; p < 4; ++p)
@@ -460,7 +460,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     const u32 xstage = stage * (kXStage * 16);
 
     // Per lane and tile: the zero point of column g and the scale (column g before the MMA, or
-    // columns 2t, 2t+1 after it). Lane t's 32 k values never straddle a group.
+    // after it columns 2t, 2t+1, swapped column g). Lane t's 32 k values never straddle a group.
     const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;  // group within the chunk
     u32 zq[kNTiles], s_pre[kNTiles];
     float s_post[kNTiles][2];  // swapped: both entries hold the scale of column g

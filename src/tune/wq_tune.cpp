@@ -48,7 +48,7 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     pm.m = m;
     add(choose_config(pm, arch, sm_count));
   }
-  // Block-shared activations: up to 8 rows (one swapped tile) 4-16 warps along K; from 16 rows 2-4
+  // Block-shared activations: up to 8 rows (one tile of 8 rows) 4-16 warps along K; from 16 rows 2-4
   // warps side by side (2 and 3 stages at 16 rows, where fewer stages won), or one warp along N
   // with 4 or 8 along K (each warp stages its own, up to 32 rows); K split to fill the SMs (from 32
   // rows also to fill them twice, for more warps per SM).

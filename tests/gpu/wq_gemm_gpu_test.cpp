@@ -40,10 +40,10 @@ bool has_wgmma() {
 
 // Every M of kMs through seven plans: the library's choice, data-parallel, split-K, three with
 // block-shared activations (warps stepping through K in pairs, split; 4 × 8 tiles per warp, which
-// dequantizes before the MMA with one accumulator chain; one row tile, which swaps operands up
-// to 8 rows) and one with per-warp staged activations (one warp along N, split); on sm_90a four
-// more with warpgroup MMA (N = 16 rows, split; 64 rows, two warpgroups;
-// 32 rows, two warpgroups of two m64 tiles; 128 rows, split, 6 stages).
+// dequantizes before the MMA with one accumulator chain; one row tile, which swaps operands) and
+// one with per-warp staged activations (one warp along N, split); on sm_90a four more with
+// warpgroup MMA (N = 16 rows, split; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
+// tiles; 128 rows, split, 6 stages).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
@@ -117,7 +117,7 @@ TEST_CASE("wq_gemm groups, modes, dtypes, bias", "[gpu]") {
           sk.config = config(1, 1, 2, 2, 2);
           xs.config = config(2, 8, 2, 2, 2, 3, true);   // 16 tiles: dequantized before the MMA
           xw.config = config(2, 2, 1, 2, 2, 3, true);   // per-warp staged activations, 2 row tiles
-          xw1.config = config(1, 2, 1, 2, 2, 3, true);  // ... 1 row tile: swapped operands to 8 rows
+          xw1.config = config(1, 2, 1, 2, 2, 3, true);  // ... 1 row tile, swapped operands
           wg.config = has_wgmma() ? wgmma_config(1, 4, 4, 2, 4) : sk.config;
           WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
               per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), warpgroup(rt, p, {17}, wg);

@@ -377,7 +377,7 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
   // The activation stages: 3 stages × 64 rows × 2 chunks of 128 values × 2 bytes, before the rings.
   CHECK(lowbit::wq::smem_bytes(p, c) == lowbit::wq::smem_bytes(p, plain) + 3 * 64 * 256 * 2);
-  // Up to 8 rows with one row tile the kernel swaps operands and stages only the 8 B-column rows.
+  // Up to 8 rows with one row tile the kernel skips rows 8..15 and stages only the 8 rows it reads.
   WqGemmProblem one_row = p;
   one_row.m = 1;
   WqGemmConfig swapped = c;
