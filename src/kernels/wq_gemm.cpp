@@ -504,8 +504,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // - 64 and 128 rows from 48 M weights, one m64 tile per warpgroup (a 128-row bucket runs two row
   //   blocks). H100: at 128 rows 2-33 % faster than two m64 tiles on the 8 layers from 117 M
   //   weights; at 64 rows 3 stages 2-4 % faster than 4. H200: best or within 3 % on every such layer.
-  // - 32 rows, one 32-row tile, from 100 M weights with K ≥ 4096 or from 48 M when K ≥ 2N: best on 7
-  //   of those 9 layers on the H200, within 3 % on the other two (not tried on the H100).
+  // - Not at 32 rows any more: wgmma (one 32-row tile) was best on 7 of 9 large layers there until
+  //   the mma.sync kernel swapped its operands from 16 rows (session of 2026-11-23, eleventh); then
+  //   block-shared mma.sync won on the 3 such standard layers re-tuned on the H200 by 10-19 %
+  //   (16384² 69.2 against 76.8 µs, 28672×4096 32.5 vs 37.2, 4096×14336 20.1 vs 24.8), while the
+  //   old margins of wgmma on the others were 3-15 %, less than the swap gained (9-21 %).
   // - 4-bit weights; 2- and 8-bit with groups of 128 at 64 and 128 rows only: 1.1-1.7× faster than
   //   x_shared there (H200; 16384² M=128 W8 251 µs against 427). Per-channel scales and other group
   //   sizes spill registers at 8 bits and are not measured at 2 and 8; 1 and 3 bits are not measured.
@@ -518,13 +521,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool small_128 = bucket == 128 && weights < 48e6 && p.bits == 4 && p.group_size == 128;
   const bool one_wave_128 = small_128 && weights >= 8e6 && tiles_per_sm >= 7 && tiles_per_sm <= 10;
   const bool k_heavy_128 = small_128 && weights >= 16e6 && p.k >= 2 * p.n;
-  const bool wgmma_rows =
-      ((bucket == 64 || bucket == 128) && weights >= 48e6) || one_wave_128 || k_heavy_128 ||
-      (bucket == 32 && p.k >= 4096 && (weights >= 100e6 || (p.k >= 2 * p.n && weights >= 48e6)));
+  const bool wgmma_rows = ((bucket == 64 || bucket == 128) && weights >= 48e6) || one_wave_128 || k_heavy_128;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
-    WqGemmConfig w = make(bucket == 32 ? 2 : 4, one_wave_128 ? 2 : 4, 1, 3);
+    WqGemmConfig w = make(4, one_wave_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
     if (can_implement(p, w, arch)) return w;
