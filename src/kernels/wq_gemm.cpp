@@ -592,11 +592,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
-    // two blocks fit per SM), 3 stages up to 4 tiles per SM, else 2 (re-tuned after the swap: the
-    // heuristic within 10 % of the best on the six standard layers of the H200 at 16 rows). Wide layers (over
-    // 12 tiles per SM): 8 tiles × 4 warps (over 20: 4 × 4). Few column blocks (1280-wide shards): 2 tiles per
-    // warp for twice the blocks. Re-tunes of both GPUs: 4-23 % faster than the per-warp registers of v5.
-    // Measured on W4; at 2 bits 8192² the registers still won (H100 14.6 µs against 16.0).
+    // with 2 stages two blocks fit per SM, with 3 one), 3 stages up to 4 tiles per SM, else 2 (re-tuned after
+    // the swap: the heuristic within 10 % of the best on the six standard layers of the H200 at 16 rows).
+    // Wide layers (over 12 tiles per SM): 8 tiles × 4 warps (over 20: 4 × 4). Few column blocks (1280-wide
+    // shards): 2 tiles per warp for twice the blocks. Re-tunes of both GPUs: 4-23 % faster than the per-warp
+    // registers of v5. Measured on W4; at 2 bits 8192² the registers still won (H100 14.6 µs against 16.0).
 
     c = make(1, 4, 8, tiles_per_sm <= 4 ? 3 : 2);
     if (tiles_per_sm > 20)
