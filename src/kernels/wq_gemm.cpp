@@ -508,8 +508,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   //   the mma.sync kernel swapped its operands from 16 rows (session of 2026-11-23, eleventh); then
   //   block-shared mma.sync won on the 3 such standard layers re-tuned on the H200 by 10-19 %
   //   (`lowbit tune` 16384² 69.2 µs against `lowbit bench` of wgmma 76.8, 28672×4096 32.5 vs 37.2,
-  //   4096×14336 20.1 vs 24.8), while the
-  //   old margins of wgmma on the others were 3-15 %, less than the swap gained (9-21 %).
+  //   4096×14336 20.1 vs 24.8), while the old margins of wgmma on the others were 3-15 %, less than
+  //   the swap gained (9-21 %).
   // - 4-bit weights; 2- and 8-bit with groups of 128 at 64 and 128 rows only: 1.1-1.7× faster than
   //   x_shared there (H200; 16384² M=128 W8 251 µs against 427). Per-channel scales and other group
   //   sizes spill registers at 8 bits and are not measured at 2 and 8; 1 and 3 bits are not measured.
