@@ -171,9 +171,9 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
 }
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
-          int kSplitK, int kStages, bool kUpperRows, bool kBf16, bool kOutF32, int kMode, bool kDeterministic,
-          bool kXShared, bool kAccF16>
-__global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
+          int kSplitK, int kStages, bool kUpperRows, bool kOneRow, bool kBf16, bool kOutF32, int kMode,
+          bool kDeterministic, bool kXShared, bool kAccF16, int kMinBlocks>
+__global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, kMinBlocks)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                    const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
                    void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M) {
@@ -183,6 +183,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
                 "group size must be 32, 64, 128, a multiple of 128, or 0 (per channel)");
   static_assert(kStages >= 2, "at least one chunk in flight");
   static_assert(kUpperRows || kMTiles == 1, "rows 8..15 may be skipped only with one 16-row tile");
+  static_assert(!kOneRow || !kUpperRows, "a one-row kernel skips rows 8..15");
+  static_assert(kMinBlocks >= 1, "launch bounds: at least one block per SM");
   static_assert(!(kAccF16 && kBf16), "bf16 MMAs accumulate in fp32 only");
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
@@ -316,27 +318,33 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // vector v = 16·wk + 4t + p of row r sits at v ^ (2·(t / 2) + r % 2), so that the 8 lanes of a
   // 16-byte shared-load phase (g ∈ {2a, 2a+1}, t = 0..3) hit 8 different 4-bank groups.
   constexpr int kXRowVecs = 16 * kWarpsK;
-  constexpr int kXRows = kUpperRows ? 16 * kMTiles : 8;       // up to 8 rows: those 8
+  // Up to 8 rows: those 8; the kernel of M = 1 (kOneRow) stages its one row, and every B row of the
+  // MMA reads it (rows 1..7 of its outputs are never stored).
+  constexpr int kXRows = kUpperRows ? 16 * kMTiles : kOneRow ? 1 : 8;
   constexpr int kXStage = kXShared ? kXRows * kXRowVecs : 0;  // uint4 per stage
   // Per-warp staging (one warp along N): each warp copies the 16 vectors of its own chunk per row,
   // lane l vector l % 16 of rows l / 16, + 2, + 4, ...
   constexpr bool kXPerWarp = kXShared && kWarpsN == 1;
   constexpr int kXThreads = kXPerWarp ? 32 : 32 * kWarpsN * kWarpsK;   // threads that copy one stage
   constexpr int kXRowStep = kXThreads / (kXPerWarp ? 16 : kXRowVecs);  // rows between one thread's copies
-  constexpr int kXCopies = (kXPerWarp ? kXRows * 16 : kXStage) / kXThreads;  // 16-byte copies per thread
-  static_assert(!kXShared || kXCopies * kXThreads == (kXPerWarp ? kXRows * 16 : kXStage), "whole copies");
+  constexpr int kXTotal = kXPerWarp ? kXRows * 16 : kXStage;           // 16-byte copies per stage
+  constexpr bool kXFewer = kXTotal < kXThreads;  // one row: threads past its vectors copy nothing
+  constexpr int kXCopies = kXFewer ? 1 : kXTotal / kXThreads;  // 16-byte copies per thread
+  static_assert(!kXShared || kXFewer || kXCopies * kXThreads == kXTotal, "whole copies");
   const u32 xs_addr = smem_addr(smem);
   // The copies' column (vector in the stage row) and first row.
   const int xv = kXPerWarp ? 16 * wk + lane % 16 : threadIdx.x % kXRowVecs;
   const int xr0 = kXPerWarp ? lane / 16 : threadIdx.x / kXRowVecs;
   const u32 xdst0 = (xr0 * kXRowVecs + (xv ^ (((xv >> 3) & 1) << 1 | (xr0 & 1)))) * 16;
+  const bool x_copier = !kXFewer || xr0 < kXRows;
   // When all the block's rows exist (every block but the last row block), a thread's copies are
   // constant offsets from one pointer; otherwise rows past M are not copied at all: their stage
   // rows keep stale values, which reach only MMA rows (or, swapped, B columns) of outputs that are
   // never stored (M = 1 copies one row, not eight).
   const bool x_rows_full = m0 + kXRows <= M;
-  const u16* x_thread = x + static_cast<i64>(x_rows_full ? m0 + xr0 : 0) * kK + xv * 8;
+  const u16* x_thread = x + static_cast<i64>(x_rows_full && x_copier ? m0 + xr0 : 0) * kK + xv * 8;
   auto issue_x = [&](int j, int stage) {  // block step j → stage; past K: zeros
+    if (!x_copier) return;
     const int k0 = (cb0 + j * kWarpsK) * 128;
     const bool valid = k0 + xv * 8 < kK;
     const u32 dst = xs_addr + stage * (kXStage * 16) + xdst0;
@@ -359,9 +367,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // This lane's A (swapped: B) fragment (tile mt, half h, step pair p) is at xs_lane[p] + stage·(kXStage·16)
   // + (16·mt + 8·h)·kXRowVecs·16.
   u32 xs_lane[4];
+  const int xs_row = kOneRow ? 0 : g;
 #pragma unroll
   for (int p = 0; p < 4; ++p)
-    xs_lane[p] = xs_addr + (g * kXRowVecs + 16 * wk + 4 * t + (p ^ (2 * (t >> 1) + (g & 1)))) * 16;
+    xs_lane[p] = xs_addr + (xs_row * kXRowVecs + 16 * wk + 4 * t + (p ^ (2 * (t >> 1) + (xs_row & 1)))) * 16;
   uint4* ring = smem + kStages * kXStage + warp * (kStages * kSlot);
   const u32 ring_base = smem_addr(ring);
   const u32 ring_addr = ring_base + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
