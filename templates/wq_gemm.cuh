@@ -172,8 +172,8 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kOneRow, bool kBf16, bool kOutF32, int kMode,
-          bool kDeterministic, bool kXShared, bool kAccF16, int kMinBlocks>
-__global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, kMinBlocks)
+          bool kDeterministic, bool kXShared, bool kAccF16>
+__global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                    const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
                    void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M) {
@@ -184,7 +184,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, kMinBlocks)
   static_assert(kStages >= 2, "at least one chunk in flight");
   static_assert(kUpperRows || kMTiles == 1, "rows 8..15 may be skipped only with one 16-row tile");
   static_assert(!kOneRow || !kUpperRows, "a one-row kernel skips rows 8..15");
-  static_assert(kMinBlocks >= 1, "launch bounds: at least one block per SM");
   static_assert(!(kAccF16 && kBf16), "bf16 MMAs accumulate in fp32 only");
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;

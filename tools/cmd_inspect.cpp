@@ -25,7 +25,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   const WqGemmConfig& config = choice.config;
   std::string why;
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
-  const jit::KernelSpec spec = wq::kernel_spec(p, config, m_bucket(p.m), rt.arch(), rt.context().sm_count());
+  const jit::KernelSpec spec = wq::kernel_spec(p, config, m_bucket(p.m));
   if (!source && !ptx && !resources && !explain) resources = true;
   nlohmann::json j = {{"name", spec.name},
                       {"arch", rt.arch().str()},

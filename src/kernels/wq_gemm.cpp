@@ -115,8 +115,8 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const std::size_t slot =
       (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
-  // x_shared: per stage the activations of 16·m_tiles rows (8 when it skips rows 8..15) ×
-  // warps_k chunks of 128 (kXStage).
+  // x_shared: per stage the activations of 16·m_tiles rows (8 when it skips rows 8..15, 1 for the
+  // kernel of M = 1) × warps_k chunks of 128 (kXStage).
   const int64_t bucket = m_bucket(p.m);
   const int x_rows = stages_one_row(c, bucket) ? 1 : skips_upper_rows(c, bucket) ? 8 : 16 * c.m_tiles;
   const std::size_t x_stages =
@@ -159,22 +159,6 @@ std::size_t traffic_bytes(const WqGemmProblem& p) {
   return l.qweight_bytes + l.scales_bytes + l.zeros_bytes + l.perm_bytes +
          static_cast<std::size_t>(p.m) * p.k * dtype_bytes(p.act) +
          static_cast<std::size_t>(p.m) * p.n * dtype_bytes(p.out);
-}
-
-int min_blocks_per_sm(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket, const Arch& arch,
-                      int sm_count) {
-  if (!skips_upper_rows(c, bucket) || sm_count <= 0) return 1;
-  const Layout l = layout(p);
-  const int64_t blocks = ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n) * c.split_k;
-  const int64_t per_sm = ceil_div(blocks, sm_count);
-  const int64_t threads = 32LL * c.warps_n * c.warps_k;
-  WqGemmProblem pb = p;
-  pb.m = bucket;
-  const auto smem_per_sm = static_cast<int64_t>(smem_limit(arch)) + 1024;  // + the 1 KiB each block reserves
-  const bool fits = per_sm >= 2 && per_sm * threads <= 2048 &&
-                    per_sm * (static_cast<int64_t>(smem_bytes(pb, c)) + 1024) <= smem_per_sm;
-  const int64_t regs = fits ? 65536 / (per_sm * threads) / 8 * 8 : 0;
-  return fits && regs >= 64 && regs < 255 ? static_cast<int>(per_sm) : 1;
 }
 
 Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int64_t bucket) {
@@ -242,25 +226,25 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   return k;
 }
 
-jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket,
-                            const Arch& arch, int sm_count) {
+jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket) {
   // Act-order layers run the plain kernel on permuted activations: one kernel (and cache entry) for both.
   WqGemmProblem p = problem;
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
   const bool upper_rows = !skips_upper_rows(c, bucket);
   const bool one_row = stages_one_row(c, bucket);
-  const int min_blocks = c.wgmma ? 1 : min_blocks_per_sm(p, c, bucket, arch, sm_count);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name =
-      fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}", p.bits,
-                  p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                  p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
-                  p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles, one_row ? "r" : upper_rows ? "" : "h",
-                  c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "", c.wgmma ? "wg" : "",
-                  min_blocks > 1 ? fmt::format("b{}", min_blocks) : std::string());
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}", p.bits,
+                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                       p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
+                       p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
+                       one_row      ? "r"
+                       : upper_rows ? ""
+                                    : "h",
+                       c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
+                       c.wgmma ? "wg" : "");
   s.name_expression =
       c.wgmma
           ? fmt::format("lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
@@ -268,10 +252,10 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                         b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode))
           : fmt::format(
                 "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                "{}, {}, {}, {}, {}>",
+                "{}, {}, {}, {}>",
                 p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode),
-                b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16), min_blocks);
+                c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
+                static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
   // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"{}\"\n// instantiated through the name expression:\n// {}\n", s.name,
@@ -763,7 +747,7 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
   for (int64_t bucket : buckets_for(m_values)) {
     KernelRecord rec;
     WqGemmConfig c = config_for_bucket(ctx, problem, bucket, config, &rec.config_source);
-    ctx.compile(wq::kernel_spec(problem, c, bucket, ctx.arch(), ctx.sm_count()), &rec);
+    ctx.compile(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
     rec.m_bucket = bucket;
     out.push_back(rec);
@@ -788,7 +772,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   for (int64_t bucket : buckets_for(m_values)) {
     KernelRecord rec;
     WqGemmConfig c = config_for_bucket(ctx, problem, bucket, options.config, &rec.config_source);
-    const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket, ctx.arch(), ctx.sm_count()), &rec);
+    const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
     rec.config = c.str();
     rec.m_bucket = bucket;
     WqGemmProblem pb = problem;

@@ -25,14 +25,6 @@ constexpr bool stages_one_row(const WqGemmConfig& c, int64_t bucket) {
   return bucket == 1 && c.x_shared && skips_upper_rows(c, bucket);
 }
 
-// The blocks per SM the kernel's launch bounds ask for (1: none). Up to 8 rows (small
-// accumulators), when the grid would fit one wave at that many blocks per SM by threads and shared
-// memory but registers might not allow it, the bounds cap the registers at 64K / (blocks × threads),
-// if that is at least 64 (below, the loop would spill). Without the cap, 8192² M = 1 with 2 tiles
-// per warp took 70 registers: 3 blocks of 8 warps per SM, so its 512 blocks ran in two waves.
-int min_blocks_per_sm(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket, const Arch& arch,
-                      int sm_count);
-
 // The warpgroup-MMA kernel (WqGemmConfig::wgmma) compiles for sm_90a only.
 inline bool has_wgmma(const Arch& a) {
   return a.sm() == 90 && a.arch_specific;
@@ -52,10 +44,8 @@ struct Geometry {
 Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m, int64_t bucket);
 
 // Everything the runtime needs to build the kernel for (problem, config) serving M bucket `bucket`
-// on a GPU of `sm_count` SMs (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15; the
-// SM count sets min_blocks_per_sm).
-jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket,
-                            const Arch& arch, int sm_count);
+// (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15; see also stages_one_row).
+jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket);
 
 // The kernel that puts an act-order layer's activations in packed K order (one per K).
 jit::KernelSpec permute_spec(const WqGemmProblem& problem);

@@ -72,9 +72,6 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     // Staged per warp with 3 stages: one more chunk in flight per warp, for shared memory only (the
     // staged kernel holds no activation registers).
     for (int nt : {2, 4}) add_shared(1, nt, 1, 8, 3, sms / 4);
-    // Two tiles per warp, deeper rings: with the launch bounds' register cap (min_blocks_per_sm) and
-    // one staged row at M = 1, four blocks of 8 warps (or eight of 4) fit an SM.
-    for (auto [wk, st] : {std::pair{8, 4}, {4, 2}, {4, 3}, {4, 4}}) add_shared(1, 2, 1, wk, st, sms / 4);
   } else {
     for (int mt : {1, 2, 4})
       for (int nt : {4, 8})
@@ -147,7 +144,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
       workers.push_back(std::async(std::launch::async, [&] {
         for (std::size_t i = next++; i < jobs.size(); i = next++) {
           try {
-            ctx.compile(wq::kernel_spec(base, jobs[i].second, jobs[i].first, ctx.arch(), ctx.sm_count()));
+            ctx.compile(wq::kernel_spec(base, jobs[i].second, jobs[i].first));
           } catch (const Error&) {  // reported when the candidate is timed
           }
         }

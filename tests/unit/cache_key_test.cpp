@@ -37,7 +37,7 @@ struct Key {
 };
 
 Key key_of(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
-  const lowbit::jit::KernelSpec spec = lowbit::wq::kernel_spec(p, c, lowbit::m_bucket(p.m), arch, 132);
+  const lowbit::jit::KernelSpec spec = lowbit::wq::kernel_spec(p, c, lowbit::m_bucket(p.m));
   Key k;
   k.name = spec.name;
   k.json = lowbit::jit::cache_key_json(spec, arch);

@@ -23,9 +23,8 @@ WqGemmProblem normal_problem() {
   return p;
 }
 
-// The kernel of (problem, config) for M bucket `bucket` on an H100/H200-sized sm_90a part.
 lowbit::jit::KernelSpec spec_of(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket) {
-  return lowbit::wq::kernel_spec(p, c, bucket, Arch::parse("sm_90a"), 132);
+  return lowbit::wq::kernel_spec(p, c, bucket);
 }
 
 // can_implement(problem) must reject and its reason must contain `needle`.
@@ -116,13 +115,12 @@ TEST_CASE("fp16 accumulation: accepted for f16, its own tuning key, never wgmma"
   CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp.a16");
   p.accum = DType::F32;
   CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp");
-  // The kernel gets the flag (its template argument before the launch bounds' blocks per SM) and a
-  // name of its own.
+  // The kernel gets the flag (its last template argument) and a name of its own.
   const WqGemmConfig plain{1, 4, 1, 4, 1};
-  CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", false, 1>"));
+  CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", false>"));
   CHECK_FALSE(lowbit::test::contains(spec_of(p, plain, 1).name, "a16"));
   p.accum = DType::F16;
-  CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", true, 1>"));
+  CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", true>"));
   CHECK(lowbit::test::contains(spec_of(p, plain, 1).name, "f16a16_"));
   const Arch hopper = Arch::parse("sm_90a");
   WqGemmConfig w;
@@ -416,38 +414,9 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::test::contains(what, "runs M = 1 only"));
   const auto spec = spec_of(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "xs"));
-  CHECK(lowbit::test::contains(spec.name_expression, "true, false, 1>"));  // x_shared, fp16 accumulation, blocks
+  CHECK(lowbit::test::contains(spec.name_expression, "true, false>"));  // x_shared, then fp16 accumulation
   CHECK_FALSE(lowbit::test::contains(spec_of(p, plain, 64).name, "xs"));
   CHECK(lowbit::test::contains(c.str(), "x_shared"));
-}
-
-TEST_CASE("launch bounds: blocks per SM for one wave up to 8 rows, at ≥ 64 registers", "[wq_gemm]") {
-  WqGemmProblem p = normal_problem();
-  p.n = 8192, p.k = 8192;
-  const Arch hopper = Arch::parse("sm_90a");
-  auto blocks = [&](const WqGemmConfig& c, int64_t bucket, int sms = 132) {
-    return lowbit::wq::min_blocks_per_sm(p, c, bucket, hopper, sms);
-  };
-  WqGemmConfig c{1, 2, 1, 8, 1, 4};
-  c.x_shared = true;
-  // 512 blocks of 256 threads: 4 per SM, 64 registers. The shared memory fits with one staged row
-  // (bucket 1), not with eight (4 stages × 8 rows × 2 KiB of activations).
-  CHECK(blocks(c, 1) == 4);
-  CHECK(blocks(c, 2) == 1);
-  CHECK(lowbit::test::contains(spec_of(p, c, 1).name, "st4xsb4"));
-  CHECK(lowbit::test::contains(spec_of(p, c, 1).name_expression, ", false, 4>"));
-  c.stages = 2;
-  CHECK(blocks(c, 2) == 4);
-  CHECK(blocks(c, 16) == 1);  // from 16 rows the accumulators need the registers
-  CHECK(blocks(c, 2, 0) == 1);  // SM count unknown
-  CHECK(blocks(c, 1, 528) == 1);  // one block per SM already
-  c.n_tiles = 4;  // 256 blocks: 2 per SM, a 128-register cap
-  CHECK(blocks(c, 1) == 2);
-  c.n_tiles = 1;  // 1024 blocks: 8 per SM would be 2048 threads but only 32 registers
-  CHECK(blocks(c, 1) == 1);
-  c.warps_k = 4, c.n_tiles = 2;  // 512 blocks of 128 threads: 4 per SM, 128 registers
-  CHECK(blocks(c, 1) == 4);
-  CHECK_FALSE(lowbit::test::contains(spec_of(p, WqGemmConfig{1, 4, 1, 4, 1}, 1).name, "b1"));
 }
 
 TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback off sm_90a", "[wq_gemm]") {
