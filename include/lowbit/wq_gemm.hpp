@@ -134,7 +134,8 @@ struct WqGemmPlanOptions {
 class WqGemmPlan {
  public:
   // Builds (compiles or loads) the kernel of every M bucket needed for the listed M values
-  // (e.g. {1, 16, 64}); run() accepts any M up to the largest bucket.
+  // (e.g. {1, 16, 64}); run() accepts any M up to the largest bucket. Cache misses compile on up to
+  // 16 threads at once (one per bucket), started and joined inside the constructor.
   WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vector<int64_t>& m_values,
              const WqGemmPlanOptions& options = {});
   ~WqGemmPlan();

@@ -3,12 +3,14 @@
 #pragma once
 #include <cuda.h>
 
+#include <exception>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/once_map.hpp"
 #include "jit/module_cache.hpp"
@@ -45,6 +47,15 @@ class Context {
   std::shared_ptr<const CompiledKernel> compile(const KernelSpec& spec, KernelRecord* record = nullptr) {
     return cache_->get(spec, record);
   }
+  // Compiles (or finds) every spec, up to `threads` at a time (0: the hardware's threads, at most 16):
+  // NVRTC and the module cache are thread-safe, and concurrent requests for one kernel share one
+  // build. A plan's buckets, a tuner's candidates and `lowbit compile` go through here, so a cold
+  // cache costs the slowest compile, not the sum. `records`, if given, gets one record per spec.
+  // Returns one entry per spec: null where it compiled, else what its compile threw (rethrow it, or
+  // report it later); every compile has finished when this returns.
+  std::vector<std::exception_ptr> compile_all(const std::vector<KernelSpec>& specs,
+                                              std::vector<KernelRecord>* records = nullptr,
+                                              unsigned threads = 0);
   // Compiles and loads the kernel into this device's context; the result lives as long as the Context.
   const LoadedKernel& load(const KernelSpec& spec, KernelRecord* record = nullptr);
 

@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -114,6 +116,32 @@ const DeviceInfo& Context::device() const {
 
 void Context::make_current() const {
   if (cu_context_) LOWBIT_CU_CHECK(driver().cuCtxSetCurrent(cu_context_));
+}
+
+std::vector<std::exception_ptr> Context::compile_all(const std::vector<KernelSpec>& specs,
+                                                     std::vector<KernelRecord>* records, unsigned threads) {
+  std::vector<std::exception_ptr> errors(specs.size());
+  if (records) records->assign(specs.size(), KernelRecord{});
+  if (threads == 0) threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), 16u);
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, specs.size()));
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < specs.size(); i = next++) {
+      try {
+        compile(specs[i], records ? &(*records)[i] : nullptr);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  if (threads <= 1) {
+    work();  // one spec (a plan of one bucket): no thread to start
+    return errors;
+  }
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  return errors;
 }
 
 const LoadedKernel& Context::load(const KernelSpec& spec, KernelRecord* record) {

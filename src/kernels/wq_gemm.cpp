@@ -737,6 +737,39 @@ bool aligned(const void* p, std::size_t a) {
   return reinterpret_cast<std::uintptr_t>(p) % a == 0;
 }
 
+// The kernel of every bucket a plan for m_values covers, compiled (or found) in parallel; record i
+// says how bucket i's kernel was chosen and obtained. The first error in bucket order is thrown.
+struct BucketKernel {
+  int64_t bucket;
+  WqGemmConfig config;
+  jit::KernelSpec spec;
+  KernelRecord record;
+};
+std::vector<BucketKernel> compile_buckets(jit::Context& ctx, const WqGemmProblem& problem,
+                                          const std::vector<int64_t>& m_values,
+                                          const std::optional<WqGemmConfig>& forced) {
+  std::vector<BucketKernel> out;
+  std::vector<std::string> sources;
+  std::vector<jit::KernelSpec> specs;
+  for (int64_t bucket : buckets_for(m_values)) {
+    std::string source;
+    const WqGemmConfig c = config_for_bucket(ctx, problem, bucket, forced, &source);
+    out.push_back({bucket, c, wq::kernel_spec(problem, c, bucket), {}});
+    sources.push_back(source);
+    specs.push_back(out.back().spec);
+  }
+  std::vector<KernelRecord> records;
+  for (const std::exception_ptr& e : ctx.compile_all(specs, &records))
+    if (e) std::rethrow_exception(e);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].record = records[i];
+    out[i].record.config_source = sources[i];
+    out[i].record.config = out[i].config.str();
+    out[i].record.m_bucket = out[i].bucket;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& problem,
@@ -744,14 +777,7 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
                                           const std::optional<WqGemmConfig>& config) {
   jit::Context& ctx = rt.context();
   std::vector<KernelRecord> out;
-  for (int64_t bucket : buckets_for(m_values)) {
-    KernelRecord rec;
-    WqGemmConfig c = config_for_bucket(ctx, problem, bucket, config, &rec.config_source);
-    ctx.compile(wq::kernel_spec(problem, c, bucket), &rec);
-    rec.config = c.str();
-    rec.m_bucket = bucket;
-    out.push_back(rec);
-  }
+  for (const BucketKernel& b : compile_buckets(ctx, problem, m_values, config)) out.push_back(b.record);
   if (problem.act_order) {
     KernelRecord rec;
     ctx.compile(wq::permute_spec(problem), &rec);
@@ -769,12 +795,10 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   ctx.make_current();  // the attribute calls and the workspace below need this device's context
   impl_->ctx = &ctx;
   impl_->problem = problem;
-  for (int64_t bucket : buckets_for(m_values)) {
-    KernelRecord rec;
-    WqGemmConfig c = config_for_bucket(ctx, problem, bucket, options.config, &rec.config_source);
-    const jit::LoadedKernel& k = ctx.load(wq::kernel_spec(problem, c, bucket), &rec);
-    rec.config = c.str();
-    rec.m_bucket = bucket;
+  for (const BucketKernel& bk : compile_buckets(ctx, problem, m_values, options.config)) {
+    const int64_t bucket = bk.bucket;
+    const WqGemmConfig& c = bk.config;
+    const jit::LoadedKernel& k = ctx.load(bk.spec);  // compiled above: a memory-cache hit
     WqGemmProblem pb = problem;
     pb.m = bucket;
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap). Its
@@ -782,7 +806,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
                                                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(wq::smem_bytes(pb, c))));
-    impl_->records.push_back(rec);
+    impl_->records.push_back(bk.record);
     impl_->buckets.push_back({bucket, c, &k});
     impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.split_k));
   }

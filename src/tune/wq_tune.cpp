@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <initializer_list>
-#include <thread>
 
 #include "jit/context.hpp"
 #include "kernels/wq_gemm_internal.hpp"
@@ -134,22 +132,10 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     plan.emplace_back(b, std::move(cands));
   }
   {
-    std::vector<std::pair<int64_t, WqGemmConfig>> jobs;
+    std::vector<jit::KernelSpec> specs;
     for (const auto& [b, cands] : plan)
-      for (const auto& c : cands) jobs.emplace_back(b, c);
-    std::atomic<std::size_t> next{0};
-    std::vector<std::future<void>> workers;
-    const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 16));
-    for (unsigned w = 0; w < n; ++w)
-      workers.push_back(std::async(std::launch::async, [&] {
-        for (std::size_t i = next++; i < jobs.size(); i = next++) {
-          try {
-            ctx.compile(wq::kernel_spec(base, jobs[i].second, jobs[i].first));
-          } catch (const Error&) {  // reported when the candidate is timed
-          }
-        }
-      }));
-    for (auto& w : workers) w.get();
+      for (const auto& c : cands) specs.push_back(wq::kernel_spec(base, c, b));
+    ctx.compile_all(specs);  // a candidate that fails to compile is reported when it is timed
   }
 
   WqBenchSetup setup(rt, base, buckets.back());

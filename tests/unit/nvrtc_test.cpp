@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "jit/context.hpp"
 #include "jit/disk_cache.hpp"
+#include "kernels/wq_gemm_internal.hpp"
 #include "lowbit/lowbit.hpp"
 #include "support/catch.hpp"
 #include "support/test_support.hpp"
@@ -182,4 +184,35 @@ TEST_CASE("a kernel compiled ahead for one M serves another M of the same bucket
   CHECK(msg == "<no exception>");
   REQUIRE(recs.size() == 5);
   CHECK(source_name(recs[0].source) == "disk-cache");
+}
+
+TEST_CASE("compile_all: specs compile side by side, each error stays with its spec", "[nvrtc]") {
+  lowbit::test::TempDir dir;
+  lowbit::Runtime rt(offline("sm_90a", dir.path));
+  const lowbit::WqGemmProblem p = problem_4096();
+  const auto a = lowbit::wq::kernel_spec(p, lowbit::WqGemmConfig{1, 4, 1, 4, 1}, 1);
+  const auto b = lowbit::wq::kernel_spec(p, lowbit::WqGemmConfig{1, 2, 1, 8, 1}, 1);
+  auto bad = a;
+  bad.name = "wq_gemm_no_such_kernel";
+  bad.name_expression = "lowbit::kern::no_such_kernel<1>";
+  bad.source += "// no_such_kernel\n";
+  std::vector<KernelRecord> recs;
+  const auto errors = rt.context().compile_all({a, bad, b, a}, &recs);
+  REQUIRE(errors.size() == 4);
+  REQUIRE(recs.size() == 4);
+  CHECK_FALSE(errors[0]);
+  CHECK(errors[1]);
+  CHECK_FALSE(errors[2]);
+  CHECK_FALSE(errors[3]);  // the same kernel twice: one build, both served
+  CHECK(recs[0].name == a.name);
+  CHECK(recs[2].name == b.name);
+  CHECK(recs[3].digest == recs[0].digest);
+  const std::string msg = lowbit::test::error_of([&] { std::rethrow_exception(errors[1]); });
+  INFO(msg);
+  CHECK(lowbit::test::contains(msg, "no_such_kernel"));
+  // Afterwards every good kernel is a memory-cache hit, and an empty list is fine.
+  KernelRecord again;
+  rt.context().compile(b, &again);
+  CHECK(source_name(again.source) == "memory-cache");
+  CHECK(rt.context().compile_all({}).empty());
 }
