@@ -3,6 +3,6 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 lowbit_build
 cd "$BUILD_DIR"
-ctest --output-on-failure "$@"
+ctest -j "$(nproc)" --output-on-failure "$@"  # the GPU suite is several shards (tests/gpu_shards.sh)
 # Say why a suite was skipped (ctest alone only says "Skipped").
-grep -h "^SKIPPED:" "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null || true
+grep -h "^SKIPPED:" "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u || true

@@ -77,60 +77,70 @@ void sweep(int64_t n, int64_t k, int group = 128) {
 
 }  // namespace
 
-TEST_CASE("wq_gemm 4096x4096 all M, both decompositions", "[gpu]") {
+TEST_CASE("wq_gemm 4096x4096 all M, both decompositions", "[gpu][sweep]") {
   sweep(4096, 4096);
 }
-TEST_CASE("wq_gemm 8192x8192 all M, both decompositions", "[gpu]") {
+TEST_CASE("wq_gemm 8192x8192 all M, both decompositions", "[gpu][sweep]") {
   sweep(8192, 8192);
 }
-TEST_CASE("wq_gemm odd 4000x4160 (K not a multiple of 128), group 32", "[gpu]") {
+TEST_CASE("wq_gemm odd 4000x4160 (K not a multiple of 128), group 32", "[gpu][sweep]") {
   sweep(4000, 4160, 32);
 }
-TEST_CASE("wq_gemm 11008x4096", "[gpu]") {
+TEST_CASE("wq_gemm 11008x4096", "[gpu][sweep]") {
   sweep(11008, 4096);
 }
-TEST_CASE("wq_gemm small N, long K: the library's own choice splits K", "[gpu]") {
+TEST_CASE("wq_gemm small N, long K: the library's own choice splits K", "[gpu][sweep]") {
   WqGemmProblem p = problem(512, 8192);
   p.m = 1;
   REQUIRE(choose_config(p, gpu_runtime().arch(), gpu_runtime().sm_count()).split_k >
           1);  // else this tests nothing new
   sweep(512, 8192);
 }
-TEST_CASE("wq_gemm tiny odd N 20x256 and N 8x128", "[gpu]") {
+TEST_CASE("wq_gemm tiny odd N 20x256 and N 8x128", "[gpu][sweep]") {
   sweep(20, 256);
   sweep(8, 128);
 }
 
-TEST_CASE("wq_gemm groups, modes, dtypes, bias", "[gpu]") {
+namespace {
+// Every group size, both modes, act-dtype or fp32 outputs, bias or not, through six plans; one test
+// case per activation dtype (each compiles about a hundred kernels; the GPU suite runs in shards).
+void groups_modes_bias(DType act) {
   Runtime& rt = gpu_runtime();
   for (int group : {32, 64, 128, 256, 0})
-    for (DType act : {DType::F16, DType::BF16})
-      for (bool f32_out : {false, true})
-        for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric}) {
-          WqGemmProblem p = problem(264, 1024, group, 17);
-          p.act = act;
-          p.out = f32_out ? DType::F32 : act;
-          p.mode = mode;
-          const bool bias = group != 64;
-          auto L = make_layer(p, bias);
-          WqGemmPlanOptions sk, xs, xw, xw1, wg;
-          sk.config = config(1, 1, 2, 2, 2);
-          xs.config = config(2, 8, 2, 2, 2, 3, true);   // 16 tiles: dequantized before the MMA
-          xw.config = config(2, 2, 1, 2, 2, 3, true);   // per-warp staged activations, 2 row tiles
-          xw1.config = config(1, 2, 1, 2, 2, 3, true);  // ... 1 row tile, swapped operands
-          wg.config = has_wgmma() ? wgmma_config(1, 4, 4, 2, 4) : sk.config;
-          WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
-              per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), warpgroup(rt, p, {17}, wg);
-          for (int64_t m : {1, 5, 17}) {
-            run_and_check(*L, chosen, m, bias);
-            run_and_check(*L, split, m, bias);
-            run_and_check(*L, shared, m, bias);
-            run_and_check(*L, per_warp, m, bias);
-            run_and_check(*L, per_warp_swapped, m, bias);
-            run_and_check(*L, warpgroup, m, bias);
-          }
-          run_and_check(*L, per_warp_swapped, 8, bias);  // every row of the 8-row stage copied
+    for (bool f32_out : {false, true})
+      for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric}) {
+        WqGemmProblem p = problem(264, 1024, group, 17);
+        p.act = act;
+        p.out = f32_out ? DType::F32 : act;
+        p.mode = mode;
+        const bool bias = group != 64;
+        auto L = make_layer(p, bias);
+        WqGemmPlanOptions sk, xs, xw, xw1, wg;
+        sk.config = config(1, 1, 2, 2, 2);
+        xs.config = config(2, 8, 2, 2, 2, 3, true);   // 16 tiles: dequantized before the MMA
+        xw.config = config(2, 2, 1, 2, 2, 3, true);   // per-warp staged activations, 2 row tiles
+        xw1.config = config(1, 2, 1, 2, 2, 3, true);  // ... 1 row tile, swapped operands
+        wg.config = has_wgmma() ? wgmma_config(1, 4, 4, 2, 4) : sk.config;
+        WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
+            per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), warpgroup(rt, p, {17}, wg);
+        for (int64_t m : {1, 5, 17}) {
+          run_and_check(*L, chosen, m, bias);
+          run_and_check(*L, split, m, bias);
+          run_and_check(*L, shared, m, bias);
+          run_and_check(*L, per_warp, m, bias);
+          run_and_check(*L, per_warp_swapped, m, bias);
+          run_and_check(*L, warpgroup, m, bias);
         }
+        run_and_check(*L, per_warp_swapped, 8, bias);  // every row of the 8-row stage copied
+      }
+}
+}  // namespace
+
+TEST_CASE("wq_gemm groups, modes, outputs, bias: f16 activations", "[gpu]") {
+  groups_modes_bias(DType::F16);
+}
+TEST_CASE("wq_gemm groups, modes, outputs, bias: bf16 activations", "[gpu]") {
+  groups_modes_bias(DType::BF16);
 }
 
 TEST_CASE("wq_gemm split-K leaves its workspace clean: repeated calls and graph replay", "[gpu]") {
