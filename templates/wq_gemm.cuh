@@ -317,8 +317,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // vector v = 16·wk + 4t + p of row r sits at v ^ (2·(t / 2) + r % 2), so that the 8 lanes of a
   // 16-byte shared-load phase (g ∈ {2a, 2a+1}, t = 0..3) hit 8 different 4-bank groups.
   constexpr int kXRowVecs = 16 * kWarpsK;
-  // Up to 8 rows: those 8; the kernel of M = 1 (kOneRow) stages its one row, and every B row of the
-  // MMA reads it (rows 1..7 of its outputs are never stored).
+  // Up to 8 rows: those 8; the kernel of M = 1 (kOneRow) stages its one row, and every lane reads it
+  // as its activation row (the B columns of the swapped MMA, unswapped the A rows): output rows
+  // 1..7 are computed from row 0 and never stored.
   constexpr int kXRows = kUpperRows ? 16 * kMTiles : kOneRow ? 1 : 8;
   constexpr int kXStage = kXShared ? kXRows * kXRowVecs : 0;  // uint4 per stage
   // Per-warp staging (one warp along N): each warp copies the 16 vectors of its own chunk per row,
@@ -339,7 +340,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // When all the block's rows exist (every block but the last row block), a thread's copies are
   // constant offsets from one pointer; otherwise rows past M are not copied at all: their stage
   // rows keep stale values, which reach only MMA rows (or, swapped, B columns) of outputs that are
-  // never stored (M = 1 copies one row, not eight).
+  // never stored (M = 3 copies three rows, not eight).
   const bool x_rows_full = m0 + kXRows <= M;
   const u16* x_thread = x + static_cast<i64>(x_rows_full && x_copier ? m0 + xr0 : 0) * kK + xv * 8;
   auto issue_x = [&](int j, int stage) {  // block step j → stage; past K: zeros

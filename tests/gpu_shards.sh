@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU suite in shards, so that `ctest -j` runs them side by side: the suite is mostly NVRTC
 # compiles, on the CPU (one process took ~430 s on the H200; its slowest cases ~100 s each).
-# A test case runs in the first shard whose Catch2 spec matches it; the last shard runs the rest.
+# Each shard runs the test cases its Catch2 spec matches; the last runs every case no other spec
+# matches. `check` fails if a case is in two shards (overlapping specs) or in none.
 #   gpu_shards.sh names                  the shards' names, in order (tests/CMakeLists.txt adds a ctest
 #                                        test gpu_NAME for each)
 #   gpu_shards.sh run I BINARY [ARGS]    shard I (0-based) of the GPU test binary

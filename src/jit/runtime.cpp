@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <system_error>
 #include <thread>
+#include <unordered_map>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -122,25 +124,42 @@ std::vector<std::exception_ptr> Context::compile_all(const std::vector<KernelSpe
                                                      std::vector<KernelRecord>* records, unsigned threads) {
   std::vector<std::exception_ptr> errors(specs.size());
   if (records) records->assign(specs.size(), KernelRecord{});
-  if (threads == 0) threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), 16u);
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, specs.size()));
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < specs.size(); i = next++) {
-      try {
-        compile(specs[i], records ? &(*records)[i] : nullptr);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
+  auto compile_one = [&](std::size_t i) {
+    try {
+      compile(specs[i], records ? &(*records)[i] : nullptr);
+    } catch (...) {
+      errors[i] = std::current_exception();
     }
   };
-  if (threads <= 1) {
-    work();  // one spec (a plan of one bucket): no thread to start
-    return errors;
+  // The first request for each kernel compiles in parallel; the repeats (buckets that share a
+  // kernel) come after, in order, as memory-cache hits: records do not depend on thread timing.
+  std::vector<std::size_t> first, repeats, original(specs.size());  // original: its first request
+  std::unordered_map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto [at, is_new] =
+        seen.emplace(specs[i].name + '\n' + specs[i].name_expression + '\n' + specs[i].source, i);
+    original[i] = at->second;
+    (is_new ? first : repeats).push_back(i);
   }
+  if (threads == 0) threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), 16u);
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, first.size()));
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t j = next++; j < first.size(); j = next++) compile_one(first[j]);
+  };
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+  try {
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  } catch (const std::system_error&) {  // no more threads: the ones started and this one share the work
+  }
+  work();
   for (auto& t : pool) t.join();
+  for (std::size_t i : repeats) {
+    if (errors[original[i]])
+      errors[i] = errors[original[i]];  // the same failure: not compiled twice
+    else
+      compile_one(i);
+  }
   return errors;
 }
 

@@ -256,7 +256,8 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                 p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
                 c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
                 static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
-  // The source must not mention M: one kernel serves every M of its config (M is a run-time argument).
+  // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
+  // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
       "// {}\n// {}\n// {}\n#include \"{}\"\n// instantiated through the name expression:\n// {}\n", s.name,
       to_json(p).dump(), c.str(), c.wgmma ? "wq_gemm_wgmma.cuh" : "wq_gemm.cuh", s.name_expression);
@@ -802,7 +803,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     WqGemmProblem pb = problem;
     pb.m = bucket;
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap). Its
-    // size depends on the bucket (x_shared stages 8 rows where the kernel skips rows 8..15).
+    // size depends on the bucket (x_shared stages 8 rows where the kernel skips rows 8..15, 1 at M = 1).
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
                                                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(wq::smem_bytes(pb, c))));

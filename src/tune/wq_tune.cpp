@@ -115,8 +115,9 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   std::sort(buckets.begin(), buckets.end());
   buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
 
-  // Compile every candidate of every bucket first, in parallel (NVRTC is thread-safe and the cache
-  // shares concurrent requests), so the timing loop only loads modules.
+  // Compile every candidate of every bucket first, in parallel, so the timing loop only loads
+  // modules: a candidate's plan for bucket b also builds buckets 1 .. b/2 with the same config
+  // (the kernels of buckets 1 and ≤ 8 differ from b's where they skip rows).
   std::vector<std::pair<int64_t, std::vector<WqGemmConfig>>> plan;
   for (int64_t b : buckets) {
     WqGemmProblem pb = base;
@@ -134,8 +135,9 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   {
     std::vector<jit::KernelSpec> specs;
     for (const auto& [b, cands] : plan)
-      for (const auto& c : cands) specs.push_back(wq::kernel_spec(base, c, b));
-    ctx.compile_all(specs);  // a candidate that fails to compile is reported when it is timed
+      for (const auto& c : cands)
+        for (int64_t lower = 1; lower <= b; lower *= 2) specs.push_back(wq::kernel_spec(base, c, lower));
+    ctx.compile_all(specs);  // repeats are compiled once; failures are reported when timed
   }
 
   WqBenchSetup setup(rt, base, buckets.back());

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
 #if defined(LOWBIT_GPU_TESTS)
   // Listing the test cases needs no device (tests/gpu_shards.sh checks its shards that way).
   bool listing = false;
-  for (int i = 1; i < argc; ++i) listing = listing || std::string(argv[i]).rfind("--list", 0) == 0;
+  for (int i = 1; i < argc; ++i)
+    listing = listing || std::string(argv[i]).rfind("--list", 0) == 0 || std::string(argv[i]) == "-l";
   std::string why;
   if (!listing && !lowbit::cuda_device_available(&why)) {
     std::printf("SKIPPED: GPU tests need a CUDA device: %s\n", why.c_str());
