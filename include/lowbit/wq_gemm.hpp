@@ -161,6 +161,11 @@ class WqGemmPlan {
 std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& problem,
                                           const std::vector<int64_t>& m_values,
                                           const std::optional<WqGemmConfig>& config = std::nullopt);
+// The same for several layers, their kernels compiled side by side (up to 16 threads); the records
+// come layer by layer, in the order of `problems`.
+std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<WqGemmProblem>& problems,
+                                                 const std::vector<int64_t>& m_values,
+                                                 const std::optional<WqGemmConfig>& config = std::nullopt);
 
 // The config the heuristic picks for a problem on an arch with sm_count SMs (plans consult the
 // tuning database first).

@@ -738,35 +738,60 @@ bool aligned(const void* p, std::size_t a) {
   return reinterpret_cast<std::uintptr_t>(p) % a == 0;
 }
 
-// The kernel of every bucket a plan for m_values covers, compiled (or found) in parallel; record i
-// says how bucket i's kernel was chosen and obtained. The first error in bucket order is thrown.
+// The kernels of one layer: every bucket a plan for m_values covers, in order, and the act-order
+// permutation's; each record says how the kernel was chosen and obtained.
 struct BucketKernel {
   int64_t bucket;
   WqGemmConfig config;
   jit::KernelSpec spec;
   KernelRecord record;
 };
-std::vector<BucketKernel> compile_buckets(jit::Context& ctx, const WqGemmProblem& problem,
-                                          const std::vector<int64_t>& m_values,
-                                          const std::optional<WqGemmConfig>& forced) {
-  std::vector<BucketKernel> out;
-  std::vector<std::string> sources;
+struct LayerKernels {
+  std::vector<BucketKernel> buckets;
+  std::optional<jit::KernelSpec> permute;
+  KernelRecord permute_record;
+};
+
+// Chooses every layer's configs, then compiles (or finds) all their kernels in one parallel batch;
+// the first error in (layer, bucket) order is thrown.
+std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<WqGemmProblem>& problems,
+                                         const std::vector<int64_t>& m_values,
+                                         const std::optional<WqGemmConfig>& forced) {
+  std::vector<LayerKernels> out(problems.size());
   std::vector<jit::KernelSpec> specs;
-  for (int64_t bucket : buckets_for(m_values)) {
-    std::string source;
-    const WqGemmConfig c = config_for_bucket(ctx, problem, bucket, forced, &source);
-    out.push_back({bucket, c, wq::kernel_spec(problem, c, bucket), {}});
-    sources.push_back(source);
-    specs.push_back(out.back().spec);
+  for (std::size_t l = 0; l < problems.size(); ++l) {
+    for (int64_t bucket : buckets_for(m_values)) {
+      std::string source;
+      const WqGemmConfig c = config_for_bucket(ctx, problems[l], bucket, forced, &source);
+      BucketKernel bk{bucket, c, wq::kernel_spec(problems[l], c, bucket), {}};
+      bk.record.config_source = source;
+      specs.push_back(bk.spec);
+      out[l].buckets.push_back(std::move(bk));
+    }
+    if (problems[l].act_order) specs.push_back(*(out[l].permute = wq::permute_spec(problems[l])));
   }
   std::vector<KernelRecord> records;
   for (const std::exception_ptr& e : ctx.compile_all(specs, &records))
     if (e) std::rethrow_exception(e);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i].record = records[i];
-    out[i].record.config_source = sources[i];
-    out[i].record.config = out[i].config.str();
-    out[i].record.m_bucket = out[i].bucket;
+  std::size_t i = 0;
+  for (LayerKernels& layer : out) {
+    for (BucketKernel& bk : layer.buckets) {
+      const std::string source = bk.record.config_source;
+      bk.record = records[i++];
+      bk.record.config_source = source;
+      bk.record.config = bk.config.str();
+      bk.record.m_bucket = bk.bucket;
+    }
+    if (layer.permute) layer.permute_record = records[i++];
+  }
+  return out;
+}
+
+std::vector<KernelRecord> records_of(const std::vector<LayerKernels>& layers) {
+  std::vector<KernelRecord> out;
+  for (const LayerKernels& layer : layers) {
+    for (const BucketKernel& bk : layer.buckets) out.push_back(bk.record);
+    if (layer.permute) out.push_back(layer.permute_record);
   }
   return out;
 }
@@ -776,15 +801,13 @@ std::vector<BucketKernel> compile_buckets(jit::Context& ctx, const WqGemmProblem
 std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& problem,
                                           const std::vector<int64_t>& m_values,
                                           const std::optional<WqGemmConfig>& config) {
-  jit::Context& ctx = rt.context();
-  std::vector<KernelRecord> out;
-  for (const BucketKernel& b : compile_buckets(ctx, problem, m_values, config)) out.push_back(b.record);
-  if (problem.act_order) {
-    KernelRecord rec;
-    ctx.compile(wq::permute_spec(problem), &rec);
-    out.push_back(rec);
-  }
-  return out;
+  return records_of(compile_layers(rt.context(), {problem}, m_values, config));
+}
+
+std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<WqGemmProblem>& problems,
+                                                 const std::vector<int64_t>& m_values,
+                                                 const std::optional<WqGemmConfig>& config) {
+  return records_of(compile_layers(rt.context(), problems, m_values, config));
 }
 
 WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vector<int64_t>& m_values,
@@ -796,7 +819,8 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   ctx.make_current();  // the attribute calls and the workspace below need this device's context
   impl_->ctx = &ctx;
   impl_->problem = problem;
-  for (const BucketKernel& bk : compile_buckets(ctx, problem, m_values, options.config)) {
+  const LayerKernels layer = std::move(compile_layers(ctx, {problem}, m_values, options.config).front());
+  for (const BucketKernel& bk : layer.buckets) {
     const int64_t bucket = bk.bucket;
     const WqGemmConfig& c = bk.config;
     const jit::LoadedKernel& k = ctx.load(bk.spec);  // compiled above: a memory-cache hit
@@ -811,9 +835,8 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     impl_->buckets.push_back({bucket, c, &k});
     impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.split_k));
   }
-  if (problem.act_order) {
-    KernelRecord rec;
-    impl_->permute = &ctx.load(wq::permute_spec(problem), &rec);
+  if (layer.permute) {
+    impl_->permute = &ctx.load(*layer.permute);
     impl_->permuted_x_bytes = wq::permuted_x_bytes(problem, impl_->buckets.back().max_m);
     impl_->workspace_bytes += impl_->permuted_x_bytes;
   }

@@ -221,3 +221,18 @@ TEST_CASE("compile_all: specs compile side by side, each error stays with its sp
   CHECK(source_name(again.source) == "memory-cache");
   CHECK(rt.context().compile_all({}).empty());
 }
+
+TEST_CASE("compile_wq_gemm_layers: one batch for several layers, records in layer order", "[nvrtc]") {
+  lowbit::test::TempDir dir;
+  lowbit::Runtime rt(offline("sm_90a", dir.path));
+  lowbit::WqGemmProblem plain = problem_4096(), permuted = problem_4096();
+  permuted.act_order = true;  // the same GEMM kernel on permuted activations, plus the permutation
+  const auto recs = lowbit::compile_wq_gemm_layers(rt, {plain, permuted}, {1});
+  REQUIRE(recs.size() == 3);
+  CHECK(recs[0].m_bucket == 1);
+  CHECK(source_name(recs[0].source) == "compiled");
+  CHECK(recs[1].digest == recs[0].digest);
+  CHECK(source_name(recs[1].source) == "memory-cache");
+  CHECK(lowbit::test::contains(recs[2].name, "permute"));
+  CHECK(recs[2].config.empty());
+}
