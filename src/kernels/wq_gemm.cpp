@@ -743,6 +743,7 @@ bool aligned(const void* p, std::size_t a) {
 struct BucketKernel {
   int64_t bucket;
   WqGemmConfig config;
+  std::string config_source;  // how the config was chosen
   jit::KernelSpec spec;
   KernelRecord record;
 };
@@ -761,10 +762,9 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
   std::vector<jit::KernelSpec> specs;
   for (std::size_t l = 0; l < problems.size(); ++l) {
     for (int64_t bucket : buckets_for(m_values)) {
-      std::string source;
-      const WqGemmConfig c = config_for_bucket(ctx, problems[l], bucket, forced, &source);
-      BucketKernel bk{bucket, c, wq::kernel_spec(problems[l], c, bucket), {}};
-      bk.record.config_source = source;
+      BucketKernel bk{bucket, {}, {}, {}, {}};
+      bk.config = config_for_bucket(ctx, problems[l], bucket, forced, &bk.config_source);
+      bk.spec = wq::kernel_spec(problems[l], bk.config, bucket);
       specs.push_back(bk.spec);
       out[l].buckets.push_back(std::move(bk));
     }
@@ -776,9 +776,8 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
   std::size_t i = 0;
   for (LayerKernels& layer : out) {
     for (BucketKernel& bk : layer.buckets) {
-      const std::string source = bk.record.config_source;
       bk.record = records[i++];
-      bk.record.config_source = source;
+      bk.record.config_source = bk.config_source;
       bk.record.config = bk.config.str();
       bk.record.m_bucket = bk.bucket;
     }
