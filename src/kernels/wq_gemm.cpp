@@ -94,9 +94,9 @@ bool can_implement(const WqGemmProblem& p, std::string* why) {
 namespace wq {
 
 std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
-  return c.warps_k > 1
-             ? static_cast<std::size_t>(c.warps_k - 1) * c.warps_n * c.m_tiles * c.n_tiles * 4 * 32 * 4
-             : 0;
+  // Every warp's accumulators (kRegs ≤ m_tiles · n_tiles · 4 per lane), [warps_n][kRegs][warps_k][32].
+  return c.warps_k > 1 ? static_cast<std::size_t>(c.warps_k) * c.warps_n * c.m_tiles * c.n_tiles * 4 * 32 * 4
+                       : 0;
 }
 
 std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {

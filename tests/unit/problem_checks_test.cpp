@@ -369,7 +369,9 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   WqGemmProblem p = normal_problem();
   p.m = 64;
   WqGemmConfig c;
-  c.m_tiles = 4, c.n_tiles = 8, c.warps_n = 4, c.warps_k = 2, c.split_k = 2, c.stages = 3;
+  // 4 stages: the rings (4 × 8 warps × 4352 B) outgrow the reduction buffer (every warp's 128
+  // accumulators per lane, 128 KiB), so the activation stages show in smem_bytes.
+  c.m_tiles = 4, c.n_tiles = 8, c.warps_n = 4, c.warps_k = 2, c.split_k = 2, c.stages = 4;
   const WqGemmConfig plain = c;
   c.x_shared = true;
   // Old files have no "x_shared" field: they read as false, and false configs are written without it.
@@ -379,8 +381,8 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   auto bad = lowbit::wq::to_json(c);
   bad["x_shared"] = 1;  // must be a boolean
   CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
-  // The activation stages: 3 stages × 64 rows × 2 chunks of 128 values × 2 bytes, before the rings.
-  CHECK(lowbit::wq::smem_bytes(p, c) == lowbit::wq::smem_bytes(p, plain) + 3 * 64 * 256 * 2);
+  // The activation stages: 4 stages × 64 rows × 2 chunks of 128 values × 2 bytes, before the rings.
+  CHECK(lowbit::wq::smem_bytes(p, c) == lowbit::wq::smem_bytes(p, plain) + 4 * 64 * 256 * 2);
   // Up to 8 rows with one row tile the kernel skips rows 8..15 and stages only the 8 rows it reads;
   // the kernel of M = 1 stages its one row.
   WqGemmProblem one_row = p, two_rows = p;
@@ -390,9 +392,9 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   WqGemmConfig swapped_plain = swapped;
   swapped_plain.x_shared = false;
   CHECK(lowbit::wq::smem_bytes(two_rows, swapped) ==
-        lowbit::wq::smem_bytes(two_rows, swapped_plain) + 3 * 8 * 256 * 2);
+        lowbit::wq::smem_bytes(two_rows, swapped_plain) + 4 * 8 * 256 * 2);
   CHECK(lowbit::wq::smem_bytes(one_row, swapped) ==
-        lowbit::wq::smem_bytes(one_row, swapped_plain) + 3 * 1 * 256 * 2);
+        lowbit::wq::smem_bytes(one_row, swapped_plain) + 4 * 1 * 256 * 2);
   // The launch takes the bucket's size, whatever M the plan's problem has.
   CHECK(lowbit::wq::geometry(one_row, swapped, 16, 16).smem == lowbit::wq::smem_bytes(p, swapped));
   CHECK(lowbit::wq::geometry(p, swapped, 1, 1).smem == lowbit::wq::smem_bytes(one_row, swapped));
