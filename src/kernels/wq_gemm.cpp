@@ -600,7 +600,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Heuristic v9: at M = 1 for every bit width. Since the one-row stage (twelfth session) the
     // registers' configs lost on 4096² and 4096×14336 at 2 and 8 bits (H200 bench: W2 4096² 5.16 µs
     // against 4.32 staged); the W2/W8 tunes at M = 1 (older than the one-row stage) put staged configs first
-    // on 10 of 12 standard layers of the H200 (only M = 1 is tuned at those widths).
+    // on 10 of 12 standard layers of the H200 (of the buckets up to 8 rows, only M = 1 is tuned at those
+    // widths).
     const bool staged_bits = p.bits == 3 || p.bits == 4 || bucket == 1;
     if (stage_per_warp && staged_bits && (tiles_per_sm <= 8 || (bucket == 8 && tiles_per_sm <= 10))) {
       c.x_shared = true;
