@@ -76,7 +76,8 @@ struct WqGemmConfig {
   // warp loading its own into registers. warps_n > 1: the block copies each step's activations once
   // and its warps, stepping through K together under a barrier per step, share them. warps_n = 1:
   // each warp stages its own chunk's activations (no barrier), so they arrive stages − 1 chunks
-  // ahead and hold no registers; the heuristic's choice at 16 and 32 rows (for 4-bit layers at any size).
+  // ahead and hold no registers; the heuristic's choice at 16 and 32 rows, and up to 8 rows on layers of
+  // up to 8 tiles per SM (3- and 4-bit; at M = 1 every bit width).
   // From 16 rows only these configs run the MMAs with swapped operands (weights as A, each 8-row
   // slice of activations as B), which spares the register moves of assembling A from two rows: 9-21 %
   // faster on the H200; with the activations in registers the swap measured slower, so it is off there.

@@ -543,6 +543,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // against 17.6 for per-warp activations); not in deterministic mode, whose forced K order would
   // turn it into a spilling config.
   const bool narrow_x_shared = bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4 && !p.deterministic;
+  // Heuristic v9: 8-bit weights at 64 rows and 4-6 tiles per SM take block-shared activations too: per-warp
+  // activation configs were more than 20 % behind on 6144×4096 (H200 W8 re-tune; in the bench 21.29
+  // µs block-shared against 29.01 for (1,4,1,2,1,4)).
+  const bool eight_bit_x_shared =
+      bucket == 64 && p.bits == 8 && tiles_per_sm > 4 && tiles_per_sm <= 6 && !p.deterministic;
   // Per-warp staged activations (v6 rules below) need a ring slot of activations per warp and stage:
   // only where shared memory holds them at 8 warps (measured on Hopper; the 99 KiB of sm_86/89
   // would cut them to 2-warp blocks); not in deterministic mode (its K order comes from M = 1).
@@ -592,8 +597,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // tiles of registers). The 5 others lose 0.3-6 %: 8192×1024 at M 1-2 on both GPUs, and the
     // H100's 8192² at M = 1.
     // Few column blocks keep their 2 tiles (1280×8192: (1,2,1,16,1,3) staged best at M 1-8).
-    if (stage_per_warp && (p.bits == 3 || p.bits == 4) &&
-        (tiles_per_sm <= 8 || (bucket == 8 && tiles_per_sm <= 10))) {
+    // Heuristic v9: at M = 1 for every bit width. Since the one-row stage (twelfth session) the
+    // registers' configs lost on 4096² and 4096×14336 at 2 and 8 bits (H200 bench: W2 4096² 5.16 µs
+    // against 4.32 staged); the W2/W8 tunes at M = 1 (older than the one-row stage) put staged configs first
+    // on 10 of 12 standard layers of the H200 (of the buckets up to 8 rows, only M = 1 is tuned at those
+    // widths).
+    const bool staged_bits = p.bits == 3 || p.bits == 4 || bucket == 1;
+    if (stage_per_warp && staged_bits && (tiles_per_sm <= 8 || (bucket == 8 && tiles_per_sm <= 10))) {
       c.x_shared = true;
       if (2 * col_blocks >= sms)
         c.n_tiles = tiles_per_sm <= 6 && c.warps_k != 16 ? 2 : std::max(c.n_tiles, 4);
@@ -607,6 +617,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // shards): 2 tiles per warp for twice the blocks. Re-tunes of both GPUs: 4-23 % faster than the per-warp
     // registers of v5. Measured on W4; at 2 bits 8192² the registers still won (H100 14.6 µs against 16.0).
 
+    // Heuristic v9: 8-bit weights up to 12 tiles per SM: 4 warps along K (a chunk is twice the bytes of 4-bit
+    // ones), the best config of the H200's W8 re-tunes at 16 rows on 4096², 6144×4096 and 8192²
+    // (6144×4096: 9.34 µs against 11.58 with 8 warps).
     c = make(1, 4, 8, tiles_per_sm <= 4 ? 3 : 2);
     if (tiles_per_sm > 20)
       c.warps_k = 4;
@@ -614,6 +627,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.n_tiles = 8, c.warps_k = 4;
     else if (2 * ceil_div(tiles, 4) < sms)
       c.n_tiles = 2;
+    else if (p.bits == 8)
+      c.warps_k = 4;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in
@@ -636,7 +651,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
         : tiles_per_sm <= 8   ? make(1, 8, 4, 3)
                               : make(1, 4, 8, 2);
     c.x_shared = true;
-  } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared) {
+  } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave
     // fewer blocks than half the SMs (1280-wide shards: 9.8 µs against 17.7); otherwise 1 row tile
@@ -644,6 +659,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     const int64_t col_blocks = ceil_div(tiles, 4);
     if (bucket <= 32 && tiles_per_sm <= 4) {
       c = make(2 * col_blocks * ceil_div(bucket, 32) < sms ? 1 : 2, 4, 8, 4);
+    } else if (bucket == 64 && tiles_per_sm > 5 && !p.deterministic) {
+      // Heuristic v9: 8 tiles × 4 warps along K above 5 tiles per SM (6144×4096: best of the H200's W4 f16,
+      // W4 bf16 and W2 re-tunes, within 1 % of the H100's best; (1,4,1,2,1,4) was 3-18 % behind).
+      c = make(1, 8, 4, 4);
     } else {
       c = make(1, 4, col_blocks * ceil_div(bucket, 16) < 3LL * sms ? 4 : 2, 4);
     }
@@ -658,6 +677,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     c = make(wide ? 4 : 2, bucket <= 64 || tiles_per_sm <= 6 ? 4 : 8, wide ? 1 : 2, 3);
     c.warps_n = wide ? 4 : 2;
     c.x_shared = true;
+    // Heuristic v9, 3-4 tiles per SM with at least 32 chunks along K (4096²; 3584², 28 chunks, keeps v7): at
+    // 64 rows 4 warps along K, at 128 rows 4 row tiles. Within 5 % of the best on both GPUs' re-tunes in all
+    // four tuned formats (W4 f16/bf16, W2, W8), where v7's (2,4,2,2) was up to 18 % behind (3 % ahead for f16
+    // at 128 rows; H200 bench: bf16 4096² M = 64 14.23 µs against 11.79, M = 128 22.17 against 18.63).
+    const bool narrow_long_k = tiles_per_sm >= 3 && tiles_per_sm <= 4 && chunks >= 32 && !p.deterministic;
+    if (narrow_long_k && bucket == 64) c.warps_k = 4;
+    if (narrow_long_k && bucket == 128 && !wide) c.m_tiles = 4;
   }
   c = wq::fit_registers(p, c);
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit, then
