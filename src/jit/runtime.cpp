@@ -9,6 +9,7 @@
 #include "common/log.hpp"
 #include "jit/context.hpp"
 #include "jit/driver.hpp"
+#include "jit/kernel_spec.hpp"
 #include "jit/nvrtc.hpp"
 
 namespace lowbit {
@@ -136,8 +137,7 @@ std::vector<std::exception_ptr> Context::compile_all(const std::vector<KernelSpe
   std::vector<std::size_t> first, repeats, original(specs.size());  // original: its first request
   std::unordered_map<std::string, std::size_t> seen;
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const auto [at, is_new] =
-        seen.emplace(specs[i].name + '\n' + specs[i].name_expression + '\n' + specs[i].source, i);
+    const auto [at, is_new] = seen.emplace(cache_key_json(specs[i], arch()), i);  // the module cache's key
     original[i] = at->second;
     (is_new ? first : repeats).push_back(i);
   }

@@ -542,7 +542,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // At 64 rows with 3-4 tiles per SM (3584², 4096²) x_shared won on both GPUs (4096² H200: 15.3 µs
   // against 17.6 for per-warp activations); not in deterministic mode, whose forced K order would
   // turn it into a spilling config.
-  const bool narrow_x_shared = bucket == 64 && tiles_per_sm >= 3 && tiles_per_sm <= 4 && !p.deterministic;
+  const bool narrow = tiles_per_sm >= 3 && tiles_per_sm <= 4 && !p.deterministic;  // 3584², 4096²
+  const bool narrow_x_shared = bucket == 64 && narrow;
   // Heuristic v9: 8-bit weights at 64 rows and 4-6 tiles per SM take block-shared activations too: per-warp
   // activation configs were more than 20 % behind on 6144×4096 (H200 W8 re-tune; in the bench 21.29
   // µs block-shared against 29.01 for (1,4,1,2,1,4)).
@@ -681,7 +682,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 64 rows 4 warps along K, at 128 rows 4 row tiles. Within 5 % of the best on both GPUs' re-tunes in all
     // four tuned formats (W4 f16/bf16, W2, W8), where v7's (2,4,2,2) was up to 18 % behind (3 % ahead for f16
     // at 128 rows; H200 bench: bf16 4096² M = 64 14.23 µs against 11.79, M = 128 22.17 against 18.63).
-    const bool narrow_long_k = tiles_per_sm >= 3 && tiles_per_sm <= 4 && chunks >= 32 && !p.deterministic;
+    const bool narrow_long_k = narrow && chunks >= 32;
     if (narrow_long_k && bucket == 64) c.warps_k = 4;
     if (narrow_long_k && bucket == 128 && !wide) c.m_tiles = 4;
   }
