@@ -23,6 +23,20 @@ __device__ __forceinline__ void mbar_arrive(u32 bar) {
 __device__ __forceinline__ void mbar_arrive_cp_async(u32 bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
+// Arrives and adds `bytes` to the transactions the current phase waits for (bulk copies complete them;
+// they may land before this call).
+__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// A bulk copy (sm_90, the copy engine, no registers or load/store instructions per 16 bytes):
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to shared memory, completing
+// `bytes` transactions on the mbarrier `bar`.
+__device__ __forceinline__ void bulk_copy(u32 dst, const void* src, u32 bytes, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
 // Waits until the phase of the given parity has completed (acquire).
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   u32 done;
