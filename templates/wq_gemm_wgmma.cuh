@@ -147,8 +147,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // issued by producer thread `tile`, completing on the stage's full barrier, whose expected bytes
   // producer thread 0 adds; tiles past N copy the last tile (their columns are never written). Other
   // widths: cp.async, item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)), tiles past N
-  // zero-filled. (H200, fourteenth session: bulk copies made 8-bit 20-35 % faster at 64 and 128
-  // rows and 4-bit 12-18 % slower.) Scale and zero rows by cp.async (producer thread i: row i).
+  // zero-filled. (H200, fourteenth session: bulk copies made 8-bit 19-32 % faster at 64 and 128
+  // rows and 4-bit 9-18 % slower.) Scale and zero rows by cp.async (producer thread i: row i).
   constexpr bool kBulkW = kBits == 8;
   constexpr int kTileBytes = kTileWords * 4;
   constexpr int kWVecs = kBlockTiles * kBits * 8;
