@@ -21,8 +21,9 @@ def stale_if(config):
     # MMA operands from 16 rows since the session of 2026-11-23 (eleventh); before that, x_shared
     # with one warp along N changed to per-warp staging (seventh). Such an entry is never kept over
     # a re-tune. Since the thirteenth session every mma.sync config with warps along K spreads its
-    # cross-warp reduction over the warps.
-    return config.get("x_shared", False) or (not config.get("wgmma", False) and config.get("warps_k", 1) > 1)
+    # cross-warp reduction over the warps; since the fourteenth, every wgmma config runs the mbarrier
+    # pipeline (8-bit: bulk weight copies).
+    return (config.get("x_shared", False) or config.get("wgmma", False) or config.get("warps_k", 1) > 1)
 
 
 def main():

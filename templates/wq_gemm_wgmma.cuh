@@ -16,12 +16,14 @@
 // Split K as in wq_gemm.cuh (write_outputs).
 //
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
-// wgmma's B layout), the block's weight tiles and their scale and zero rows. Every warp waits for
-// its step's wgmma before the next barrier, so a stage is free once the barrier after its step has
-// passed: refills run kDist = kStages − 1 steps ahead. The MMA warpgroups copy the weights and
-// scales with cp.async; a producer warpgroup loads the activations into registers a step before it
-// stores them (transposed, below) and fences them for wgmma (store_x says why in other warps).
-// One barrier per step.
+// wgmma's B layout), the block's weight tiles and their scale and zero rows. A producer warpgroup
+// fills them: it copies the weights (8-bit: bulk copies) and scales, and loads the activations into
+// registers a step before it stores them (transposed, below). Each stage has two mbarriers: `full`
+// completes when the producer's copies have landed and its stores are fenced for wgmma; `empty` when
+// every MMA thread has waited for its step's wgmma. No block barrier: the MMA warpgroups run at their
+// own pace (one can dequantize while the other's wgmmas run), the producer up to kStages steps ahead
+// of the slower one; the MMA warps issue no copies. What still bounds the loop: docs/perf-notes.md,
+// fourteenth session.
 //
 // K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
@@ -33,6 +35,7 @@
 // Scales: every weight is dequantized completely (scale included) before the MMA, except
 // per-channel integer scales, which multiply the fp32 sums once at the end.
 #pragma once
+#include "common/mbarrier.cuh"
 #include "common/wgmma.cuh"
 #include "wq_gemm.cuh"
 
@@ -50,12 +53,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   static_assert(kNTiles == 2 || kNTiles == 4, "one or two m64 tiles per warpgroup");
   static_assert(kTokTiles == 1 || kTokTiles == 2 || kTokTiles == 4 || kTokTiles == 8, "N = 16..128");
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
-  static_assert(kStages >= 3, "activations are stored a step after they are loaded");
+  static_assert(kStages >= 2, "the producer fills one stage while the MMA warps read another");
   constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
   constexpr int kM64 = kNTiles / 2;         // m64 tiles per warpgroup
-  constexpr int kConsumers = 32 * kWarpsN;  // the MMA warpgroups; then one warpgroup stages activations
+  constexpr int kConsumers = 32 * kWarpsN;  // the MMA warpgroups; then the producer warpgroup
   constexpr int kBlockTiles = 8 * kM64 * (kWarpsN / 4);
-  constexpr int kDist = kStages - 1;  // refills run this many steps ahead
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
   constexpr int kKPad = (kK + 127) / 128 * 128;
@@ -69,7 +71,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   constexpr int kTileWords = 32 * kBits;
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kBlockTiles * kGroupsPerChunk;
-  static_assert(kMetaRows <= kConsumers, "one scale/zero row per thread");
+  static_assert(kMetaRows <= 128, "one scale/zero row per producer thread");
   // One stage (bytes, 1024-aligned for the swizzle): activations [2 halves of the chunk's 128 k]
   // [kTok rows][128 B, swizzled], weights [kBlockTiles][kTileWords words], scale rows
   // [kMetaRows][16 B], zero rows likewise.
@@ -98,73 +100,89 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // t goes to logical k 16·(2p + w/2) + 8·(w%2) + 2t: 16-byte chunk q = 4p + w of the row, i.e. half
   // q / 8, chunk q % 8 ^ n % 8. The 8 threads of a store phase write 8 rows' chunks at 8 different
   // positions (conflict-free). Rows past M and K are zeros. Done by the producer warpgroup.
+  // Since kTok divides 128, a thread's items share the row n (one pointer) and differ in p.
   constexpr int kXItems = (kTok * 4 + 127) / 128;
-  const u16* x_item[kXItems];
-  u32 x_dst[kXItems][4];
-  bool x_on[kXItems];
-  int x_p[kXItems];
-#pragma unroll
-  for (int r = 0; r < kXItems; ++r) {
-    const int i = pt + 128 * r;
-    const int n = i % kTok, p = (i / kTok) & 3;
-    x_on[r] = producer && i < kTok * 4 && m0 + n < M;
-    x_p[r] = p;
-    x_item[r] = x + static_cast<i64>(x_on[r] ? m0 + n : 0) * kK + c_begin * 128 + 8 * p;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const int q = 4 * p + w;
-      x_dst[r][w] = (q / 8) * kXHalf + n * 128 + ((q % 8) ^ (n % 8)) * 16;
-    }
-  }
+  const int x_n = pt % kTok;
+  const bool x_row_on = producer && m0 + x_n < M;
+  const u16* x_row = x + static_cast<i64>(x_row_on ? m0 + x_n : 0) * kK + c_begin * 128;
+  auto x_p = [&](int r) { return (pt / kTok + r * (128 / kTok)) & 3; };
   auto load_x = [&](int j, uint4(&v)[kXItems][4]) {  // step j's vectors (t, p) of the thread's rows
 #pragma unroll
     for (int r = 0; r < kXItems; ++r)
 #pragma unroll
       for (int tt = 0; tt < 4; ++tt) {
-        const bool in_k = kK % 128 == 0 || (c_begin + j) * 128 + 32 * tt + 8 * x_p[r] < kK;
-        v[r][tt] = x_on[r] && in_k ? ld_cached_v4(x_item[r] + j * 128 + 32 * tt) : make_uint4(0, 0, 0, 0);
+        const bool on = x_row_on && (kTok * 4 % 128 == 0 || pt + 128 * r < kTok * 4);
+        const bool in_k = kK % 128 == 0 || (c_begin + j) * 128 + 32 * tt + 8 * x_p(r) < kK;
+        v[r][tt] = on && in_k ? ld_cached_v4(x_row + j * 128 + 32 * tt + 8 * x_p(r)) : make_uint4(0, 0, 0, 0);
       }
   };
   auto store_x = [&](int stage, const uint4(&v)[kXItems][4]) {
+    const u32 row = smem0 + stage * kStageBytes + x_n * 128;
 #pragma unroll
     for (int r = 0; r < kXItems; ++r) {
       if (kTok * 4 % 128 != 0 && pt + 128 * r >= kTok * 4) continue;
-      const u32 a = smem0 + stage * kStageBytes;
-      st_shared_v4(a + x_dst[r][0], v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);  // step 2p, k 0-7
-      st_shared_v4(a + x_dst[r][1], v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);  // step 2p, k 8-15
-      st_shared_v4(a + x_dst[r][2], v[r][0].z, v[r][1].z, v[r][2].z, v[r][3].z);  // step 2p + 1
-      st_shared_v4(a + x_dst[r][3], v[r][0].w, v[r][1].w, v[r][2].w, v[r][3].w);
+      auto dst = [&](int w) {
+        const int q = 4 * x_p(r) + w;
+        return row + (q / 8) * kXHalf + ((q % 8) ^ (x_n % 8)) * 16;
+      };
+      st_shared_v4(dst(0), v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);  // step 2p, k 0-7
+      st_shared_v4(dst(1), v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);  // step 2p, k 8-15
+      st_shared_v4(dst(2), v[r][0].z, v[r][1].z, v[r][2].z, v[r][3].z);  // step 2p + 1
+      st_shared_v4(dst(3), v[r][0].w, v[r][1].w, v[r][2].w, v[r][3].w);
     }
     // wgmma reads the stage through the async proxy. The fence waits for all of this thread's
-    // earlier memory operations: in the MMA warps it waited for their weight copies and the next
-    // step's activation loads (ncu: the largest stall), which is why a warpgroup of its own does this.
+    // earlier memory operations, which is why a warpgroup of its own does this (ncu, when the MMA
+    // warps stored: the largest stall).
     fence_proxy_async_shared();
   };
 
-  // Weight copies: item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)) of the chunk; tiles
-  // past N are zero-filled.
+  // Stage s's barriers: full at bars + 8s (2·128 arrivals: the producer threads' cp.async copies and
+  // their activation stores; 8-bit: + the weights' expected bytes), empty at bars + 8·(kStages + s)
+  // (every MMA thread). The host allots 16 B per stage after the stages.
+  const u32 bars = smem0 + kStages * kStageBytes;
+  auto full_bar = [&](int stage) { return bars + 8 * stage; };
+  auto empty_bar = [&](int stage) { return bars + 8 * (kStages + stage); };
+
+  // Weight copies. 8-bit: one bulk copy per tile (its 128·kBits bytes of the chunk are contiguous),
+  // issued by producer thread `tile`, completing on the stage's full barrier, whose expected bytes
+  // producer thread 0 adds; tiles past N copy the last tile (their columns are never written). Other
+  // widths: cp.async, item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)), tiles past N
+  // zero-filled. (H200, fourteenth session: bulk copies made 8-bit 19-32 % faster at 64 and 128
+  // rows and 4-bit 9-18 % slower.) Scale and zero rows by cp.async (producer thread i: row i).
+  constexpr bool kBulkW = kBits == 8;
+  constexpr int kTileBytes = kTileWords * 4;
   constexpr int kWVecs = kBlockTiles * kBits * 8;
-  constexpr int kWItems = (kWVecs + kConsumers - 1) / kConsumers;
+  constexpr int kWItems = (kWVecs + 127) / 128;
+  static_assert(kBlockTiles <= 128, "one tile per producer thread");
   auto issue_w = [&](int j, int stage) {
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
+    if constexpr (kBulkW) {
+      if (pt == 0) mbar_arrive_expect_tx(full_bar(stage), kWBytes);
+      if (pt < kBlockTiles) {
+        const i64 tile = min(btile0 + pt, kTilesTotal - 1);
+        bulk_copy(base + pt * kTileBytes, qweight + (tile * kChunks + c_begin + j) * kTileWords, kTileBytes,
+                  full_bar(stage));
+      }
+    } else {
 #pragma unroll
-    for (int r = 0; r < kWItems; ++r) {
-      const int i = threadIdx.x + kConsumers * r;
-      if (kWVecs % kConsumers != 0 && i >= kWVecs) continue;
-      const int tile = i / (kBits * 8), v = i % (kBits * 8);
-      const bool valid = btile0 + tile < kTilesTotal;
-      const u32* src = qweight +
-                       (static_cast<i64>(valid ? btile0 + tile : 0) * kChunks + c_begin + j) * kTileWords +
-                       v * 4;
-      cp_async_16_or_zero(base + i * 16, src, valid);
+      for (int r = 0; r < kWItems; ++r) {
+        const int i = pt + 128 * r;
+        if (kWVecs % 128 != 0 && i >= kWVecs) continue;
+        const int tile = i / (kBits * 8), v = i % (kBits * 8);
+        const bool valid = btile0 + tile < kTilesTotal;
+        const u32* src = qweight +
+                         (static_cast<i64>(valid ? btile0 + tile : 0) * kChunks + c_begin + j) * kTileWords +
+                         v * 4;
+        cp_async_16_or_zero(base + i * 16, src, valid);
+      }
     }
     if constexpr (kMetaRows > 0) {
-      if (threadIdx.x < kMetaRows) {
-        const int tile = threadIdx.x / kGroupsPerChunk, sub = threadIdx.x % kGroupsPerChunk;
+      if (pt < kMetaRows) {
+        const int tile = pt / kGroupsPerChunk, sub = pt % kGroupsPerChunk;
         const int c = c_begin + j;
         const int group = kGroup <= 128 ? c * kGroupsPerChunk + sub : c * 128 / kGroup;
         const i64 at = static_cast<i64>(group) * kNPad + min(btile0 + tile, kTilesTotal - 1) * 8;
-        const u32 meta = base + kWBytes + threadIdx.x * 16;
+        const u32 meta = base + kWBytes + pt * 16;
         cp_async_16(meta, scales + at);
         if constexpr (kFloatZeros)
           cp_async_16(meta + kMetaRows * 16, zeros16 + at);
@@ -195,41 +213,43 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       reg_fence(acc[i][e]);  // zeroed before the first wgmma_fence
     }
 
-  // The two roles run separate loops (so neither holds the other's registers) that meet at one
-  // barrier per step: both run exactly n_steps iterations and neither returns early, since the
-  // split-K epilogue's barriers (write_outputs) use the same barrier 0. Producers: the first kDist steps'
-  // activations stored at once, then each step stores those of step j + kDist − 1 (loaded one step earlier)
-  // and loads those of j + kDist.
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full_bar(s), 2 * 128 + (kBulkW ? 1 : 0));
+      mbar_init(empty_bar(s), kConsumers);
+    }
+  block_barrier();
+
+  // The two roles run separate loops (so neither holds the other's registers); both run exactly
+  // n_steps iterations and neither returns early, since the split-K epilogue's barriers
+  // (write_outputs) involve every thread. Producer: the weights of the first kStages steps at once,
+  // then per step: wait until the stage is free (its step kStages earlier consumed), fill it, and
+  // load the next step's activations.
   if (producer) {
+    for (int j = 0; j < kStages && j < n_steps; ++j) {
+      issue_w(j, j);
+      mbar_arrive_cp_async(full_bar(j));
+    }
     uint4 xv[kXItems][4];
-#pragma unroll
-    for (int j = 0; j < kDist; ++j)
-      if (j < n_steps) {
-        load_x(j, xv);
-        store_x(j, xv);
-      }
+    if (n_steps > 0) load_x(0, xv);
     int stage = 0;
+    u32 phase = 0;  // parity of the stage's current round
     for (int j = 0; j < n_steps; ++j) {
-      block_barrier();
-      const int st_store = stage + kDist - 1 < kStages ? stage + kDist - 1 : stage + kDist - 1 - kStages;
-      if (j >= 1 && j + kDist - 1 < n_steps) store_x(st_store, xv);
-      if (j + kDist < n_steps) load_x(j + kDist, xv);
-      stage = stage + 1 == kStages ? 0 : stage + 1;
+      if (j >= kStages) {
+        mbar_wait(empty_bar(stage), phase ^ 1);
+        issue_w(j, stage);
+        mbar_arrive_cp_async(full_bar(stage));
+      }
+      store_x(stage, xv);
+      mbar_arrive(full_bar(stage));
+      if (j + 1 < n_steps) load_x(j + 1, xv);
+      if (++stage == kStages) stage = 0, phase ^= 1;
     }
   } else {
-#pragma unroll
-    for (int j = 0; j < kDist; ++j) {
-      if (j < n_steps) issue_w(j, j);
-      cp_async_commit();  // empty groups keep the count uniform
-    }
     int stage = 0;
+    u32 phase = 0;
     for (int j = 0; j < n_steps; ++j) {
-      cp_async_wait<kDist - 1>();  // this thread's copies for step j have landed
-      block_barrier();             // ... and every thread's; every warp is done with step j − 1
-      const int st_fill = stage + kDist < kStages ? stage + kDist : stage + kDist - kStages;
-      if (j + kDist < n_steps) issue_w(j + kDist, st_fill);
-      cp_async_commit();
-
+      mbar_wait(full_bar(stage), phase);
       const u32 st = smem0 + stage * kStageBytes;
       // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
       // 2p; 2, 3: step 2p + 1).
@@ -282,7 +302,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       // wgmma if they are written while one is in flight); other blocks and warpgroups keep the
       // tensor cores busy meanwhile.
       wgmma_wait<0>();
-      stage = stage + 1 == kStages ? 0 : stage + 1;
+      mbar_arrive(empty_bar(stage));  // this thread's reads of the stage, its wgmma's included, are done
+      if (++stage == kStages) stage = 0, phase ^= 1;
     }
   }
 #pragma unroll

@@ -104,11 +104,12 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   if (c.wgmma) {
     // Per stage (kStageBytes in templates/wq_gemm_wgmma.cuh): 16·m_tiles activation rows × 128 k,
     // the block's warps_n·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group.
-    // Stages are 1024-byte aligned (the swizzled activations), plus 1 KiB to align the first.
+    // Stages are 1024-byte aligned (the swizzled activations), plus 1 KiB to align the first, plus
+    // two 8-byte mbarriers per stage (full and empty).
     const std::size_t tiles = static_cast<std::size_t>(c.warps_n) * c.n_tiles;
     const std::size_t stage = 16 * static_cast<std::size_t>(c.m_tiles) * 256 + tiles * 128 * p.bits +
                               2 * tiles * groups_per_chunk * 16;
-    return static_cast<std::size_t>(c.stages) * ((stage + 1023) / 1024 * 1024) + 1024;
+    return static_cast<std::size_t>(c.stages) * ((stage + 1023) / 1024 * 1024 + 16) + 1024;
   }
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
@@ -424,12 +425,6 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                   fmt::format("{}: wgmma runs one or two warpgroups side by side: warps_n must be 4 or 8 "
                               "and warps_k 1",
                               c.str()));
-    if (c.stages < 3)
-      return fail(
-          why,
-          fmt::format(
-              "stages = {}: wgmma needs at least 3 (activations are stored a step after they are loaded)",
-              c.stages));
     if (c.n_tiles != 2 && c.n_tiles != 4)
       return fail(why,
                   fmt::format("n_tiles = {}: wgmma needs 2 or 4 (one or two 64-column MMA tiles per block)",

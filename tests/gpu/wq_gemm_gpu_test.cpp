@@ -42,7 +42,7 @@ bool has_wgmma() {
 // block-shared activations (warps stepping through K in pairs, split; 4 × 8 tiles per warp, which
 // dequantizes before the MMA with one accumulator chain; one row tile, which swaps operands) and
 // one with per-warp staged activations (one warp along N, split); on sm_90a four more with
-// warpgroup MMA (N = 16 rows, split; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
+// warpgroup MMA (N = 16 rows, split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
 // tiles; 128 rows, split, 6 stages).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
@@ -61,7 +61,7 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_warp})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
-    for (const WqGemmConfig& c : {wgmma_config(1, 2, 4, split, 4), wgmma_config(4, 2, 8, 1, 5),
+    for (const WqGemmConfig& c : {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5),
                                   wgmma_config(2, 4, 8, 1, 4), wgmma_config(8, 2, 4, split, 6)}) {
       WqGemmPlanOptions o;
       o.config = c;
