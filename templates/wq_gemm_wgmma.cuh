@@ -213,11 +213,13 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       reg_fence(acc[i][e]);  // zeroed before the first wgmma_fence
     }
 
-  if (threadIdx.x == 0)
+  if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full_bar(s), 2 * 128 + (kBulkW ? 1 : 0));
       mbar_init(empty_bar(s), kConsumers);
     }
+    fence_mbarrier_init();  // the bulk copies signal them through the async proxy
+  }
   block_barrier();
 
   // The two roles run separate loops (so neither holds the other's registers); both run exactly
@@ -245,6 +247,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       if (j + 1 < n_steps) load_x(j + 1, xv);
       if (++stage == kStages) stage = 0, phase ^= 1;
     }
+    cp_async_commit();  // (the copies are never committed: the mbarriers track them)
+    cp_async_wait<0>();
   } else {
     int stage = 0;
     u32 phase = 0;
@@ -310,7 +314,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   for (int i = 0; i < kM64; ++i)
 #pragma unroll
     for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
-  cp_async_wait<0>();
 
   // acc[i][4j + r]: column (btile0 + wtile0 + 8i + 2w + r / 2)·8 + g, row m0 + 8j + 2t + r % 2.
   auto column = [&](int i, int r) { return (btile0 + wtile0 + 8 * i + 2 * warp + (r >> 1)) * 8 + g; };

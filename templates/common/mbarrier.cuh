@@ -14,6 +14,11 @@ namespace lowbit::kern {
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
+// After the inits, before the barrier that publishes them: makes them visible to the async proxy
+// (bulk copies complete their bytes on the barriers through it).
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
 // Release: this thread's earlier shared-memory writes are visible to threads that see the phase end.
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
