@@ -111,7 +111,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   const int x_n = (x_slot & ~3) | (x_slot & 1) << 1 | (x_slot >> 1 & 1);  // + 32r for item r
   const int x_pv = pt & 3;
   auto x_item_on = [&](int r) { return kTok * 4 % 128 == 0 || pt + 128 * r < kTok * 4; };
-  const u16* x_row = x + static_cast<i64>(producer && m0 + x_n < M ? m0 + x_n : 0) * kK + c_begin * 128 + 8 * x_pv;
+  const u16* x_row =
+      x + static_cast<i64>(producer && m0 + x_n < M ? m0 + x_n : 0) * kK + c_begin * 128 + 8 * x_pv;
   auto load_x = [&](int j, uint4(&v)[kXItems][4]) {  // step j's vectors (t, p) of the thread's rows
 #pragma unroll
     for (int r = 0; r < kXItems; ++r)
@@ -119,8 +120,9 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       for (int tt = 0; tt < 4; ++tt) {
         const bool on = producer && x_item_on(r) && m0 + x_n + kXRowsPerItem * r < M;
         const bool in_k = kK % 128 == 0 || (c_begin + j) * 128 + 32 * tt + 8 * x_pv < kK;
-        v[r][tt] = on && in_k ? ld_cached_v4(x_row + static_cast<i64>(kXRowsPerItem * r) * kK + j * 128 + 32 * tt)
-                              : make_uint4(0, 0, 0, 0);
+        v[r][tt] = on && in_k
+                       ? ld_cached_v4(x_row + static_cast<i64>(kXRowsPerItem * r) * kK + j * 128 + 32 * tt)
+                       : make_uint4(0, 0, 0, 0);
       }
   };
   auto store_x = [&](int stage, const uint4(&v)[kXItems][4]) {

@@ -528,9 +528,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // - Heuristic v10 (after the coalesced activation loads, fifteenth session; H200 re-tune of the
   //   standard layers at 64/128 rows): 5-7 tiles per SM from 8 M weights (6144×4096) at 64 and 128
   //   rows below 48 M weights, groups of 128 at 2, 4 and 8 bits (8 bits: 128 rows only; at 64 rows
-  //   the bench timed it 1.21× the best, 24.35 µs against 20.18), a 128-column block. Against the v9 heuristic's
-  //   mma.sync configs there: M = 64 W4 f16 19.2 µs against 21.9, M = 128 W2 23.0 against 31.4, bf16
-  //   25.3 against 30.9 (tuner times). And 8-bit weights at 128 rows take all 128 rows per block
+  //   the bench timed it 1.21× the best, 24.35 µs against 20.18), a 128-column block. Against the v9
+  //   heuristic's mma.sync configs there: M = 64 W4 f16 19.2 µs against 21.9, M = 128 W2 23.0 against 31.4,
+  //   bf16 25.3 against 30.9 (tuner times). And 8-bit weights at 128 rows take all 128 rows per block
   //   (m_tiles 8, 128 columns): 1.10-1.24× faster than 2 row blocks of 256 columns on the four
   //   wgmma standard layers (16384² 161.5 µs against 198.9).
   const bool mid_wgmma = (bucket == 64 || bucket == 128) && weights >= 8e6 && weights < 48e6 &&
