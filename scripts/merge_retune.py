@@ -22,7 +22,7 @@ def stale_if(config):
     # with one warp along N changed to per-warp staging (seventh). Such an entry is never kept over
     # a re-tune. Since the thirteenth session every mma.sync config with warps along K spreads its
     # cross-warp reduction over the warps; since the fourteenth, every wgmma config runs the mbarrier
-    # pipeline (8-bit: bulk weight copies).
+    # pipeline (8-bit: bulk weight copies); since the fifteenth, coalesced activation loads.
     return (config.get("x_shared", False) or config.get("wgmma", False) or config.get("warps_k", 1) > 1)
 
 

@@ -96,39 +96,56 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   const int c_begin = blockIdx.y * kChunksPerSplit;
   const int n_steps = max(0, min(kChunks, c_begin + kChunksPerSplit) - c_begin);
 
-  // Activation copies: item i = (row n = i % kTok, vector column p = i / kTok). Its word w of vector
-  // t goes to logical k 16·(2p + w/2) + 8·(w%2) + 2t: 16-byte chunk q = 4p + w of the row, i.e. half
-  // q / 8, chunk q % 8 ^ n % 8. The 8 threads of a store phase write 8 rows' chunks at 8 different
-  // positions (conflict-free). Rows past M and K are zeros. Done by the producer warpgroup.
-  // Since kTok divides 128, a thread's items share the row n (one pointer) and differ in p.
+  // Activation copies: item i = (row slot i / 4, vector column p = i % 4). Its word w of vector t
+  // goes to logical k 16·(2p + w/2) + 8·(w%2) + 2t: 16-byte chunk q = 4p + w of the row, i.e. half
+  // q / 8, chunk q % 8 ^ n % 8. Done by the producer warpgroup; rows past M and K are zeros.
+  // Loads: the 4 lanes of a row read its vectors (t, p = 0..3), 64 contiguous bytes, so one warp
+  // instruction touches 8 rows' lines (row-per-lane items touched 32 lines per instruction and kept
+  // the L1 pipe busy; fifteenth session). Stores: slot s holds row n = s with bits 0 and 1 swapped
+  // and lanes with p ≥ 2 store their words in the order w ^ 1, so the 8 lanes of a store phase (rows
+  // n and n ^ 2, p = 0..3) write 8 different 16-byte bank groups.
+  // Slots advance by 32 rows per item, so a thread's items share p and one row pointer.
   constexpr int kXItems = (kTok * 4 + 127) / 128;
-  const int x_n = pt % kTok;
-  const bool x_row_on = producer && m0 + x_n < M;
-  const u16* x_row = x + static_cast<i64>(x_row_on ? m0 + x_n : 0) * kK + c_begin * 128;
-  auto x_p = [&](int r) { return (pt / kTok + r * (128 / kTok)) & 3; };
+  constexpr int kXRowsPerItem = 32;
+  const int x_slot = pt / 4;
+  const int x_n = (x_slot & ~3) | (x_slot & 1) << 1 | (x_slot >> 1 & 1);  // + 32r for item r
+  const int x_pv = pt & 3;
+  auto x_item_on = [&](int r) { return kTok * 4 % 128 == 0 || pt + 128 * r < kTok * 4; };
+  const u16* x_row =
+      x + static_cast<i64>(producer && m0 + x_n < M ? m0 + x_n : 0) * kK + c_begin * 128 + 8 * x_pv;
   auto load_x = [&](int j, uint4(&v)[kXItems][4]) {  // step j's vectors (t, p) of the thread's rows
 #pragma unroll
     for (int r = 0; r < kXItems; ++r)
 #pragma unroll
       for (int tt = 0; tt < 4; ++tt) {
-        const bool on = x_row_on && (kTok * 4 % 128 == 0 || pt + 128 * r < kTok * 4);
-        const bool in_k = kK % 128 == 0 || (c_begin + j) * 128 + 32 * tt + 8 * x_p(r) < kK;
-        v[r][tt] = on && in_k ? ld_cached_v4(x_row + j * 128 + 32 * tt + 8 * x_p(r)) : make_uint4(0, 0, 0, 0);
+        const bool on = producer && x_item_on(r) && m0 + x_n + kXRowsPerItem * r < M;
+        const bool in_k = kK % 128 == 0 || (c_begin + j) * 128 + 32 * tt + 8 * x_pv < kK;
+        v[r][tt] = on && in_k
+                       ? ld_cached_v4(x_row + static_cast<i64>(kXRowsPerItem * r) * kK + j * 128 + 32 * tt)
+                       : make_uint4(0, 0, 0, 0);
       }
   };
   auto store_x = [&](int stage, const uint4(&v)[kXItems][4]) {
     const u32 row = smem0 + stage * kStageBytes + x_n * 128;
+    const int wflip = x_pv >> 1;  // p ≥ 2: words in the order w ^ 1
 #pragma unroll
     for (int r = 0; r < kXItems; ++r) {
-      if (kTok * 4 % 128 != 0 && pt + 128 * r >= kTok * 4) continue;
-      auto dst = [&](int w) {
-        const int q = 4 * x_p(r) + w;
-        return row + (q / 8) * kXHalf + ((q % 8) ^ (x_n % 8)) * 16;
-      };
-      st_shared_v4(dst(0), v[r][0].x, v[r][1].x, v[r][2].x, v[r][3].x);  // step 2p, k 0-7
-      st_shared_v4(dst(1), v[r][0].y, v[r][1].y, v[r][2].y, v[r][3].y);  // step 2p, k 8-15
-      st_shared_v4(dst(2), v[r][0].z, v[r][1].z, v[r][2].z, v[r][3].z);  // step 2p + 1
-      st_shared_v4(dst(3), v[r][0].w, v[r][1].w, v[r][2].w, v[r][3].w);
+      if (!x_item_on(r)) continue;
+      const u32 row_r = row + kXRowsPerItem * r * 128;  // 32 rows on: same swizzle phase
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const int ws = w ^ wflip;
+        const int q = 4 * x_pv + ws;
+        const u32 dst = row_r + (q / 8) * kXHalf + ((q % 8) ^ (x_n % 8)) * 16;
+        // word ws of the 4 vectors t (step 2p + ws / 2, k 8·(ws % 2) ..); w is unrolled, so the
+        // words are register selects, not a divergent branch
+        auto word = [&](const uint4& vt) {
+          const u32 a = w == 0 ? vt.x : w == 1 ? vt.y : w == 2 ? vt.z : vt.w;
+          const u32 b = w == 0 ? vt.y : w == 1 ? vt.x : w == 2 ? vt.w : vt.z;
+          return wflip ? b : a;
+        };
+        st_shared_v4(dst, word(v[r][0]), word(v[r][1]), word(v[r][2]), word(v[r][3]));
+      }
     }
     // wgmma reads the stage through the async proxy. The fence waits for all of this thread's
     // earlier memory operations, which is why a warpgroup of its own does this (ncu, when the MMA

@@ -525,11 +525,24 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool small_128 = bucket == 128 && weights < 48e6 && p.bits == 4 && p.group_size == 128;
   const bool one_wave_128 = small_128 && weights >= 8e6 && tiles_per_sm >= 7 && tiles_per_sm <= 10;
   const bool k_heavy_128 = small_128 && weights >= 16e6 && p.k >= 2 * p.n;
-  const bool wgmma_rows = ((bucket == 64 || bucket == 128) && weights >= 48e6) || one_wave_128 || k_heavy_128;
+  // - Heuristic v10 (after the coalesced activation loads, fifteenth session; H200 re-tune of the
+  //   standard layers at 64/128 rows): 5-7 tiles per SM from 8 M weights (6144×4096) at 64 and 128
+  //   rows below 48 M weights, groups of 128 at 2, 4 and 8 bits (8 bits: 128 rows only; at 64 rows
+  //   the bench timed it 1.21× the best, 24.35 µs against 20.18), a 128-column block. Against the v9
+  //   heuristic's mma.sync configs there: M = 64 W4 f16 19.2 µs against 21.9, M = 128 W2 23.0 against 31.4,
+  //   bf16 25.3 against 30.9 (tuner times). And 8-bit weights at 128 rows take all 128 rows per block
+  //   (m_tiles 8, 128 columns): 1.10-1.24× faster than 2 row blocks of 256 columns on the four
+  //   wgmma standard layers (16384² 161.5 µs against 198.9).
+  const bool mid_wgmma = (bucket == 64 || bucket == 128) && weights >= 8e6 && weights < 48e6 &&
+                         tiles_per_sm >= 5 && tiles_per_sm < 7 && p.group_size == 128 &&
+                         !(bucket == 64 && p.bits == 8);
+  const bool wgmma_rows =
+      ((bucket == 64 || bucket == 128) && weights >= 48e6) || one_wave_128 || k_heavy_128 || mid_wgmma;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
-    WqGemmConfig w = make(4, one_wave_128 ? 2 : 4, 1, 3);
+    const bool all_rows_8bit = bucket == 128 && p.bits == 8 && !mid_wgmma;
+    WqGemmConfig w = make(all_rows_8bit ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_8bit ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
     if (can_implement(p, w, arch)) return w;
@@ -680,6 +693,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     const bool narrow_long_k = narrow && chunks >= 32;
     if (narrow_long_k && bucket == 64) c.warps_k = 4;
     if (narrow_long_k && bucket == 128 && !wide) c.m_tiles = 4;
+    // Heuristic v10: 8-bit weights at 64 rows (4-6 tiles per SM) take all 64 rows per block (H200
+    // re-tune of 6144×4096 after the fifteenth session: 20.15 µs against 24.08 for 2 row tiles).
+    if (eight_bit_x_shared) c.m_tiles = 4;
   }
   c = wq::fit_registers(p, c);
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit, then

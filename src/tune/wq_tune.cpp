@@ -85,12 +85,13 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
   }
   // Warpgroup MMA (sm_90a only; can_implement drops it elsewhere and in deterministic mode): from 32
   // rows, two MMA warpgroups, all the bucket's rows (up to 128) per block or (from 128 rows) 64 of
-  // them, 3 to 5 stages, K split to fill half the SMs and all of them (docs/perf-notes.md, "wgmma").
+  // them, 3 to 6 stages (those that fit), K split to fill half the SMs and all of them
+  // (docs/perf-notes.md, "wgmma"; 6 since the coalesced activation loads, fifteenth session).
   if (p.m >= 32) {
     const int mt_all = static_cast<int>(std::min<int64_t>(8, (p.m + 15) / 16));
     for (int mt : {mt_all, std::min(mt_all, 4)})
       for (int nt : {2, 4})
-        for (int st : {3, 4, 5})
+        for (int st : {3, 4, 5, 6})
           for (double min_blocks : {sms / 2, sms}) {
             WqGemmConfig c;
             c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 8, c.warps_k = 1, c.stages = st, c.wgmma = true;
