@@ -530,9 +530,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   //   rows below 48 M weights, groups of 128 at 2, 4 and 8 bits (8 bits: 128 rows only; at 64 rows
   //   the bench timed it 1.21× the best, 24.35 µs against 20.18), a 128-column block. Against the v9
   //   heuristic's mma.sync configs there: M = 64 W4 f16 19.2 µs against 21.9, M = 128 W2 23.0 against 31.4,
-  //   bf16 25.3 against 30.9 (tuner times). And 8-bit weights at 128 rows take all 128 rows per block
-  //   (m_tiles 8, 128 columns): 1.10-1.24× faster than 2 row blocks of 256 columns on the four
-  //   wgmma standard layers (16384² 161.5 µs against 198.9).
+  //   bf16 25.3 against 30.9 (tuner times). And 128 rows from 48 M weights take all 128 rows per
+  //   block (m_tiles 8, 128 columns): W8 1.10-1.24× faster than 2 row blocks of 256 columns on the
+  //   four wgmma standard layers (16384² 161.5 µs against 198.9); W4 f16, once the accumulators
+  //   stopped spilling in that config, best or within 0.6 % on the same four (28672×4096 69.3 µs
+  //   against 77.1).
   const bool mid_wgmma = (bucket == 64 || bucket == 128) && weights >= 8e6 && weights < 48e6 &&
                          tiles_per_sm >= 5 && tiles_per_sm < 7 && p.group_size == 128 &&
                          !(bucket == 64 && p.bits == 8);
@@ -541,8 +543,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
-    const bool all_rows_8bit = bucket == 128 && p.bits == 8 && !mid_wgmma;
-    WqGemmConfig w = make(all_rows_8bit ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_8bit ? 2 : 4, 1, 3);
+    const bool all_rows_128 = bucket == 128 && weights >= 48e6;
+    WqGemmConfig w = make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
     if (can_implement(p, w, arch)) return w;
