@@ -512,6 +512,31 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
   big.group_size = 128, big.m = 32;  // 2 and 8 bits: measured at 64 and 128 rows only
   CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
+  // Heuristic v10. 128 rows from 48 M weights: all 128 rows per block, 128 columns, every format.
+  for (int bits : {2, 4, 8}) {
+    big.bits = bits, big.m = 128;
+    const WqGemmConfig h = lowbit::choose_config(big, hopper, 132);
+    INFO(bits << " " << h.str());
+    CHECK((h.wgmma && h.m_tiles == 8 && h.n_tiles == 2 && h.warps_n == 8));
+  }
+  // 5-7 tiles per SM below 48 M weights (6144×4096): 128-column wgmma blocks at 64 and 128 rows,
+  // except 8-bit at 64 rows, which stages all 64 rows per block with mma.sync.
+  WqGemmProblem mid = p;
+  mid.n = 6144, mid.k = 4096;
+  for (int bits : {2, 4, 8})
+    for (int64_t m : {64, 128}) {
+      mid.bits = bits, mid.m = m;
+      const WqGemmConfig h = lowbit::choose_config(mid, hopper, 132);
+      INFO(bits << " " << m << " " << h.str());
+      if (bits == 8 && m == 64) {
+        CHECK((!h.wgmma && h.x_shared && h.m_tiles == 4));
+      } else {
+        CHECK((h.wgmma && h.m_tiles == 4 && h.n_tiles == 2 && h.warps_n == 8));
+      }
+      CHECK(lowbit::can_implement(mid, h, hopper));
+    }
+  mid.bits = 4, mid.m = 32;
+  CHECK_FALSE(lowbit::choose_config(mid, hopper, 132).wgmma);
   // The tuner tries it from 32 rows on sm_90a only.
   auto count_wgmma = [](const std::vector<WqGemmConfig>& cs) {
     return std::count_if(cs.begin(), cs.end(), [](const WqGemmConfig& x) { return x.wgmma; });
