@@ -82,12 +82,12 @@ struct WqGemmConfig {
   // slice of activations as B), which spares the register moves of assembling A from two rows: 9-21 %
   // faster on the H200; with the activations in registers the swap measured slower, so it is off there.
   bool x_shared = false;
-  // sm_90a only: Hopper warpgroup MMA (templates/wq_gemm_wgmma.cuh), the heuristic's choice for large
-  // 4-bit layers at 64 and 128 rows. warps_n / 4 MMA warpgroups side by side (warps_n 4 or 8, warps_k 1),
-  // each of n_tiles / 2 m64 tiles (n_tiles 2 or 4: 64 or 128 weight columns per warpgroup), plus one
-  // warpgroup that loads the stages; 16·m_tiles rows per block (m_tiles 1, 2, 4, 8;
-  // m_tiles·n_tiles ≤ 16); x_shared off (the activations are always staged); not in
-  // deterministic mode, nor with fp16 accumulation.
+  // sm_90a only: Hopper warpgroup MMA (templates/wq_gemm_wgmma.cuh), the heuristic's choice at 64 and
+  // 128 rows on large layers (2-, 4- and 8-bit, groups of 128; see choose_config). warps_n / 4 MMA warpgroups
+  // side by side (warps_n 4 or 8, warps_k 1), each of n_tiles / 2 m64 tiles (n_tiles 2 or 4: 64 or 128 weight
+  // columns per warpgroup), plus one warpgroup that loads the stages; 16·m_tiles rows per block (m_tiles 1,
+  // 2, 4, 8; m_tiles·n_tiles ≤ 16); x_shared off (the activations are always staged); not in deterministic
+  // mode, nor with fp16 accumulation.
   bool wgmma = false;
   std::string str() const;  // WqGemmConfig(m_tiles=1, n_tiles=4, ...)
   bool operator==(const WqGemmConfig&) const = default;

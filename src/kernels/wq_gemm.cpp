@@ -535,15 +535,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   //   four wgmma standard layers (16384² 161.5 µs against 198.9); W4 f16, once the accumulators
   //   stopped spilling in that config, best or within 0.6 % on the same four (28672×4096 69.3 µs
   //   against 77.1).
-  const bool mid_wgmma = (bucket == 64 || bucket == 128) && weights >= 8e6 && weights < 48e6 &&
-                         tiles_per_sm >= 5 && tiles_per_sm < 7 && p.group_size == 128 &&
-                         !(bucket == 64 && p.bits == 8);
-  const bool wgmma_rows =
-      ((bucket == 64 || bucket == 128) && weights >= 48e6) || one_wave_128 || k_heavy_128 || mid_wgmma;
+  const bool rows_64_128 = bucket == 64 || bucket == 128;
+  const bool large = weights >= 48e6;
+  const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
+                         p.group_size == 128 && !(bucket == 64 && p.bits == 8);
+  const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
-    const bool all_rows_128 = bucket == 128 && weights >= 48e6;
+    const bool all_rows_128 = bucket == 128 && large;
     WqGemmConfig w = make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
