@@ -25,3 +25,15 @@ for_each_profile() {
     "$1" "$i" "$line" </dev/null  # FN must not read the remaining lines
   done <<<"${PROFILE:-}"
 }
+# variant_setup: for the variant scripts (device_variants.sh, device_config_variants.sh): checks that
+# $FILE has a `#define $MACRO` line, and with NO_CHECK=1 turns the bench's reference and finiteness
+# checks off in this copy of the tree (ablations that compute wrong results on purpose).
+variant_setup() {
+  : "${FILE:?}" "${MACRO:?}" "${VARIANTS:?}"
+  grep -q "^#define $MACRO " "$ROOT/$FILE" || { echo "no '#define $MACRO' line in $FILE" | tee -a "$S"; exit 1; }
+  if [ "${NO_CHECK:-0}" = 1 ]; then
+    sed -i 's/LOWBIT_CHECK(rel <= tol,/if (false) LOWBIT_CHECK(rel <= tol,/' "$ROOT/src/tune/wq_bench.cpp"
+    sed -i "s/LOWBIT_CHECK(std::isfinite(y\[i\]),/if (false) LOWBIT_CHECK(std::isfinite(y[i]),/" "$ROOT/src/tune/wq_bench.cpp"
+    echo "reference check OFF" | tee -a "$S"
+  fi
+}

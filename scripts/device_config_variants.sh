@@ -7,13 +7,8 @@
 # Usage: FILE=templates/x.cuh MACRO=WQ_V VARIANTS="0 1" CASES="$(cat cases.txt)" [NO_CHECK=1]
 #        [BENCH_ARGS="--bits 2"] scripts/device_config_variants.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
-: "${FILE:?}" "${MACRO:?}" "${VARIANTS:?}" "${CASES:?}"
-grep -q "^#define $MACRO " "$ROOT/$FILE" || { echo "no '#define $MACRO' line in $FILE" | tee -a "$S"; exit 1; }
-if [ "${NO_CHECK:-0}" = 1 ]; then
-  sed -i 's/LOWBIT_CHECK(rel <= tol,/if (false) LOWBIT_CHECK(rel <= tol,/' "$ROOT/src/tune/wq_bench.cpp"
-  sed -i "s/LOWBIT_CHECK(std::isfinite(y\[i\]),/if (false) LOWBIT_CHECK(std::isfinite(y[i]),/" "$ROOT/src/tune/wq_bench.cpp"
-  echo "reference check OFF" | tee -a "$S"
-fi
+: "${CASES:?}"
+variant_setup
 for v in $VARIANTS; do
   sed -i "s/^#define $MACRO .*/#define $MACRO $v/" "$ROOT/$FILE"
   device_build lowbit_cli

@@ -6,13 +6,7 @@
 # off in this copy of the tree only (the device's copy is thrown away). Results in $OUT/summary.txt.
 # Usage: FILE=templates/x.cuh MACRO=WQ_V VARIANTS="0 1 2" [NO_CHECK=1] [ROUNDS=1] scripts/device_variants.sh [bench args]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
-: "${FILE:?}" "${MACRO:?}" "${VARIANTS:?}"
-grep -q "^#define $MACRO " "$ROOT/$FILE" || { echo "no '#define $MACRO' line in $FILE" | tee -a "$S"; exit 1; }
-if [ "${NO_CHECK:-0}" = 1 ]; then
-  sed -i 's/LOWBIT_CHECK(rel <= tol,/if (false) LOWBIT_CHECK(rel <= tol,/' "$ROOT/src/tune/wq_bench.cpp"
-  sed -i "s/LOWBIT_CHECK(std::isfinite(y\[i\]),/if (false) LOWBIT_CHECK(std::isfinite(y[i]),/" "$ROOT/src/tune/wq_bench.cpp"
-  echo "reference check OFF" | tee -a "$S"
-fi
+variant_setup
 [ $# -eq 0 ] && set -- --cases standard --m 64,128
 for round in $(seq "${ROUNDS:-1}"); do
   for v in $VARIANTS; do
