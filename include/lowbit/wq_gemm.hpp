@@ -89,6 +89,12 @@ struct WqGemmConfig {
   // 2, 4, 8; m_tiles·n_tiles ≤ 16); x_shared off (the activations are always staged); not in deterministic
   // mode, nor with fp16 accumulation.
   bool wgmma = false;
+  // wgmma only, split_k 1: stream K. As many blocks as fit on the device at once (the SMs times the
+  // blocks per SM) each take an equal share of the (row block, column block, 128-k chunk) steps, so no
+  // SM idles in a last, partial wave (28672 columns in 256-column blocks are 112 tiles for 132 SMs).
+  // A tile that two blocks share is summed through the workspace (plan.workspace_bytes()), in no fixed
+  // order (atomic fp32 adds).
+  bool stream_k = false;
   std::string str() const;  // WqGemmConfig(m_tiles=1, n_tiles=4, ...)
   bool operator==(const WqGemmConfig&) const = default;
 };

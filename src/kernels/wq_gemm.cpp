@@ -43,8 +43,9 @@ std::string WqGemmProblem::str() const {
 
 std::string WqGemmConfig::str() const {
   return fmt::format(
-      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{})", m_tiles,
-      n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "");
+      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{})", m_tiles,
+      n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "",
+      stream_k ? ", stream_k" : "");
 }
 
 namespace {
@@ -162,7 +163,13 @@ std::size_t traffic_bytes(const WqGemmProblem& p) {
          static_cast<std::size_t>(p.m) * p.n * dtype_bytes(p.out);
 }
 
-Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int64_t bucket) {
+int64_t stream_k_steps(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
+  const Layout l = layout(p);
+  return ceil_div(m, 16 * c.m_tiles) * ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n) * l.chunks;
+}
+
+Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int64_t bucket,
+                  int64_t resident_blocks) {
   LOWBIT_CHECK(!stages_one_row(c, bucket) || m == 1, "m = {}: the one-row kernel of {} runs M = 1 only", m,
                c.str());
   const Layout l = layout(p);
@@ -170,6 +177,11 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int6
   g.grid_x = static_cast<unsigned>(ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n));
   g.grid_y = static_cast<unsigned>(c.split_k);
   g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
+  if (c.stream_k) {
+    LOWBIT_CHECK(resident_blocks > 0, "{}: stream K needs the number of resident blocks", c.str());
+    g.grid_x = static_cast<unsigned>(std::min(stream_k_steps(p, c, m), resident_blocks));
+    g.grid_z = 1;
+  }
   // wgmma: the MMA warpgroups and the activation producer warpgroup (templates/wq_gemm_wgmma.cuh).
   g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k + (c.wgmma ? 128 : 0));
   WqGemmProblem pb = p;
@@ -197,6 +209,7 @@ nlohmann::json to_json(const WqGemmConfig& c) {
                       {"warps_k", c.warps_k}, {"split_k", c.split_k}, {"stages", c.stages}};
   if (c.x_shared) j["x_shared"] = true;  // absent = false: files from before the field stay valid
   if (c.wgmma) j["wgmma"] = true;        // likewise
+  if (c.stream_k) j["stream_k"] = true;  // likewise
   return j;
 }
 
@@ -209,7 +222,8 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
     if (!j.contains(name) || !j[name].is_number_integer()) return std::nullopt;
     *field = j[name].get<int>();
   }
-  for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma}}) {
+  for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma},
+                             std::pair{"stream_k", &c.stream_k}}) {
     if (!j.contains(name)) continue;
     if (!j[name].is_boolean()) return std::nullopt;
     *field = j[name].get<bool>();
@@ -237,7 +251,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                        p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
                        p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
@@ -245,18 +259,18 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                        : upper_rows ? ""
                                     : "h",
                        c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                       c.wgmma ? "wg" : "");
+                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "");
   s.name_expression =
-      c.wgmma
-          ? fmt::format("lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
-                        p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages,
-                        b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode))
-          : fmt::format(
-                "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                "{}, {}, {}, {}>",
-                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
-                static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
+      c.wgmma ? fmt::format(
+                    "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages,
+                    b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k))
+              : fmt::format(
+                    "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                    "{}, {}, {}, {}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                    c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
+                    static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
@@ -310,7 +324,7 @@ void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bo
     } else if (hopper && c.warps_n > 4) {
       c.warps_n = 4;
     } else {
-      c.wgmma = false, c.warps_n = std::min(c.warps_n, 4);
+      c.wgmma = false, c.stream_k = false, c.warps_n = std::min(c.warps_n, 4);
       c = fit_registers(p, c);
     }
   }
@@ -445,6 +459,8 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
       return fail(why, fmt::format("{}: accum = {} problems do not run wgmma (it accumulates in fp32 here)",
                                    c.str(), to_string(p.accum)));
   }
+  if (c.stream_k && (!c.wgmma || c.split_k != 1))
+    return fail(why, fmt::format("{}: stream_k needs wgmma and split_k = 1 (it splits K itself)", c.str()));
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
   if (wq::smem_bytes(p, c) + 16 > wq::smem_limit(arch))
     return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}",
@@ -734,6 +750,7 @@ struct WqGemmPlan::Impl {
     int64_t max_m;
     WqGemmConfig config;
     const jit::LoadedKernel* kernel;
+    int64_t resident_blocks;  // stream K: SMs × blocks per SM of this kernel
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -870,9 +887,20 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
                                                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(wq::smem_bytes(pb, c))));
+    int64_t resident = 0;
+    if (c.stream_k) {
+      const wq::Geometry geo = wq::geometry(problem, c, bucket, bucket, 1);
+      int per_sm = 0;
+      LOWBIT_CU_CHECK(jit::driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, k.function, static_cast<int>(geo.block), geo.smem));
+      LOWBIT_CHECK(per_sm > 0, "{}: no block of it fits on an SM ({} threads, {} B shared memory)", c.str(),
+                   geo.block, geo.smem);
+      resident = static_cast<int64_t>(per_sm) * ctx.sm_count();
+    }
     impl_->records.push_back(bk.record);
-    impl_->buckets.push_back({bucket, c, &k});
-    impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.split_k));
+    impl_->buckets.push_back({bucket, c, &k, resident});
+    impl_->workspace_bytes =
+        std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.stream_k ? 2 : c.split_k));
   }
   if (layer.permute) {
     impl_->permute = &ctx.load(*layer.permute);
@@ -940,7 +968,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y,
                dtype_bytes(p.out));
   void* ws = a.workspace;
-  if (b->config.split_k > 1 || p.act_order) {
+  if (b->config.split_k > 1 || b->config.stream_k || p.act_order) {
     if (ws == nullptr) ws = im.workspace.get();
     LOWBIT_CHECK(
         ws != nullptr,
@@ -949,7 +977,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
         p.act_order ? "for the permuted activations of act-order" : "to split K");
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
-  const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m);
+  const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m, b->resident_blocks);
   // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | counters | fp32 sums].
   // Counters and sums are laid out for this M; where they fall does not matter between calls:
   // every call leaves them zero (counters, atomic sums and deterministic slices).

@@ -41,7 +41,11 @@ struct Geometry {
   unsigned block = 32;
   std::size_t smem = 0;  // dynamic shared memory bytes
 };
-Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m, int64_t bucket);
+// Stream-K configs launch min(their steps, resident_blocks) blocks: as many as the device holds at once.
+Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m, int64_t bucket,
+                  int64_t resident_blocks = 0);
+// The steps a stream-K config's blocks share: (row block, column block, 128-k chunk).
+int64_t stream_k_steps(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m);
 
 // Everything the runtime needs to build the kernel for (problem, config) serving M bucket `bucket`
 // (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15; see also stages_one_row).

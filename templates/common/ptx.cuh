@@ -77,6 +77,14 @@ __device__ __forceinline__ void block_barrier() {
   asm volatile("bar.sync 0;" ::: "memory");
 }
 
+// A barrier that kThreads threads of the block (whole warps) meet at, numbered kId (0 is
+// __syncthreads'): for one role of a warp-specialized block while the other role goes on.
+template <int kId, int kThreads>
+__device__ __forceinline__ void named_barrier() {
+  static_assert(kId > 0 && kId < 16 && kThreads % 32 == 0, "barriers 1..15, whole warps");
+  asm volatile("bar.sync %0, %1;" ::"n"(kId), "n"(kThreads) : "memory");
+}
+
 // f(Const<0>{}), ..., f(Const<N − 1>{}): a loop whose index is a constant expression in the body
 // (for the kOff of the loads above).
 template <int V>
