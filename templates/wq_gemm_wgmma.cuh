@@ -104,7 +104,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // chunks innermost; block b of the gridDim.x (persistent) blocks takes steps [b·W/G, (b+1)·W/G), so
   // every SM gets the same number of steps whatever the tile count (28672 columns in 256-column
   // blocks are 112 tiles on 132 SMs). A tile whose chunks several blocks share is summed through the
-  // workspace (add_tile_piece); its pieces are counted by stream_k_pieces.
+  // workspace (below, at the MMA warps' loop); its pieces are counted by stream_k_pieces.
   constexpr int kColBlocks = (kTilesTotal + kBlockTiles - 1) / kBlockTiles;
   const i64 sk_work = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks * kChunks;
   const int sk_begin = kStreamK ? static_cast<int>(stream_k_begin(blockIdx.x, sk_work, gridDim.x)) : 0;
@@ -407,8 +407,15 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
     };
     if constexpr (kStreamK) {
-      // Piece by piece: the steps of one tile, then its outputs; a tile the block runs whole is stored
-      // directly, a piece is added through the workspace among the MMA warps only.
+      // Piece by piece: the steps of one tile, then its outputs. A tile the block runs whole is stored
+      // directly. A shared tile is written by its head, the block with its first chunks, which runs
+      // them last (they end its range). Every other piece is a block's first (or only) one: it leaves
+      // its sums in the tile's region of the fp32 slice (plain stores when it is the only other piece,
+      // else atomic adds), counts itself in (counters[u], release) and goes on. The head waits for
+      // that count, adds the region into its accumulators, writes y and leaves region and count zero.
+      // The head waits only for pieces that came first in their blocks, so it never waits on a block
+      // that waits (a fence and a count per piece at the point where it happens cost 10 µs of 38 at
+      // 28672×4096 M = 64: the MMA warps stalled mid-run; seventeenth session).
       for (int w = sk_begin; w < sk_end;) {
         const int u = w / kChunks, tile_end = (u + 1) * kChunks, end = min(sk_end, tile_end);
         btile0 = u % kColBlocks * kBlockTiles;
@@ -418,12 +425,30 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         consume(end - w);
         scale_at_end();
         const u32 pieces = stream_k_pieces(u, kChunks, sk_work, gridDim.x);
-        if (pieces == 1) {
-          for_each_output(
-              [&](int row, int col, float v) { store_output<kN, kOutF32, kBf16>(row, col, v, bias, y); });
+        auto region = [&](int row, int col) { return ws + static_cast<i64>(row) * kN + col; };
+        if (pieces > 1 && w != u * kChunks) {  // a later piece
+          if (pieces == 2)
+            for_each_output([&](int row, int col, float v) { __stcg(region(row, col), v); });
+          else
+            for_each_output([&](int row, int col, float v) { atomicAdd(region(row, col), v); });
+          named_barrier<1, kConsumers>();  // every MMA thread's sums are stored ...
+          if (threadIdx.x == 0) {
+            __threadfence();  // ... and visible device-wide before the count
+            atomicAdd(counters + u, 1u);
+          }
         } else {
-          add_tile_piece<kN, 1, kOutF32, kBf16>(for_each_output, bias, y, ws, counters, M, u, pieces, 0,
-                                                threadIdx.x == 0, [] { named_barrier<1, kConsumers>(); });
+          if (pieces > 1) {  // the head: the other pieces' sums first
+            if (threadIdx.x == 0)
+              while (ld_acquire_u32(counters + u) != pieces - 1) {
+              }
+            named_barrier<1, kConsumers>();
+          }
+          for_each_output([&](int row, int col, float v) {
+            if (pieces > 1) v += __ldcg(region(row, col));
+            store_output<kN, kOutF32, kBf16>(row, col, v, bias, y);
+            if (pieces > 1) __stcg(region(row, col), 0.f);
+          });
+          if (pieces > 1 && threadIdx.x == 0) counters[u] = 0;
         }
         w = end;
       }

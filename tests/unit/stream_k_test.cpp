@@ -1,5 +1,6 @@
-// Stream K (wgmma configs): the step arithmetic the kernel runs, checked against an enumeration, and
-// the config's rules, file form, kernel name and launch geometry.
+// Stream K (wgmma configs): the step arithmetic the kernel runs, checked against an enumeration (with
+// the head-waits-last protocol it relies on), and the config's rules, file form, kernel name and
+// launch geometry.
 #include "../../templates/common/stream_k.cuh"  // plain integer arithmetic, host-compilable
 
 #include <string>
@@ -39,6 +40,17 @@ TEST_CASE("stream K: blocks cover every step once; pieces count the blocks of ea
             distinct += owner[static_cast<std::size_t>(w)] != owner[static_cast<std::size_t>(w - 1)];
           CAPTURE(steps, tiles, blocks, u);
           REQUIRE(kern::stream_k_pieces(u, steps, work, blocks) == distinct);
+          if (distinct == 1) continue;
+          // The kernel's protocol: the head (the tile's first steps) is its block's last piece, so it
+          // waits at the end of its run; every other piece is its block's first, so it never waits
+          // before it counts itself in (no block waits on a block that waits).
+          const long long head = owner[static_cast<std::size_t>(u * steps)];
+          REQUIRE(kern::stream_k_begin(head + 1, work, blocks) <= (u + 1) * steps);
+          for (long long w = u * steps + 1; w < (u + 1) * steps; ++w) {
+            const long long b = owner[static_cast<std::size_t>(w)];
+            if (b != owner[static_cast<std::size_t>(w - 1)])
+              REQUIRE(kern::stream_k_begin(b, work, blocks) == w);
+          }
         }
       }
 }
