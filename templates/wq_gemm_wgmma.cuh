@@ -428,11 +428,25 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         scale_at_end();
         const u32 pieces = stream_k_pieces(u, kChunks, sk_work, gridDim.x);
         auto region = [&](int row, int col) { return ws + static_cast<i64>(row) * kN + col; };
+        // Two pieces: the tail's accumulators as they lie in registers, in tile u's slot of the scratch
+        // after the fp32 slice: 16-byte vectors j/4 of every MMA thread side by side (coalesced), and
+        // read back by the head the same way; no zeroing (nothing adds there).
+        constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread
+        float4* slot = reinterpret_cast<float4*>(ws + ((static_cast<i64>(M) * kN + 3) & ~3LL)) +
+                       static_cast<i64>(u) * kVecs * kConsumers + threadIdx.x;
+        auto vec = [&](int q) -> float(&)[4] {  // accumulators 4q .. 4q + 3 (one m64 tile's)
+          return *reinterpret_cast<float(*)[4]>(&acc[4 * q / (kTok / 2)][4 * q % (kTok / 2)]);
+        };
         if (pieces > 1 && w != u * kChunks) {  // a later piece
-          if (pieces == 2)
-            for_each_output([&](int row, int col, float v) { __stcg(region(row, col), v); });
-          else
+          if (pieces == 2) {
+#pragma unroll
+            for (int q = 0; q < kVecs; ++q) {
+              const float(&a)[4] = vec(q);
+              __stcg(slot + q * kConsumers, make_float4(a[0], a[1], a[2], a[3]));
+            }
+          } else {
             for_each_output([&](int row, int col, float v) { atomicAdd(region(row, col), v); });
+          }
           named_barrier<1, kConsumers>();  // every MMA thread's sums are stored ...
           if (threadIdx.x == 0) {
             __threadfence();  // ... and visible device-wide before the count
@@ -447,21 +461,36 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
             // One m64 tile's loads at a time, all in flight before any is added (with the zeroing
             // stores in between, each load waited for the one before: 38 → 64 µs at 28672×4096
             // M = 64; all 64 at once spilled).
+            if (pieces == 2) {
 #pragma unroll
-            for (int i = 0; i < kM64; ++i) {
-              float other[kTok / 2];
+              for (int i = 0; i < kM64; ++i) {
+                float4 other[kVecs / kM64];
 #pragma unroll
-              for (int e = 0; e < kTok / 2; ++e) {
-                const int row = row_of(e), col = column(i, e & 3);
-                other[e] = holds(row, col) ? __ldcg(region(row, col)) : 0.f;
+                for (int q = 0; q < kVecs / kM64; ++q)
+                  other[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
+#pragma unroll
+                for (int q = 0; q < kVecs / kM64; ++q) {
+                  float(&a)[4] = vec(i * kVecs / kM64 + q);
+                  a[0] += other[q].x, a[1] += other[q].y, a[2] += other[q].z, a[3] += other[q].w;
+                }
               }
+            } else {
 #pragma unroll
-              for (int e = 0; e < kTok / 2; ++e) acc[i][e] += other[e];
+              for (int i = 0; i < kM64; ++i) {
+                float other[kTok / 2];
+#pragma unroll
+                for (int e = 0; e < kTok / 2; ++e) {
+                  const int row = row_of(e), col = column(i, e & 3);
+                  other[e] = holds(row, col) ? __ldcg(region(row, col)) : 0.f;
+                }
+#pragma unroll
+                for (int e = 0; e < kTok / 2; ++e) acc[i][e] += other[e];
+              }
             }
           }
           for_each_output([&](int row, int col, float v) {
             store_output<kN, kOutF32, kBf16>(row, col, v, bias, y);
-            if (pieces > 1) __stcg(region(row, col), 0.f);
+            if (pieces > 2) __stcg(region(row, col), 0.f);
           });
           if (pieces > 1 && threadIdx.x == 0) counters[u] = 0;
         }

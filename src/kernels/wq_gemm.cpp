@@ -489,13 +489,26 @@ std::size_t workspace_bytes(const WqGemmProblem& p, int split_k) {
   const std::size_t slices = p.deterministic ? static_cast<std::size_t>(split_k) : 1;
   return counter_bytes(p.n, p.m) + slices * static_cast<std::size_t>(p.m) * p.n * 4;
 }
+std::size_t workspace_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
+  if (!c.stream_k) return workspace_bytes(p, c.split_k);
+  const std::size_t slice = (static_cast<std::size_t>(p.m) * p.n + 3) / 4 * 16;  // 16-byte aligned end
+  const std::size_t rows = static_cast<std::size_t>(ceil_div(p.m, 16 * c.m_tiles)) * 16 * c.m_tiles;
+  const std::size_t cols =
+      static_cast<std::size_t>(ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n)) * 8 * c.n_tiles * c.warps_n;
+  return counter_bytes(p.n, p.m) + slice + rows * cols * 4;
+}
+std::size_t stream_k_scratch_bound(const WqGemmProblem& p) {
+  return 16 + static_cast<std::size_t>(ceil_div(p.m, 128)) * 128 *
+                  static_cast<std::size_t>(ceil_div(p.n, 256)) * 256 * 4;
+}
 }  // namespace wq
 
 std::size_t workspace_bytes(const WqGemmProblem& p) {
   std::string why;
   LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
   return wq::permuted_x_bytes(p, m_bucket(p.m)) +
-         wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2);
+         wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2) +
+         (p.deterministic ? 0 : wq::stream_k_scratch_bound(p));
 }
 
 WqGemmConfig default_config() {
@@ -899,8 +912,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     }
     impl_->records.push_back(bk.record);
     impl_->buckets.push_back({bucket, c, &k, resident});
-    impl_->workspace_bytes =
-        std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.stream_k ? 2 : c.split_k));
+    impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c));
   }
   if (layer.permute) {
     impl_->permute = &ctx.load(*layer.permute);

@@ -4,6 +4,7 @@
 #include "../../templates/common/stream_k.cuh"  // plain integer arithmetic, host-compilable
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/wq_gemm_internal.hpp"
@@ -101,6 +102,19 @@ TEST_CASE("stream K: rules, JSON, name, geometry", "[stream_k]") {
     what = e.what();
   }
   CHECK(lowbit::test::contains(what, "resident blocks"));
+  // Its workspace: the split-K one (counters, one fp32 slice) and a scratch slot per output tile, which
+  // the functional API's bound covers for every config shape.
+  for (int64_t m : {1, 17, 64, 65, 130}) {
+    for (auto [mt, nt, wn] : {std::tuple{4, 4, 8}, {8, 2, 8}, {1, 2, 4}, {2, 4, 4}}) {
+      WqGemmProblem pm = p;
+      pm.m = m, pm.n = 28672 - 8;
+      WqGemmConfig e = c;
+      e.m_tiles = mt, e.n_tiles = nt, e.warps_n = wn;
+      CAPTURE(m, mt, nt, wn);
+      CHECK(lowbit::wq::workspace_bytes(pm, e) > lowbit::wq::workspace_bytes(pm, 2));
+      CHECK(lowbit::workspace_bytes(pm) >= lowbit::wq::workspace_bytes(pm, e));
+    }
+  }
   // Off sm_90a the config falls back like every wgmma config: no stream K without wgmma.
   WqGemmConfig fitted = c;
   lowbit::wq::shrink_to_fit(p, fitted, Arch::parse("sm_89"), false);
