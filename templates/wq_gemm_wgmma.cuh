@@ -429,11 +429,13 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         const u32 pieces = stream_k_pieces(u, kChunks, sk_work, gridDim.x);
         auto region = [&](int row, int col) { return ws + static_cast<i64>(row) * kN + col; };
         // Two pieces: the tail's accumulators as they lie in registers, in tile u's slot of the scratch
-        // after the fp32 slice: 16-byte vectors j/4 of every MMA thread side by side (coalesced), and
-        // read back by the head the same way; no zeroing (nothing adds there).
+        // that ends where the counters begin: 16-byte vectors j/4 of every MMA thread side by side
+        // (coalesced), read back by the head the same way; no zeroing (nothing adds there). Outside
+        // the counters and the fp32 slice, which must stay zero for calls of any M (a scratch after
+        // the slice of M = 1 lay in the slice of M = 2: the GPU tests caught it).
         constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread
-        float4* slot = reinterpret_cast<float4*>(ws + ((static_cast<i64>(M) * kN + 3) & ~3LL)) +
-                       static_cast<i64>(u) * kVecs * kConsumers + threadIdx.x;
+        const i64 tiles = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks;
+        float4* slot = reinterpret_cast<float4*>(counters) + (u - tiles) * kVecs * kConsumers + threadIdx.x;
         auto vec = [&](int q) -> float(&)[4] {  // accumulators 4q .. 4q + 3 (one m64 tile's)
           return *reinterpret_cast<float(*)[4]>(&acc[4 * q / (kTok / 2)][4 * q % (kTok / 2)]);
         };

@@ -489,17 +489,16 @@ std::size_t workspace_bytes(const WqGemmProblem& p, int split_k) {
   const std::size_t slices = p.deterministic ? static_cast<std::size_t>(split_k) : 1;
   return counter_bytes(p.n, p.m) + slices * static_cast<std::size_t>(p.m) * p.n * 4;
 }
-std::size_t workspace_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
-  if (!c.stream_k) return workspace_bytes(p, c.split_k);
-  const std::size_t slice = (static_cast<std::size_t>(p.m) * p.n + 3) / 4 * 16;  // 16-byte aligned end
+std::size_t stream_k_scratch_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
+  if (!c.stream_k) return 0;
   const std::size_t rows = static_cast<std::size_t>(ceil_div(p.m, 16 * c.m_tiles)) * 16 * c.m_tiles;
   const std::size_t cols =
       static_cast<std::size_t>(ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n)) * 8 * c.n_tiles * c.warps_n;
-  return counter_bytes(p.n, p.m) + slice + rows * cols * 4;
+  return rows * cols * 4;  // a multiple of 256: rows of 16
 }
 std::size_t stream_k_scratch_bound(const WqGemmProblem& p) {
-  return 16 + static_cast<std::size_t>(ceil_div(p.m, 128)) * 128 *
-                  static_cast<std::size_t>(ceil_div(p.n, 256)) * 256 * 4;
+  return static_cast<std::size_t>(ceil_div(p.m, 128)) * 128 * static_cast<std::size_t>(ceil_div(p.n, 256)) *
+         256 * 4;
 }
 }  // namespace wq
 
@@ -772,6 +771,7 @@ struct WqGemmPlan::Impl {
   jit::DeviceBuffer workspace;
   const jit::LoadedKernel* permute = nullptr;  // act-order: x → packed K order, into the workspace
   std::size_t permuted_x_bytes = 0;            // act-order: the first bytes of the workspace
+  std::size_t stream_k_bytes = 0;              // stream K: the scratch after them
   std::size_t workspace_bytes = 0;             // the above + what the splitting buckets need
 };
 
@@ -912,13 +912,16 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     }
     impl_->records.push_back(bk.record);
     impl_->buckets.push_back({bucket, c, &k, resident});
-    impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c));
+    impl_->workspace_bytes =
+        std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.stream_k ? 2 : c.split_k));
+    impl_->stream_k_bytes = std::max(impl_->stream_k_bytes, wq::stream_k_scratch_bytes(pb, c));
   }
   if (layer.permute) {
     impl_->permute = &ctx.load(*layer.permute);
     impl_->permuted_x_bytes = wq::permuted_x_bytes(problem, impl_->buckets.back().max_m);
     impl_->workspace_bytes += impl_->permuted_x_bytes;
   }
+  impl_->workspace_bytes += impl_->stream_k_bytes;
   if (impl_->workspace_bytes > 0 && options.allocate_workspace) {
     impl_->workspace = jit::DeviceBuffer(impl_->workspace_bytes);
     impl_->workspace.fill_bytes(0);  // the kernels keep it zero from here on
@@ -990,9 +993,10 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
   const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m, b->resident_blocks);
-  // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | counters | fp32 sums].
-  // Counters and sums are laid out for this M; where they fall does not matter between calls:
-  // every call leaves them zero (counters, atomic sums and deterministic slices).
+  // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | stream-K scratch (the
+  // plan's largest) | counters | fp32 sums]. Counters and sums are laid out for this M; where they
+  // fall does not matter between calls: every call leaves them zero (counters, atomic sums and
+  // deterministic slices). The scratch holds anything.
   char* base = static_cast<char*>(ws);
   const void* x = a.x;
   int mi = static_cast<int>(m);
@@ -1006,7 +1010,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
                                                  stream, const_cast<void**>(pargs), nullptr));
     x = xp;
   }
-  char* split_ws = base ? base + im.permuted_x_bytes : nullptr;
+  char* split_ws = base ? base + im.permuted_x_bytes + im.stream_k_bytes : nullptr;
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
   const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi};

@@ -78,10 +78,11 @@ constexpr const char* mode_tag(DequantMode m) {
 constexpr int kMaxDeterministicSplit = 16;
 std::size_t counter_bytes(int64_t n, int64_t m);
 std::size_t workspace_bytes(const WqGemmProblem& problem, int split_k);  // 0 without split
-// What `config` needs at problem.m rows: split K as above; stream K also a scratch slot per output tile
-// after the fp32 slice (templates/wq_gemm_wgmma.cuh), whose size any config stays under (at most 128
-// rows × 256 columns per tile): stream_k_scratch_bound.
-std::size_t workspace_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
+// Stream K also needs a scratch slot per output tile, right before the counters (templates/
+// wq_gemm_wgmma.cuh): a plan reserves the most any of its buckets needs there, so the counters and
+// the fp32 slice sit at the same place for every M. stream_k_scratch_bound covers every config (at most
+// 128 rows × 256 columns per tile).
+std::size_t stream_k_scratch_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
 std::size_t stream_k_scratch_bound(const WqGemmProblem& problem);
 
 // Shared-memory bytes of the intra-block reduction.

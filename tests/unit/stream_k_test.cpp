@@ -111,8 +111,10 @@ TEST_CASE("stream K: rules, JSON, name, geometry", "[stream_k]") {
       WqGemmConfig e = c;
       e.m_tiles = mt, e.n_tiles = nt, e.warps_n = wn;
       CAPTURE(m, mt, nt, wn);
-      CHECK(lowbit::wq::workspace_bytes(pm, e) > lowbit::wq::workspace_bytes(pm, 2));
-      CHECK(lowbit::workspace_bytes(pm) >= lowbit::wq::workspace_bytes(pm, e));
+      const std::size_t scratch = lowbit::wq::stream_k_scratch_bytes(pm, e);
+      CHECK(scratch >= static_cast<std::size_t>(pm.m * pm.n * 4));
+      CHECK(scratch % 256 == 0);  // the counters after it stay aligned
+      CHECK(lowbit::workspace_bytes(pm) >= lowbit::wq::workspace_bytes(pm, 2) + scratch);
     }
   }
   // Off sm_90a the config falls back like every wgmma config: no stream K without wgmma.
