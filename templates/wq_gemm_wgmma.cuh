@@ -106,8 +106,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // blocks are 112 tiles on 132 SMs). A tile whose chunks several blocks share is summed through the
   // workspace (below, at the MMA warps' loop); its pieces are counted by stream_k_pieces.
   constexpr int kColBlocks = (kTilesTotal + kBlockTiles - 1) / kBlockTiles;
-  const i64 sk_tiles = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks;
-  const i64 sk_work = sk_tiles * kChunks;
+  const i64 sk_work = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks * kChunks;
   const int sk_begin = kStreamK ? static_cast<int>(stream_k_begin(blockIdx.x, sk_work, gridDim.x)) : 0;
   const int sk_end = kStreamK ? static_cast<int>(stream_k_begin(blockIdx.x + 1, sk_work, gridDim.x)) : 0;
   if constexpr (kStreamK) n_steps = sk_end - sk_begin;  // the producer's steps: all of the block's
@@ -188,19 +187,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // their activation stores; 8-bit: + the weights' expected bytes), empty at bars + 8·(kStages + s)
   // (every MMA thread). The host allots 16 B per stage after the stages.
   const u32 bars = smem0 + kStages * kStageBytes;
-  // Stream K: after the barriers, one more (the other piece's sums have landed) and a buffer for them
-  // (a tile of fp32 sums; the host allots 16 B + kOutTileBytes).
-  constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per MMA thread
-  constexpr u32 kOutTileBytes = kVecs * kConsumers * 16;
-  const u32 other_bar = bars + 16 * kStages, other_buf = other_bar + 16;
-  // Tile u's slot in the scratch that ends where the counters begin, for the sums of a tile's second
-  // piece (of two): 16-byte vectors q of every MMA thread side by side, [q][thread], so both the
-  // stores and the copy back are coalesced; nothing adds there, so it is never zeroed. It lies outside
-  // the counters and the fp32 slice, which stay zero for calls of any M (a scratch after the slice of
-  // M = 1 lay in the slice of M = 2: the GPU tests caught it).
-  auto stream_k_slot = [&](i64 u) {
-    return reinterpret_cast<float4*>(counters) + (u - sk_tiles) * kVecs * kConsumers;
-  };
   auto full_bar = [&](int stage) { return bars + 8 * stage; };
   auto empty_bar = [&](int stage) { return bars + 8 * (kStages + stage); };
 
@@ -289,7 +275,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       mbar_init(full_bar(s), 2 * 128 + (kBulkW ? 1 : 0));
       mbar_init(empty_bar(s), kConsumers);
     }
-    if constexpr (kStreamK) mbar_init(other_bar, 1);
     fence_mbarrier_init();  // the bulk copies signal them through the async proxy
   }
   block_barrier();
@@ -353,20 +338,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     }
     cp_async_commit();  // (the copies are never committed: the mbarriers track them)
     cp_async_wait<0>();
-    // Stream K: when the block ends with the head of a tile of two pieces, fetch the other piece's
-    // sums into shared memory while the MMA warps finish (a wait and a load after their last step
-    // cost 3.5 µs at 28672×4096 M = 64).
-    if constexpr (kStreamK) {
-      const int u = (sk_end - 1) / kChunks;
-      if (pt == 0 && n_steps > 0 && max(sk_begin, u * kChunks) == u * kChunks &&
-          stream_k_pieces(u, kChunks, sk_work, gridDim.x) == 2) {
-        while (ld_acquire_u32(counters + u) != 1) {
-        }
-        fence_proxy_async_global();  // the copy engine reads what the acquire made visible
-        mbar_arrive_expect_tx(other_bar, kOutTileBytes);
-        bulk_copy(other_buf, stream_k_slot(u), kOutTileBytes, other_bar);
-      }
-    }
     if constexpr (kAccInBranch) zero_acc();  // never stored
   } else {
     int stage = 0;
@@ -457,7 +428,14 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         scale_at_end();
         const u32 pieces = stream_k_pieces(u, kChunks, sk_work, gridDim.x);
         auto region = [&](int row, int col) { return ws + static_cast<i64>(row) * kN + col; };
-        float4* slot = stream_k_slot(u) + threadIdx.x;
+        // Two pieces: the tail's accumulators as they lie in registers, in tile u's slot of the scratch
+        // that ends where the counters begin: 16-byte vectors j/4 of every MMA thread side by side
+        // (coalesced), read back by the head the same way; no zeroing (nothing adds there). Outside
+        // the counters and the fp32 slice, which must stay zero for calls of any M (a scratch after
+        // the slice of M = 1 lay in the slice of M = 2: the GPU tests caught it).
+        constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread
+        const i64 tiles = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks;
+        float4* slot = reinterpret_cast<float4*>(counters) + (u - tiles) * kVecs * kConsumers + threadIdx.x;
         auto vec = [&](int q) -> float(&)[4] {  // accumulators 4q .. 4q + 3 (one m64 tile's)
           return *reinterpret_cast<float(*)[4]>(&acc[4 * q / (kTok / 2)][4 * q % (kTok / 2)]);
         };
@@ -477,16 +455,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
             atomicAdd(counters + u, 1u);
           }
         } else {
-          if (pieces == 2) {  // the head of two: the producer fetched the other's sums (above)
-            mbar_wait(other_bar, 0);
-#pragma unroll
-            for (int q = 0; q < kVecs; ++q) {
-              const uint4 o = ld_shared_v4(other_buf + (q * kConsumers + threadIdx.x) * 16);
-              float(&a)[4] = vec(q);
-              a[0] += __uint_as_float(o.x), a[1] += __uint_as_float(o.y), a[2] += __uint_as_float(o.z),
-                  a[3] += __uint_as_float(o.w);
-            }
-          } else if (pieces > 2) {  // the head of more: the others' sums from the fp32 slice
+          if (pieces > 1) {  // the head: the other pieces' sums first
             if (threadIdx.x == 0)
               while (ld_acquire_u32(counters + u) != pieces - 1) {
               }
@@ -494,16 +463,31 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
             // One m64 tile's loads at a time, all in flight before any is added (with the zeroing
             // stores in between, each load waited for the one before: 38 → 64 µs at 28672×4096
             // M = 64; all 64 at once spilled).
+            if (pieces == 2) {
 #pragma unroll
-            for (int i = 0; i < kM64; ++i) {
-              float other[kTok / 2];
+              for (int i = 0; i < kM64; ++i) {
+                float4 other[kVecs / kM64];
 #pragma unroll
-              for (int e = 0; e < kTok / 2; ++e) {
-                const int row = row_of(e), col = column(i, e & 3);
-                other[e] = holds(row, col) ? __ldcg(region(row, col)) : 0.f;
+                for (int q = 0; q < kVecs / kM64; ++q)
+                  other[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
+#pragma unroll
+                for (int q = 0; q < kVecs / kM64; ++q) {
+                  float(&a)[4] = vec(i * kVecs / kM64 + q);
+                  a[0] += other[q].x, a[1] += other[q].y, a[2] += other[q].z, a[3] += other[q].w;
+                }
               }
+            } else {
 #pragma unroll
-              for (int e = 0; e < kTok / 2; ++e) acc[i][e] += other[e];
+              for (int i = 0; i < kM64; ++i) {
+                float other[kTok / 2];
+#pragma unroll
+                for (int e = 0; e < kTok / 2; ++e) {
+                  const int row = row_of(e), col = column(i, e & 3);
+                  other[e] = holds(row, col) ? __ldcg(region(row, col)) : 0.f;
+                }
+#pragma unroll
+                for (int e = 0; e < kTok / 2; ++e) acc[i][e] += other[e];
+              }
             }
           }
           for_each_output([&](int row, int col, float v) {

@@ -110,9 +110,7 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
     const std::size_t tiles = static_cast<std::size_t>(c.warps_n) * c.n_tiles;
     const std::size_t stage = 16 * static_cast<std::size_t>(c.m_tiles) * 256 + tiles * 128 * p.bits +
                               2 * tiles * groups_per_chunk * 16;
-    // Stream K: one more barrier (16 B) and a tile of fp32 sums (the other piece's, fetched at the end).
-    const std::size_t other = c.stream_k ? 16 + 16 * static_cast<std::size_t>(c.m_tiles) * tiles * 8 * 4 : 0;
-    return static_cast<std::size_t>(c.stages) * ((stage + 1023) / 1024 * 1024 + 16) + 1024 + other;
+    return static_cast<std::size_t>(c.stages) * ((stage + 1023) / 1024 * 1024 + 16) + 1024;
   }
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).

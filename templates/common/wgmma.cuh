@@ -39,10 +39,6 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
-// The same for global memory: generic-proxy data another block released, read next by a bulk copy.
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;" ::: "memory");
-}
 __device__ __forceinline__ void reg_fence(float& r) {
   asm volatile("" : "+f"(r)::"memory");
 }
