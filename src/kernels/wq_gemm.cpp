@@ -575,6 +575,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     WqGemmConfig w = make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
+    // - Heuristic v11 (seventeenth session, `lowbit tune` with stream-K candidates, standard layers at
+    //   64/128 rows, both GPUs): where that split leaves each block 32 chunks or fewer, stream K over
+    //   128-column blocks instead; the tuned best on 8192² (M 64 and 128), 4096×14336 and 6144×4096
+    //   (M = 64): H100 W4 f16 8192² M = 64 30.7 µs against 35.7 for (4,4,8) split 4, 4096×14336 28.0
+    //   against 35.5. With 64 chunks per split (16384², split 2) split K stays ahead (H200 83.5-84.0
+    //   against 86.9 for stream K).
+    if (w.split_k > 1 && chunks / w.split_k <= 32) w.split_k = 1, w.n_tiles = 2, w.stream_k = true;
     if (can_implement(p, w, arch)) return w;
   }
   // At 64 rows with 3-4 tiles per SM (3584², 4096²) x_shared won on both GPUs (4096² H200: 15.3 µs

@@ -123,3 +123,31 @@ TEST_CASE("stream K: rules, JSON, name, geometry", "[stream_k]") {
   CHECK_FALSE(fitted.wgmma);
   CHECK_FALSE(fitted.stream_k);
 }
+
+TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chunks or fewer", "[stream_k]") {
+  const Arch hopper = Arch::parse("sm_90a");
+  auto choice = [&](int64_t n, int64_t k, int64_t m) {
+    WqGemmProblem p;
+    p.m = m, p.n = n, p.k = k, p.bits = 4, p.group_size = 128;
+    return lowbit::choose_config(p, hopper, 132);
+  };
+  for (auto [n, k, m] :
+       {std::tuple{8192, 8192, 64}, {8192, 8192, 128}, {4096, 14336, 64}, {6144, 4096, 64}}) {
+    const WqGemmConfig c = choice(n, k, m);
+    CAPTURE(n, k, m, c.str());
+    CHECK(c.wgmma);
+    CHECK(c.stream_k);
+    CHECK(c.split_k == 1);
+    CHECK(c.n_tiles == 2);  // 128-column blocks
+  }
+  // Long splits stay split (16384²: 64 chunks per split), and a grid that needs no split stays whole.
+  const WqGemmConfig split = choice(16384, 16384, 64), whole = choice(28672, 4096, 64);
+  CHECK(split.split_k == 2);
+  CHECK_FALSE(split.stream_k);
+  CHECK(whole.split_k == 1);
+  CHECK_FALSE(whole.stream_k);
+  // Off sm_90a nothing changes: no wgmma, no stream K.
+  WqGemmProblem p;
+  p.m = 64, p.n = 8192, p.k = 8192, p.bits = 4, p.group_size = 128;
+  CHECK_FALSE(lowbit::choose_config(p, Arch::parse("sm_89"), 128).stream_k);
+}
