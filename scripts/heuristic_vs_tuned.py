@@ -19,8 +19,9 @@ sms = data["meta"].get("sm_count", 132)
 
 
 def short(c):
-    return "%d,%d,%d,%d,%d,%d%s%s" % (c["m_tiles"], c["n_tiles"], c["warps_n"], c["warps_k"], c["split_k"],
-                                      c["stages"], ",xs" if c.get("x_shared") else "", ",wg" if c.get("wgmma") else "")
+    return "%d,%d,%d,%d,%d,%d%s%s%s" % (c["m_tiles"], c["n_tiles"], c["warps_n"], c["warps_k"], c["split_k"],
+                                        c["stages"], ",xs" if c.get("x_shared") else "",
+                                        ",wg" if c.get("wgmma") else "", ",stream" if c.get("stream_k") else "")
 
 
 def heuristic(n, k, m):

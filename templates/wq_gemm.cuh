@@ -92,62 +92,75 @@ __device__ __forceinline__ void load_fragment(u32 lane_addr, u32 (&w)[kBits]) {
   });
 }
 
+// Stores one output (+ bias) in y's dtype.
+template <int kN, bool kOutF32, bool kBf16>
+__device__ __forceinline__ void store_output(int row, int col, float v, const u16* __restrict__ bias,
+                                             void* __restrict__ y) {
+  if (bias != nullptr) v += to_f32<kBf16>(bias[col]);
+  if constexpr (kOutF32)
+    static_cast<float*>(y)[static_cast<i64>(row) * kN + col] = v;
+  else
+    static_cast<u16*>(y)[static_cast<i64>(row) * kN + col] = from_f32<kBf16>(v);
+}
+
+// One piece of an output tile whose sums over K come in `arrivals` pieces (split K, stream K): the
+// piece is added atomically into one fp32 slice of the workspace or, with kSlices > 1
+// (deterministic), stored into slice `slice`. The last piece to arrive (counted in counters[tile_id])
+// reads the complete sums, writes y and zeroes what it read, so the workspace is all zeros between
+// calls whatever M each call has (the counters of a later, larger M overlap where these sums were).
+// Called by every thread of a group that `sync()` synchronizes; `leader` is one thread of it.
+template <int kN, int kSlices, bool kOutF32, bool kBf16, class ForEachOutput, class Sync>
+__device__ __forceinline__ void add_tile_piece(ForEachOutput&& for_each_output, const u16* __restrict__ bias,
+                                               void* __restrict__ y, float* __restrict__ ws,
+                                               u32* __restrict__ counters, int M, int tile_id, u32 arrivals,
+                                               int slice_index, bool leader, Sync&& sync) {
+  auto slice = [&](i64 sp, int row, int col) { return ws + (sp * M + row) * kN + col; };
+  for_each_output([&](int row, int col, float v) {
+    if constexpr (kSlices > 1)
+      __stcg(slice(slice_index, row, col), v);
+    else
+      atomicAdd(slice(0, row, col), v);
+  });
+  __threadfence();  // our partial sums are visible device-wide before we count ourselves in
+  sync();
+  __shared__ u32 is_last;
+  if (leader) is_last = atomicAdd(counters + tile_id, 1u) == arrivals - 1;
+  sync();
+  if (is_last) {
+    __threadfence();
+    // Read every complete sum from L2 first (.cg skips L1; the loads are independent, so they are
+    // all in flight at once — an atomicExch per element would wait a round trip each); the
+    // deterministic slices are added in split order, whichever piece arrived last.
+    for_each_output([&](int row, int col, float& v) {
+      v = __ldcg(slice(0, row, col));
+#pragma unroll
+      for (int sp = 1; sp < kSlices; ++sp) v += __ldcg(slice(sp, row, col));
+    });
+    for_each_output([&](int row, int col, float v) {
+      store_output<kN, kOutF32, kBf16>(row, col, v, bias, y);
+#pragma unroll
+      for (int sp = 0; sp < kSlices; ++sp) __stcg(slice(sp, row, col), 0.f);
+    });
+    if (leader) counters[tile_id] = 0;
+  }
+}
+
 // Writes a thread's outputs: for_each_output(fn) calls fn(row, col, v) for every output the thread
 // holds with row < M and col < kN (v by reference: fn may replace it). Called by every thread of the
 // block (the split-K arrival count has barriers). Split K: every block leaves its partial tile in the
-// workspace, added atomically into one fp32 slice, or (kDeterministic) stored into a slice of its
-// own. The last block to arrive (counted per output tile) reads the complete sums, writes y and
-// zeroes what it read, so the workspace is all zeros between calls whatever M each call has (the
-// counters of a later, larger M overlap where these sums were). No state survives a call.
+// workspace (add_tile_piece; the kSplitK blocks of a tile count their arrivals). No state survives a
+// call.
 template <int kN, int kSplitK, bool kDeterministic, bool kOutF32, bool kBf16, class ForEachOutput>
 __device__ __forceinline__ void write_outputs(ForEachOutput&& for_each_output, const u16* __restrict__ bias,
                                               void* __restrict__ y, float* __restrict__ ws,
                                               u32* __restrict__ counters, int M) {
-  auto store = [&](int row, int col, float v) {
-    if (bias != nullptr) v += to_f32<kBf16>(bias[col]);
-    if constexpr (kOutF32)
-      static_cast<float*>(y)[static_cast<i64>(row) * kN + col] = v;
-    else
-      static_cast<u16*>(y)[static_cast<i64>(row) * kN + col] = from_f32<kBf16>(v);
-  };
   if constexpr (kSplitK == 1) {
-    for_each_output(store);
+    for_each_output(
+        [&](int row, int col, float v) { store_output<kN, kOutF32, kBf16>(row, col, v, bias, y); });
   } else {
-    auto slice = [&](i64 sp, int row, int col) { return ws + (sp * M + row) * kN + col; };
-    constexpr int kSlices = kDeterministic ? kSplitK : 1;
-    for_each_output([&](int row, int col, float v) {
-      if constexpr (kDeterministic)
-        __stcg(slice(blockIdx.y, row, col), v);
-      else
-        atomicAdd(slice(0, row, col), v);
-    });
-    __threadfence();  // our partial sums are visible device-wide before we count ourselves in
-    __syncthreads();
-    __shared__ u32 is_last;
-    const int tile_id = blockIdx.z * gridDim.x + blockIdx.x;
-    if (threadIdx.x == 0) is_last = atomicAdd(counters + tile_id, 1u) == kSplitK - 1;
-    __syncthreads();
-    if (is_last) {
-      __threadfence();
-      // Read every complete sum from L2 first (.cg skips L1; the loads are independent, so they are
-      // all in flight at once — an atomicExch per element would wait a round trip each); the
-      // deterministic slices are added in split order, whichever block arrived last.
-      for_each_output([&](int row, int col, float& v) {
-        if constexpr (kDeterministic) {
-          v = 0.f;
-#pragma unroll
-          for (int sp = 0; sp < kSplitK; ++sp) v += __ldcg(slice(sp, row, col));
-        } else {
-          v = __ldcg(slice(0, row, col));
-        }
-      });
-      for_each_output([&](int row, int col, float v) {
-        store(row, col, v);
-#pragma unroll
-        for (int sp = 0; sp < kSlices; ++sp) __stcg(slice(sp, row, col), 0.f);
-      });
-      if (threadIdx.x == 0) counters[tile_id] = 0;
-    }
+    add_tile_piece<kN, kDeterministic ? kSplitK : 1, kOutF32, kBf16>(
+        for_each_output, bias, y, ws, counters, M, blockIdx.z * gridDim.x + blockIdx.x, kSplitK, blockIdx.y,
+        threadIdx.x == 0, [] { __syncthreads(); });
   }
 }
 

@@ -36,13 +36,14 @@
 // per-channel integer scales, which multiply the fp32 sums once at the end.
 #pragma once
 #include "common/mbarrier.cuh"
+#include "common/stream_k.cuh"
 #include "common/wgmma.cuh"
 #include "wq_gemm.cuh"
 
 namespace lowbit::kern {
 
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
-          int kStages, bool kBf16, bool kOutF32, int kMode>
+          int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK>
 __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                          const void* __restrict__ zeros, const u16* __restrict__ x,
@@ -54,6 +55,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   static_assert(kTokTiles == 1 || kTokTiles == 2 || kTokTiles == 4 || kTokTiles == 8, "N = 16..128");
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
   static_assert(kStages >= 2, "the producer fills one stage while the MMA warps read another");
+  static_assert(!kStreamK || kSplitK == 1, "stream K replaces split K");
   constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
   constexpr int kM64 = kNTiles / 2;         // m64 tiles per warpgroup
   constexpr int kConsumers = 32 * kWarpsN;  // the MMA warpgroups; then the producer warpgroup
@@ -91,10 +93,35 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   const int wtile0 = 8 * kM64 * (threadIdx.x >> 7);  // the warpgroup's first tile in the block
   const int g = lane >> 2;
   const int t = lane & 3;
-  const int btile0 = blockIdx.x * kBlockTiles;
-  const int m0 = blockIdx.z * kTok;
-  const int c_begin = blockIdx.y * kChunksPerSplit;
-  const int n_steps = max(0, min(kChunks, c_begin + kChunksPerSplit) - c_begin);
+  // Where the block works: its column block, row block and first chunk, and how many steps it runs.
+  // Stream K (below) moves them along as it goes.
+  int btile0 = blockIdx.x * kBlockTiles;
+  int m0 = blockIdx.z * kTok;
+  int c_begin = blockIdx.y * kChunksPerSplit;
+  int n_steps = max(0, min(kChunks, c_begin + kChunksPerSplit) - c_begin);
+
+  // Stream K: the work is the list of (row block, column block, chunk) steps, row blocks outermost,
+  // chunks innermost; block b of the gridDim.x (persistent) blocks takes steps [b·W/G, (b+1)·W/G), so
+  // every SM gets the same number of steps whatever the tile count (28672 columns in 256-column
+  // blocks are 112 tiles on 132 SMs). A tile whose chunks several blocks share is summed through the
+  // workspace (below, at the MMA warps' loop); its pieces are counted by stream_k_pieces.
+  constexpr int kColBlocks = (kTilesTotal + kBlockTiles - 1) / kBlockTiles;
+  const i64 sk_work = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks * kChunks;
+  const int sk_begin = kStreamK ? static_cast<int>(stream_k_begin(blockIdx.x, sk_work, gridDim.x)) : 0;
+  const int sk_end = kStreamK ? static_cast<int>(stream_k_begin(blockIdx.x + 1, sk_work, gridDim.x)) : 0;
+  if constexpr (kStreamK) n_steps = sk_end - sk_begin;  // the producer's steps: all of the block's
+  // Moves the producer's position to its step j (split K: chunk c_begin + j of the block's tile).
+  int pos_c = c_begin;
+  auto seek = [&](int j) {
+    if constexpr (kStreamK) {
+      const int w = sk_begin + j, u = w / kChunks;
+      pos_c = w - u * kChunks;
+      btile0 = u % kColBlocks * kBlockTiles;
+      m0 = u / kColBlocks * kTok;
+    } else {
+      pos_c = c_begin + j;
+    }
+  };
 
   // Activation copies: item i = (row slot i / 4, vector column p = i % 4). Its word w of vector t
   // goes to logical k 16·(2p + w/2) + 8·(w%2) + 2t: 16-byte chunk q = 4p + w of the row, i.e. half
@@ -111,17 +138,20 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   const int x_n = (x_slot & ~3) | (x_slot & 1) << 1 | (x_slot >> 1 & 1);  // + 32r for item r
   const int x_pv = pt & 3;
   auto x_item_on = [&](int r) { return kTok * 4 % 128 == 0 || pt + 128 * r < kTok * 4; };
-  const u16* x_row =
-      x + static_cast<i64>(producer && m0 + x_n < M ? m0 + x_n : 0) * kK + c_begin * 128 + 8 * x_pv;
-  auto load_x = [&](int j, uint4(&v)[kXItems][4]) {  // step j's vectors (t, p) of the thread's rows
+  auto x_row_at = [&] {  // the thread's first row at the current m0, chunk 0
+    return x + static_cast<i64>(producer && m0 + x_n < M ? m0 + x_n : 0) * kK + 8 * x_pv;
+  };
+  const u16* x_row = x_row_at();
+  auto load_x = [&](int c, uint4(&v)[kXItems][4]) {  // chunk c's vectors (t, p) of the thread's rows
+    if constexpr (kStreamK) x_row = x_row_at();
 #pragma unroll
     for (int r = 0; r < kXItems; ++r)
 #pragma unroll
       for (int tt = 0; tt < 4; ++tt) {
         const bool on = producer && x_item_on(r) && m0 + x_n + kXRowsPerItem * r < M;
-        const bool in_k = kK % 128 == 0 || (c_begin + j) * 128 + 32 * tt + 8 * x_pv < kK;
+        const bool in_k = kK % 128 == 0 || c * 128 + 32 * tt + 8 * x_pv < kK;
         v[r][tt] = on && in_k
-                       ? ld_cached_v4(x_row + static_cast<i64>(kXRowsPerItem * r) * kK + j * 128 + 32 * tt)
+                       ? ld_cached_v4(x_row + static_cast<i64>(kXRowsPerItem * r) * kK + c * 128 + 32 * tt)
                        : make_uint4(0, 0, 0, 0);
       }
   };
@@ -171,13 +201,13 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   constexpr int kWVecs = kBlockTiles * kBits * 8;
   constexpr int kWItems = (kWVecs + 127) / 128;
   static_assert(kBlockTiles <= 128, "one tile per producer thread");
-  auto issue_w = [&](int j, int stage) {
+  auto issue_w = [&](int c, int stage) {  // chunk c of the block's current tiles
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
     if constexpr (kBulkW) {
       if (pt == 0) mbar_arrive_expect_tx(full_bar(stage), kWBytes);
       if (pt < kBlockTiles) {
         const i64 tile = min(btile0 + pt, kTilesTotal - 1);
-        bulk_copy(base + pt * kTileBytes, qweight + (tile * kChunks + c_begin + j) * kTileWords, kTileBytes,
+        bulk_copy(base + pt * kTileBytes, qweight + (tile * kChunks + c) * kTileWords, kTileBytes,
                   full_bar(stage));
       }
     } else {
@@ -187,16 +217,14 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         if (kWVecs % 128 != 0 && i >= kWVecs) continue;
         const int tile = i / (kBits * 8), v = i % (kBits * 8);
         const bool valid = btile0 + tile < kTilesTotal;
-        const u32* src = qweight +
-                         (static_cast<i64>(valid ? btile0 + tile : 0) * kChunks + c_begin + j) * kTileWords +
-                         v * 4;
+        const u32* src =
+            qweight + (static_cast<i64>(valid ? btile0 + tile : 0) * kChunks + c) * kTileWords + v * 4;
         cp_async_16_or_zero(base + i * 16, src, valid);
       }
     }
     if constexpr (kMetaRows > 0) {
       if (pt < kMetaRows) {
         const int tile = pt / kGroupsPerChunk, sub = pt % kGroupsPerChunk;
-        const int c = c_begin + j;
         const int group = kGroup <= 128 ? c * kGroupsPerChunk + sub : c * 128 / kGroup;
         const i64 at = static_cast<i64>(group) * kNPad + min(btile0 + tile, kTilesTotal - 1) * 8;
         const u32 meta = base + kWBytes + pt * 16;
@@ -209,23 +237,26 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     }
   };
 
-  // Per-channel zero points (and, in the float-zero modes, scales): read once. Lane (g, t) of warp
-  // w dequantizes column g of tiles 8i + 2w + h.
+  // Per-channel zero points (and, in the float-zero modes, scales): read once per column block. Lane
+  // (g, t) of warp w dequantizes column g of tiles 8i + 2w + h.
   u32 z_channel[kM64][2], s_channel[kM64][2];
+  auto load_channel = [&] {
 #pragma unroll
-  for (int i = 0; i < kM64; ++i)
+    for (int i = 0; i < kM64; ++i)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int at = min(btile0 + wtile0 + 8 * i + 2 * warp + h, kTilesTotal - 1) * 8 + g;
-      z_channel[i][h] = channel_zero<kBits, kGroup, kMode>(zeros, at);
-      s_channel[i][h] = channel_scale<kGroup, !kScaleAtEnd>(scales, at);
-    }
+      for (int h = 0; h < 2; ++h) {
+        const int at = min(btile0 + wtile0 + 8 * i + 2 * warp + h, kTilesTotal - 1) * 8 + g;
+        z_channel[i][h] = channel_zero<kBits, kGroup, kMode>(zeros, at);
+        s_channel[i][h] = channel_scale<kGroup, !kScaleAtEnd>(scales, at);
+      }
+  };
+  if constexpr (!kStreamK) load_channel();
 
   // With 128 rows the accumulators are zeroed inside each role's branch, so that they hold no
   // registers during the producer's loop: (8,2,8) went from 168 registers and a 20 B spill to 130 and
   // 1.1-10 % faster at 128 rows; at 64 rows the same change made 16384² M = 64 3.7 % slower
   // (fifteenth session), so there they are zeroed before the roles split, as before.
-  constexpr bool kAccInBranch = kTokTiles == 8;
+  constexpr bool kAccInBranch = kTokTiles == 8 || kStreamK;
   float acc[kM64][kTok / 2];
   auto zero_acc = [&] {
 #pragma unroll
@@ -248,123 +279,235 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   }
   block_barrier();
 
-  // The two roles run separate loops (so neither holds the other's registers); both run exactly
-  // n_steps iterations and neither returns early, since the split-K epilogue's barriers
-  // (write_outputs) involve every thread. Producer: the weights of the first kStages steps at once,
-  // then per step: wait until the stage is free (its step kStages earlier consumed), fill it, and
-  // load the next step's activations.
+  // acc[i][4j + r]: column (btile0 + wtile0 + 8i + 2w + r / 2)·8 + g, row m0 + 8j + 2t + r % 2.
+  auto column = [&](int i, int r) { return (btile0 + wtile0 + 8 * i + 2 * warp + (r >> 1)) * 8 + g; };
+  auto row_of = [&](int e) { return m0 + 8 * (e >> 2) + 2 * t + (e & 1); };
+  auto holds = [&](int row, int col) { return !producer && row < M && col < kN; };
+  auto for_each_output = [&](auto&& fn) {
+#pragma unroll
+    for (int i = 0; i < kM64; ++i)
+#pragma unroll
+      for (int e = 0; e < kTok / 2; ++e) {
+        const int row = row_of(e), col = column(i, e & 3);
+        if (holds(row, col)) fn(row, col, acc[i][e]);
+      }
+  };
+  auto scale_at_end = [&] {  // per-channel scales: one multiply per output
+    if constexpr (kScaleAtEnd) {
+#pragma unroll
+      for (int i = 0; i < kM64; ++i)
+#pragma unroll
+        for (int e = 0; e < kTok / 2; ++e)
+          acc[i][e] *= to_f32<kBf16>(__ldg(scales + min(column(i, e & 3), kNPad - 1)));
+    }
+  };
+
+  // The two roles run separate loops (so neither holds the other's registers). Without stream K both
+  // run exactly n_steps iterations and neither returns early, since the split-K epilogue's barriers
+  // (write_outputs) involve every thread; with it the MMA warps write each tile they finish among
+  // themselves (a named barrier) while the producer goes on into the next tile's steps. Producer: the
+  // weights of the first kStages steps at once, then per step: wait until the stage is free (its step
+  // kStages earlier consumed), fill it, and load the next step's activations.
   if (producer) {
     for (int j = 0; j < kStages && j < n_steps; ++j) {
-      issue_w(j, j);
+      seek(j);
+      issue_w(pos_c, j);
       mbar_arrive_cp_async(full_bar(j));
     }
     uint4 xv[kXItems][4];
-    if (n_steps > 0) load_x(0, xv);
+    if (n_steps > 0) {
+      seek(0);
+      load_x(pos_c, xv);
+    }
     int stage = 0;
     u32 phase = 0;  // parity of the stage's current round
     for (int j = 0; j < n_steps; ++j) {
       if (j >= kStages) {
         mbar_wait(empty_bar(stage), phase ^ 1);
-        issue_w(j, stage);
+        seek(j);
+        issue_w(pos_c, stage);
         mbar_arrive_cp_async(full_bar(stage));
       }
       store_x(stage, xv);
       mbar_arrive(full_bar(stage));
-      if (j + 1 < n_steps) load_x(j + 1, xv);
+      if (j + 1 < n_steps) {
+        seek(j + 1);
+        load_x(pos_c, xv);
+      }
       if (++stage == kStages) stage = 0, phase ^= 1;
     }
     cp_async_commit();  // (the copies are never committed: the mbarriers track them)
     cp_async_wait<0>();
     if constexpr (kAccInBranch) zero_acc();  // never stored
   } else {
-    if constexpr (kAccInBranch) zero_acc();
     int stage = 0;
     u32 phase = 0;
-    for (int j = 0; j < n_steps; ++j) {
-      mbar_wait(full_bar(stage), phase);
-      const u32 st = smem0 + stage * kStageBytes;
-      // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
-      // 2p; 2, 3: step 2p + 1).
-      u32 a[kM64][4][2][4];
-      // This warp's weight fragments and the scale and zero of its columns (lane t's 32 k values
-      // never straddle a group).
-      u32 wv[kM64][2][kBits], zq[kM64][2], s2[kM64][2];
-      const u32 frag = st + kXBytes + ((wtile0 + 2 * warp) * kTileWords + lane * kV) * 4;
-      const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;
-      const u32 meta = st + kXBytes + kWBytes + ((wtile0 + 2 * warp) * kGroupsPerChunk + gi) * 16;
-      static_for<kM64 * 2>([&](auto ih_c) {
-        constexpr int i = decltype(ih_c)::value / 2, h = decltype(ih_c)::value % 2;
-        load_fragment<kBits, (8 * i + h) * kTileWords * 4>(frag, wv[i][h]);
-        if constexpr (kGroup == 0) {
-          zq[i][h] = z_channel[i][h];
-          s2[i][h] = s_channel[i][h];
-        } else {
-          constexpr int kS = (8 * i + h) * kGroupsPerChunk * 16, kZ = kS + kMetaRows * 16;
-          s2[i][h] = splat2(ld_shared_u16<kS>(meta + 2 * g));
-          if constexpr (kFloatZeros)
-            zq[i][h] = splat2(ld_shared_u16<kZ>(meta + 2 * g));
-          else
-            zq[i][h] = kHasZeros ? ld_shared_u8<kZ>(meta + g) : (1u << (kBits - 1));
-        }
-      });
-#pragma unroll
-      for (int i = 0; i < kM64; ++i)
-#pragma unroll
-        for (int p = 0; p < 4; ++p)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd>(wv[i][h], p, zq[i][h], s2[i][h], a[i][p][h]);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
+    // The steps of one tile (stream K: of one piece of a tile).
+    auto consume = [&](int steps) {
+      for (int j = 0; j < steps; ++j) {
+        mbar_wait(full_bar(stage), phase);
+        const u32 st = smem0 + stage * kStageBytes;
+        // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
+        // 2p; 2, 3: step 2p + 1).
+        u32 a[kM64][4][2][4];
+        // This warp's weight fragments and the scale and zero of its columns (lane t's 32 k values
+        // never straddle a group).
+        u32 wv[kM64][2][kBits], zq[kM64][2], s2[kM64][2];
+        const u32 frag = st + kXBytes + ((wtile0 + 2 * warp) * kTileWords + lane * kV) * 4;
+        const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;
+        const u32 meta = st + kXBytes + kWBytes + ((wtile0 + 2 * warp) * kGroupsPerChunk + gi) * 16;
+        static_for<kM64 * 2>([&](auto ih_c) {
+          constexpr int i = decltype(ih_c)::value / 2, h = decltype(ih_c)::value % 2;
+          load_fragment<kBits, (8 * i + h) * kTileWords * 4>(frag, wv[i][h]);
+          if constexpr (kGroup == 0) {
+            zq[i][h] = z_channel[i][h];
+            s2[i][h] = s_channel[i][h];
+          } else {
+            constexpr int kS = (8 * i + h) * kGroupsPerChunk * 16, kZ = kS + kMetaRows * 16;
+            s2[i][h] = splat2(ld_shared_u16<kS>(meta + 2 * g));
+            if constexpr (kFloatZeros)
+              zq[i][h] = splat2(ld_shared_u16<kZ>(meta + 2 * g));
+            else
+              zq[i][h] = kHasZeros ? ld_shared_u8<kZ>(meta + g) : (1u << (kBits - 1));
           }
-      wgmma_fence();
-      // One accumulator's 8 k16 steps, then the next m64 tile's: with the two accumulators taken in
-      // turn, the MMA warps alone ran 5-8 % slower (16384² M = 64: 73.2 vs 67.0 µs; sixteenth session).
-#pragma unroll
-      for (int i = 0; i < kM64; ++i)
-#pragma unroll
-        for (int p = 0; p < 4; ++p)
-#pragma unroll
-          for (int hs = 0; hs < 2; ++hs) {
-            // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
-            const u64 desc = wgmma_desc_sw128(st + (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4), 1024);
-            wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
-                                  a[i][p][1][2 * hs + 1], desc);
-          }
-      wgmma_commit();
-      // Wait before the next step's dequantization writes A registers again (ptxas serializes every
-      // wgmma if they are written while one is in flight); other blocks and warpgroups keep the
-      // tensor cores busy meanwhile.
-      wgmma_wait<0>();
-      mbar_arrive(empty_bar(stage));  // this thread's reads of the stage, its wgmma's included, are done
-      if (++stage == kStages) stage = 0, phase ^= 1;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kM64; ++i)
-#pragma unroll
-    for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
-
-  // acc[i][4j + r]: column (btile0 + wtile0 + 8i + 2w + r / 2)·8 + g, row m0 + 8j + 2t + r % 2.
-  auto column = [&](int i, int r) { return (btile0 + wtile0 + 8 * i + 2 * warp + (r >> 1)) * 8 + g; };
-  if constexpr (kScaleAtEnd) {
-#pragma unroll
-    for (int i = 0; i < kM64; ++i)
-#pragma unroll
-      for (int e = 0; e < kTok / 2; ++e)
-        acc[i][e] *= to_f32<kBf16>(__ldg(scales + min(column(i, e & 3), kNPad - 1)));
-  }
-  write_outputs<kN, kSplitK, /*kDeterministic=*/false, kOutF32, kBf16>(
-      [&](auto&& fn) {
+        });
 #pragma unroll
         for (int i = 0; i < kM64; ++i)
 #pragma unroll
-          for (int e = 0; e < kTok / 2; ++e) {
-            const int row = m0 + 8 * (e >> 2) + 2 * t + (e & 1), col = column(i, e & 3);
-            if (!producer && row < M && col < kN) fn(row, col, acc[i][e]);
+          for (int p = 0; p < 4; ++p)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd>(wv[i][h], p, zq[i][h], s2[i][h], a[i][p][h]);
+#pragma unroll
+              for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
+            }
+        wgmma_fence();
+        // One accumulator's 8 k16 steps, then the next m64 tile's: with the two accumulators taken in
+        // turn, the MMA warps alone ran 5-8 % slower (16384² M = 64: 73.2 vs 67.0 µs; sixteenth session).
+#pragma unroll
+        for (int i = 0; i < kM64; ++i)
+#pragma unroll
+          for (int p = 0; p < 4; ++p)
+#pragma unroll
+            for (int hs = 0; hs < 2; ++hs) {
+              // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
+              const u64 desc = wgmma_desc_sw128(st + (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4), 1024);
+              wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
+                                    a[i][p][1][2 * hs + 1], desc);
+            }
+        wgmma_commit();
+        // Wait before the next step's dequantization writes A registers again (ptxas serializes every
+        // wgmma if they are written while one is in flight); other blocks and warpgroups keep the
+        // tensor cores busy meanwhile.
+        wgmma_wait<0>();
+        mbar_arrive(empty_bar(stage));  // this thread's reads of the stage, its wgmma's included, are done
+        if (++stage == kStages) stage = 0, phase ^= 1;
+      }
+#pragma unroll
+      for (int i = 0; i < kM64; ++i)
+#pragma unroll
+        for (int e = 0; e < kTok / 2; ++e) reg_fence(acc[i][e]);
+    };
+    if constexpr (kStreamK) {
+      // Piece by piece: the steps of one tile, then its outputs. A tile the block runs whole is stored
+      // directly. A shared tile is written by its head, the block with its first chunks, which runs
+      // them last (they end its range). Every other piece is a block's first (or only) one: it leaves
+      // its sums in the tile's region of the fp32 slice (plain stores when it is the only other piece,
+      // else atomic adds), counts itself in (counters[u], release) and goes on. The head waits for
+      // that count, adds the region into its accumulators, writes y and leaves region and count zero.
+      // The head waits only for pieces that came first in their blocks, so it never waits on a block
+      // that waits (a fence and a count per piece at the point where it happens cost 10 µs of 38 at
+      // 28672×4096 M = 64: the MMA warps stalled mid-run; seventeenth session).
+      for (int w = sk_begin; w < sk_end;) {
+        const int u = w / kChunks, tile_end = (u + 1) * kChunks, end = min(sk_end, tile_end);
+        btile0 = u % kColBlocks * kBlockTiles;
+        m0 = u / kColBlocks * kTok;
+        load_channel();
+        zero_acc();
+        consume(end - w);
+        scale_at_end();
+        const u32 pieces = stream_k_pieces(u, kChunks, sk_work, gridDim.x);
+        auto region = [&](int row, int col) { return ws + static_cast<i64>(row) * kN + col; };
+        // Two pieces: the tail's accumulators as they lie in registers, in tile u's slot of the scratch
+        // that ends where the counters begin: 16-byte vectors j/4 of every MMA thread side by side
+        // (coalesced), read back by the head the same way; no zeroing (nothing adds there). Outside
+        // the counters and the fp32 slice, which must stay zero for calls of any M (a scratch after
+        // the slice of M = 1 lay in the slice of M = 2: the GPU tests caught it).
+        constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread
+        const i64 tiles = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks;
+        float4* slot = reinterpret_cast<float4*>(counters) + (u - tiles) * kVecs * kConsumers + threadIdx.x;
+        auto vec = [&](int q) -> float(&)[4] {  // accumulators 4q .. 4q + 3 (one m64 tile's)
+          return *reinterpret_cast<float(*)[4]>(&acc[4 * q / (kTok / 2)][4 * q % (kTok / 2)]);
+        };
+        if (pieces > 1 && w != u * kChunks) {  // a later piece
+          if (pieces == 2) {
+#pragma unroll
+            for (int q = 0; q < kVecs; ++q) {
+              const float(&a)[4] = vec(q);
+              __stcg(slot + q * kConsumers, make_float4(a[0], a[1], a[2], a[3]));
+            }
+          } else {
+            for_each_output([&](int row, int col, float v) { atomicAdd(region(row, col), v); });
           }
-      },
-      bias, y, ws, counters, M);
+          named_barrier<1, kConsumers>();  // every MMA thread's sums are stored ...
+          if (threadIdx.x == 0) {
+            __threadfence();  // ... and visible device-wide before the count
+            atomicAdd(counters + u, 1u);
+          }
+        } else {
+          if (pieces > 1) {  // the head: the other pieces' sums first
+            if (threadIdx.x == 0)
+              while (ld_acquire_u32(counters + u) != pieces - 1) {
+              }
+            named_barrier<1, kConsumers>();
+            // One m64 tile's loads at a time, all in flight before any is added (with the zeroing
+            // stores in between, each load waited for the one before: 38 → 64 µs at 28672×4096
+            // M = 64; all 64 at once spilled).
+            if (pieces == 2) {
+#pragma unroll
+              for (int i = 0; i < kM64; ++i) {
+                float4 other[kVecs / kM64];
+#pragma unroll
+                for (int q = 0; q < kVecs / kM64; ++q)
+                  other[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
+#pragma unroll
+                for (int q = 0; q < kVecs / kM64; ++q) {
+                  float(&a)[4] = vec(i * kVecs / kM64 + q);
+                  a[0] += other[q].x, a[1] += other[q].y, a[2] += other[q].z, a[3] += other[q].w;
+                }
+              }
+            } else {
+#pragma unroll
+              for (int i = 0; i < kM64; ++i) {
+                float other[kTok / 2];
+#pragma unroll
+                for (int e = 0; e < kTok / 2; ++e) {
+                  const int row = row_of(e), col = column(i, e & 3);
+                  other[e] = holds(row, col) ? __ldcg(region(row, col)) : 0.f;
+                }
+#pragma unroll
+                for (int e = 0; e < kTok / 2; ++e) acc[i][e] += other[e];
+              }
+            }
+          }
+          for_each_output([&](int row, int col, float v) {
+            store_output<kN, kOutF32, kBf16>(row, col, v, bias, y);
+            if (pieces > 2) __stcg(region(row, col), 0.f);
+          });
+          if (pieces > 1 && threadIdx.x == 0) counters[u] = 0;
+        }
+        w = end;
+      }
+    } else {
+      if constexpr (kAccInBranch) zero_acc();
+      consume(n_steps);
+    }
+  }
+  if constexpr (!kStreamK) {
+    scale_at_end();
+    write_outputs<kN, kSplitK, /*kDeterministic=*/false, kOutF32, kBf16>(for_each_output, bias, y, ws,
+                                                                         counters, M);
+  }
 }
 
 }  // namespace lowbit::kern

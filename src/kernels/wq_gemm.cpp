@@ -43,8 +43,9 @@ std::string WqGemmProblem::str() const {
 
 std::string WqGemmConfig::str() const {
   return fmt::format(
-      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{})", m_tiles,
-      n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "");
+      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{})", m_tiles,
+      n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "",
+      stream_k ? ", stream_k" : "");
 }
 
 namespace {
@@ -162,7 +163,13 @@ std::size_t traffic_bytes(const WqGemmProblem& p) {
          static_cast<std::size_t>(p.m) * p.n * dtype_bytes(p.out);
 }
 
-Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int64_t bucket) {
+int64_t stream_k_steps(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m) {
+  const Layout l = layout(p);
+  return ceil_div(m, 16 * c.m_tiles) * ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n) * l.chunks;
+}
+
+Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int64_t bucket,
+                  int64_t resident_blocks) {
   LOWBIT_CHECK(!stages_one_row(c, bucket) || m == 1, "m = {}: the one-row kernel of {} runs M = 1 only", m,
                c.str());
   const Layout l = layout(p);
@@ -170,6 +177,11 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int6
   g.grid_x = static_cast<unsigned>(ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n));
   g.grid_y = static_cast<unsigned>(c.split_k);
   g.grid_z = static_cast<unsigned>(ceil_div(m, 16 * c.m_tiles));
+  if (c.stream_k) {
+    LOWBIT_CHECK(resident_blocks > 0, "{}: stream K needs the number of resident blocks", c.str());
+    g.grid_x = static_cast<unsigned>(std::min(stream_k_steps(p, c, m), resident_blocks));
+    g.grid_z = 1;
+  }
   // wgmma: the MMA warpgroups and the activation producer warpgroup (templates/wq_gemm_wgmma.cuh).
   g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k + (c.wgmma ? 128 : 0));
   WqGemmProblem pb = p;
@@ -197,6 +209,7 @@ nlohmann::json to_json(const WqGemmConfig& c) {
                       {"warps_k", c.warps_k}, {"split_k", c.split_k}, {"stages", c.stages}};
   if (c.x_shared) j["x_shared"] = true;  // absent = false: files from before the field stay valid
   if (c.wgmma) j["wgmma"] = true;        // likewise
+  if (c.stream_k) j["stream_k"] = true;  // likewise
   return j;
 }
 
@@ -209,7 +222,8 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
     if (!j.contains(name) || !j[name].is_number_integer()) return std::nullopt;
     *field = j[name].get<int>();
   }
-  for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma}}) {
+  for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma},
+                             std::pair{"stream_k", &c.stream_k}}) {
     if (!j.contains(name)) continue;
     if (!j[name].is_boolean()) return std::nullopt;
     *field = j[name].get<bool>();
@@ -237,7 +251,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                        p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
                        p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
@@ -245,18 +259,18 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                        : upper_rows ? ""
                                     : "h",
                        c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                       c.wgmma ? "wg" : "");
+                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "");
   s.name_expression =
-      c.wgmma
-          ? fmt::format("lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
-                        p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages,
-                        b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode))
-          : fmt::format(
-                "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                "{}, {}, {}, {}>",
-                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
-                static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
+      c.wgmma ? fmt::format(
+                    "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages,
+                    b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k))
+              : fmt::format(
+                    "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                    "{}, {}, {}, {}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                    c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
+                    static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
@@ -310,7 +324,7 @@ void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bo
     } else if (hopper && c.warps_n > 4) {
       c.warps_n = 4;
     } else {
-      c.wgmma = false, c.warps_n = std::min(c.warps_n, 4);
+      c.wgmma = false, c.stream_k = false, c.warps_n = std::min(c.warps_n, 4);
       c = fit_registers(p, c);
     }
   }
@@ -445,6 +459,8 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
       return fail(why, fmt::format("{}: accum = {} problems do not run wgmma (it accumulates in fp32 here)",
                                    c.str(), to_string(p.accum)));
   }
+  if (c.stream_k && (!c.wgmma || c.split_k != 1))
+    return fail(why, fmt::format("{}: stream_k needs wgmma and split_k = 1 (it splits K itself)", c.str()));
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
   if (wq::smem_bytes(p, c) + 16 > wq::smem_limit(arch))
     return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}",
@@ -473,13 +489,25 @@ std::size_t workspace_bytes(const WqGemmProblem& p, int split_k) {
   const std::size_t slices = p.deterministic ? static_cast<std::size_t>(split_k) : 1;
   return counter_bytes(p.n, p.m) + slices * static_cast<std::size_t>(p.m) * p.n * 4;
 }
+std::size_t stream_k_scratch_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
+  if (!c.stream_k) return 0;
+  const std::size_t rows = static_cast<std::size_t>(ceil_div(p.m, 16 * c.m_tiles)) * 16 * c.m_tiles;
+  const std::size_t cols =
+      static_cast<std::size_t>(ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n)) * 8 * c.n_tiles * c.warps_n;
+  return rows * cols * 4;  // a multiple of 256: rows of 16
+}
+std::size_t stream_k_scratch_bound(const WqGemmProblem& p) {
+  return static_cast<std::size_t>(ceil_div(p.m, 128)) * 128 * static_cast<std::size_t>(ceil_div(p.n, 256)) *
+         256 * 4;
+}
 }  // namespace wq
 
 std::size_t workspace_bytes(const WqGemmProblem& p) {
   std::string why;
   LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
   return wq::permuted_x_bytes(p, m_bucket(p.m)) +
-         wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2);
+         wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2) +
+         (p.deterministic ? 0 : wq::stream_k_scratch_bound(p));
 }
 
 WqGemmConfig default_config() {
@@ -547,6 +575,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     WqGemmConfig w = make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
+    // - Heuristic v11 (seventeenth session, `lowbit tune` with stream-K candidates, standard layers at
+    //   64/128 rows, both GPUs): where that split leaves each block 32 chunks or fewer, stream K over
+    //   128-column blocks instead; the tuned best on 8192² (M 64 and 128), 4096×14336 and 6144×4096
+    //   (M = 64): H100 W4 f16 8192² M = 64 30.7 µs against 35.7 for (4,4,8) split 4, 4096×14336 28.0
+    //   against 35.5. With 64 chunks per split (16384², split 2) split K stays ahead (H200 83.5-84.0
+    //   against 86.9 for stream K).
+    if (w.split_k > 1 && chunks / w.split_k <= 32) w.split_k = 1, w.n_tiles = 2, w.stream_k = true;
     if (can_implement(p, w, arch)) return w;
   }
   // At 64 rows with 3-4 tiles per SM (3584², 4096²) x_shared won on both GPUs (4096² H200: 15.3 µs
@@ -734,6 +769,7 @@ struct WqGemmPlan::Impl {
     int64_t max_m;
     WqGemmConfig config;
     const jit::LoadedKernel* kernel;
+    int64_t resident_blocks;  // stream K: SMs × blocks per SM of this kernel
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -742,6 +778,7 @@ struct WqGemmPlan::Impl {
   jit::DeviceBuffer workspace;
   const jit::LoadedKernel* permute = nullptr;  // act-order: x → packed K order, into the workspace
   std::size_t permuted_x_bytes = 0;            // act-order: the first bytes of the workspace
+  std::size_t stream_k_bytes = 0;              // stream K: the scratch after them
   std::size_t workspace_bytes = 0;             // the above + what the splitting buckets need
 };
 
@@ -870,15 +907,28 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
                                                      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(wq::smem_bytes(pb, c))));
+    int64_t resident = 0;
+    if (c.stream_k) {
+      const wq::Geometry geo = wq::geometry(problem, c, bucket, bucket, 1);
+      int per_sm = 0;
+      LOWBIT_CU_CHECK(jit::driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, k.function, static_cast<int>(geo.block), geo.smem));
+      LOWBIT_CHECK(per_sm > 0, "{}: no block of it fits on an SM ({} threads, {} B shared memory)", c.str(),
+                   geo.block, geo.smem);
+      resident = static_cast<int64_t>(per_sm) * ctx.sm_count();
+    }
     impl_->records.push_back(bk.record);
-    impl_->buckets.push_back({bucket, c, &k});
-    impl_->workspace_bytes = std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.split_k));
+    impl_->buckets.push_back({bucket, c, &k, resident});
+    impl_->workspace_bytes =
+        std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.stream_k ? 2 : c.split_k));
+    impl_->stream_k_bytes = std::max(impl_->stream_k_bytes, wq::stream_k_scratch_bytes(pb, c));
   }
   if (layer.permute) {
     impl_->permute = &ctx.load(*layer.permute);
     impl_->permuted_x_bytes = wq::permuted_x_bytes(problem, impl_->buckets.back().max_m);
     impl_->workspace_bytes += impl_->permuted_x_bytes;
   }
+  impl_->workspace_bytes += impl_->stream_k_bytes;
   if (impl_->workspace_bytes > 0 && options.allocate_workspace) {
     impl_->workspace = jit::DeviceBuffer(impl_->workspace_bytes);
     impl_->workspace.fill_bytes(0);  // the kernels keep it zero from here on
@@ -940,7 +990,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y,
                dtype_bytes(p.out));
   void* ws = a.workspace;
-  if (b->config.split_k > 1 || p.act_order) {
+  if (b->config.split_k > 1 || b->config.stream_k || p.act_order) {
     if (ws == nullptr) ws = im.workspace.get();
     LOWBIT_CHECK(
         ws != nullptr,
@@ -949,10 +999,11 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
         p.act_order ? "for the permuted activations of act-order" : "to split K");
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
-  const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m);
-  // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | counters | fp32 sums].
-  // Counters and sums are laid out for this M; where they fall does not matter between calls:
-  // every call leaves them zero (counters, atomic sums and deterministic slices).
+  const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m, b->resident_blocks);
+  // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | stream-K scratch (the
+  // plan's largest) | counters | fp32 sums]. Counters and sums are laid out for this M; where they
+  // fall does not matter between calls: every call leaves them zero (counters, atomic sums and
+  // deterministic slices). The scratch holds anything.
   char* base = static_cast<char*>(ws);
   const void* x = a.x;
   int mi = static_cast<int>(m);
@@ -966,7 +1017,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
                                                  stream, const_cast<void**>(pargs), nullptr));
     x = xp;
   }
-  char* split_ws = base ? base + im.permuted_x_bytes : nullptr;
+  char* split_ws = base ? base + im.permuted_x_bytes + im.stream_k_bytes : nullptr;
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
   const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi};

@@ -41,7 +41,11 @@ struct Geometry {
   unsigned block = 32;
   std::size_t smem = 0;  // dynamic shared memory bytes
 };
-Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m, int64_t bucket);
+// Stream-K configs launch min(their steps, resident_blocks) blocks: as many as the device holds at once.
+Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m, int64_t bucket,
+                  int64_t resident_blocks = 0);
+// The steps a stream-K config's blocks share: (row block, column block, 128-k chunk).
+int64_t stream_k_steps(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m);
 
 // Everything the runtime needs to build the kernel for (problem, config) serving M bucket `bucket`
 // (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15; see also stages_one_row).
@@ -74,6 +78,12 @@ constexpr const char* mode_tag(DequantMode m) {
 constexpr int kMaxDeterministicSplit = 16;
 std::size_t counter_bytes(int64_t n, int64_t m);
 std::size_t workspace_bytes(const WqGemmProblem& problem, int split_k);  // 0 without split
+// Stream K also needs a scratch slot per output tile, right before the counters (templates/
+// wq_gemm_wgmma.cuh): a plan reserves the most any of its buckets needs there, so the counters and
+// the fp32 slice sit at the same place for every M. stream_k_scratch_bound covers every config (at most
+// 128 rows × 256 columns per tile).
+std::size_t stream_k_scratch_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
+std::size_t stream_k_scratch_bound(const WqGemmProblem& problem);
 
 // Shared-memory bytes of the intra-block reduction.
 std::size_t reduction_smem_bytes(const WqGemmConfig& config);

@@ -77,6 +77,21 @@ __device__ __forceinline__ void block_barrier() {
   asm volatile("bar.sync 0;" ::: "memory");
 }
 
+// A load with acquire semantics at device scope (for a flag another block sets with release), from L2.
+__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
+  u32 v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A barrier that kThreads threads of the block (whole warps) meet at, numbered kId (0 is
+// __syncthreads'): for one role of a warp-specialized block while the other role goes on.
+template <int kId, int kThreads>
+__device__ __forceinline__ void named_barrier() {
+  static_assert(kId > 0 && kId < 16 && kThreads % 32 == 0, "barriers 1..15, whole warps");
+  asm volatile("bar.sync %0, %1;" ::"n"(kId), "n"(kThreads) : "memory");
+}
+
 // f(Const<0>{}), ..., f(Const<N − 1>{}): a loop whose index is a constant expression in the body
 // (for the kOff of the loads above).
 template <int V>

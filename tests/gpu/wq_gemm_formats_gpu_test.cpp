@@ -24,9 +24,10 @@ WqGemmProblem make_problem(int64_t n, int64_t k, int bits, int group, DequantMod
   return p;
 }
 
-WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared = false, bool wgmma = false) {
+WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared = false, bool wgmma = false,
+                         bool stream_k = false) {
   WqGemmPlanOptions o;
-  o.config = WqGemmConfig{mt, nt, wn, wk, sk, wgmma ? 4 : 3, x_shared, wgmma};
+  o.config = WqGemmConfig{mt, nt, wn, wk, sk, wgmma ? 4 : 3, x_shared, wgmma, stream_k};
   return o;
 }
 bool has_wgmma() {
@@ -83,12 +84,20 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
           ? build_plans(problems, {17},
                         std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 2, 8, 1, 2, false, true)))
           : decltype(plans){};
+  // And stream K: 64 rows × 128 columns per block, tiles shared among blocks.
+  const auto warpgroup_stream_k =
+      has_wgmma() ? build_plans(problems, {17},
+                                std::vector<WqGemmPlanOptions>(problems.size(),
+                                                               forced(4, 2, 8, 1, 1, false, true, true)))
+                  : decltype(plans){};
   std::size_t s = 0;
   for (std::size_t i = 0; i < problems.size(); ++i) {
     auto L = make_layer(problems[i], biased[i]);
     for (int64_t m : {1, 5, 17}) run_and_check(*L, *plans[i], m, biased[i]);
     if (!warpgroup.empty())
       for (int64_t m : {1, 5, 17}) run_and_check(*L, *warpgroup[i], m, biased[i]);
+    if (!warpgroup_stream_k.empty())
+      for (int64_t m : {1, 17}) run_and_check(*L, *warpgroup_stream_k[i], m, biased[i]);
     if (problems[i].group_size == 128 || problems[i].group_size == 32) {
       for (int64_t m : {1, 17}) {
         run_and_check(*L, *split_plans[s], m, biased[i]);

@@ -34,6 +34,12 @@ WqGemmConfig wgmma_config(int mt, int nt, int wn, int sk, int stages) {
   c.wgmma = true;
   return c;
 }
+// ... with stream K: as many blocks as fit share the steps; tiles split between blocks.
+WqGemmConfig stream_k_config(int mt, int nt, int wn, int stages) {
+  WqGemmConfig c = wgmma_config(mt, nt, wn, 1, stages);
+  c.stream_k = true;
+  return c;
+}
 bool has_wgmma() {
   return wq::has_wgmma(gpu_runtime().arch());
 }
@@ -41,9 +47,10 @@ bool has_wgmma() {
 // Every M of kMs through seven plans: the library's choice, data-parallel, split-K, three with
 // block-shared activations (warps stepping through K in pairs, split; 4 × 8 tiles per warp, which
 // dequantizes before the MMA with one accumulator chain; one row tile, which swaps operands) and
-// one with per-warp staged activations (one warp along N, split); on sm_90a four more with
+// one with per-warp staged activations (one warp along N, split); on sm_90a six more with
 // warpgroup MMA (N = 16 rows, split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
-// tiles; 128 rows, split, 6 stages).
+// tiles; 128 rows, split, 6 stages; stream K at 64 rows × 256 columns and 128 rows × 128 columns, whose
+// tiles are split among up to a dozen blocks on the small layers, and whose steps cross row blocks).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
@@ -61,8 +68,9 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_warp})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
-    for (const WqGemmConfig& c : {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5),
-                                  wgmma_config(2, 4, 8, 1, 4), wgmma_config(8, 2, 4, split, 6)}) {
+    for (const WqGemmConfig& c :
+         {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5), wgmma_config(2, 4, 8, 1, 4),
+          wgmma_config(8, 2, 4, split, 6), stream_k_config(4, 4, 8, 3), stream_k_config(8, 2, 8, 3)}) {
       WqGemmPlanOptions o;
       o.config = c;
       plans.emplace_back(rt, L->problem, kMs, o);
@@ -115,14 +123,16 @@ void groups_modes_bias(DType act) {
         p.mode = mode;
         const bool bias = group != 64;
         auto L = make_layer(p, bias);
-        WqGemmPlanOptions sk, xs, xw, xw1, wg;
+        WqGemmPlanOptions sk, xs, xw, xw1, wg, wgs;
         sk.config = config(1, 1, 2, 2, 2);
         xs.config = config(2, 8, 2, 2, 2, 3, true);   // 16 tiles: dequantized before the MMA
         xw.config = config(2, 2, 1, 2, 2, 3, true);   // per-warp staged activations, 2 row tiles
         xw1.config = config(1, 2, 1, 2, 2, 3, true);  // ... 1 row tile, swapped operands
         wg.config = has_wgmma() ? wgmma_config(1, 4, 4, 2, 4) : sk.config;
+        wgs.config = has_wgmma() ? stream_k_config(1, 4, 4, 3) : sk.config;
         WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
-            per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), warpgroup(rt, p, {17}, wg);
+            per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), warpgroup(rt, p, {17}, wg),
+            warpgroup_stream_k(rt, p, {17}, wgs);
         for (int64_t m : {1, 5, 17}) {
           run_and_check(*L, chosen, m, bias);
           run_and_check(*L, split, m, bias);
@@ -130,6 +140,7 @@ void groups_modes_bias(DType act) {
           run_and_check(*L, per_warp, m, bias);
           run_and_check(*L, per_warp_swapped, m, bias);
           run_and_check(*L, warpgroup, m, bias);
+          run_and_check(*L, warpgroup_stream_k, m, bias);
         }
         run_and_check(*L, per_warp_swapped, 8, bias);  // every row of the 8-row stage copied
       }
@@ -143,11 +154,13 @@ TEST_CASE("wq_gemm groups, modes, outputs, bias: bf16 activations", "[gpu]") {
   groups_modes_bias(DType::BF16);
 }
 
-TEST_CASE("wq_gemm split-K leaves its workspace clean: repeated calls and graph replay", "[gpu]") {
+namespace {
+void check_clean_workspace(const WqGemmConfig& config) {
+  INFO(config.str());
   Runtime& rt = gpu_runtime();
   auto L = make_layer(problem(1032, 2048, 128, 40), false);
   WqGemmPlanOptions sk;
-  sk.config = config(1, 4, 1, 2, 5);
+  sk.config = config;
   WqGemmPlan plan(rt, L->problem, {40}, sk);
   for (int i = 0; i < 5; ++i) run_and_check(*L, plan, 40, false);
 
@@ -176,6 +189,19 @@ TEST_CASE("wq_gemm split-K leaves its workspace clean: repeated calls and graph 
   }
   d.cuGraphExecDestroy(exec);
   d.cuGraphDestroy(graph);
+}
+}  // namespace
+
+TEST_CASE("wq_gemm split-K leaves its workspace clean: repeated calls and graph replay", "[gpu]") {
+  check_clean_workspace(config(1, 4, 1, 2, 5));
+}
+TEST_CASE("wq_gemm stream K leaves its workspace clean: repeated calls and graph replay", "[gpu]") {
+  // 9 column blocks × 16 chunks for 132 blocks: every tile is summed by a dozen or more blocks.
+  if (!has_wgmma()) {
+    WARN("skipped: wgmma needs sm_90a");
+    return;
+  }
+  check_clean_workspace(stream_k_config(4, 2, 8, 3));
 }
 
 TEST_CASE("wq_gemm functional API", "[gpu]") {
