@@ -430,9 +430,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         auto region = [&](int row, int col) { return ws + static_cast<i64>(row) * kN + col; };
         // Two pieces: the tail's accumulators as they lie in registers, in tile u's slot of the scratch
         // that ends where the counters begin: 16-byte vectors j/4 of every MMA thread side by side
-        // (coalesced), read back by the head the same way; no zeroing (nothing adds there). Outside
-        // the counters and the fp32 slice, which must stay zero for calls of any M (a scratch after
-        // the slice of M = 1 lay in the slice of M = 2: the GPU tests caught it).
+        // (coalesced), read back by the head the same way. Outside this plan's counters and fp32
+        // slice (a scratch after the slice of M = 1 lay in the slice of M = 2: the GPU tests caught
+        // it); the head zeroes it after reading all the same, because another plan sharing the
+        // workspace lays out its counters elsewhere (a review caught a split-K plan's counters
+        // inside a stream-K plan's scratch), and every call leaves the workspace zero.
         constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread
         const i64 tiles = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks;
         float4* slot = reinterpret_cast<float4*>(counters) + (u - tiles) * kVecs * kConsumers + threadIdx.x;
@@ -474,6 +476,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
                 for (int q = 0; q < kVecs / kM64; ++q) {
                   float(&a)[4] = vec(i * kVecs / kM64 + q);
                   a[0] += other[q].x, a[1] += other[q].y, a[2] += other[q].z, a[3] += other[q].w;
+                  __stcg(slot + (i * kVecs / kM64 + q) * kConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
                 }
               }
             } else {

@@ -15,17 +15,19 @@ namespace lowbit::jit {
 // Driver entry points, resolved with dlsym by the exact symbol cuda.h maps each name to.
 #define LOWBIT_DRIVER_FUNCTIONS(X)                                                                          \
   X(cuInit)                                                                                                 \
-  X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet)            \
-      X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)            \
-          X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)            \
-              X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)            \
-                  X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)        \
-                      X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD16Async)  \
-                          X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)       \
-                              X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)  \
-                                  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate) \
-                                      X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)          \
-                                          X(cuEventDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuDriverGetVersion)                                                                                     \
+  X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)               \
+      X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)  \
+          X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload)   \
+              X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)          \
+                  X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8)  \
+                      X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemGetInfo) X(cuStreamCreate)              \
+                          X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)                 \
+                              X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)         \
+                                  X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate) X(cuEventRecord) \
+                                      X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)         \
+                                          X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                    \
+                                              X(cuLaunchCooperativeKernel)
 
 struct Driver {
 #define LOWBIT_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;

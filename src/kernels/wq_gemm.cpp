@@ -497,8 +497,9 @@ std::size_t stream_k_scratch_bytes(const WqGemmProblem& p, const WqGemmConfig& c
   return rows * cols * 4;  // a multiple of 256: rows of 16
 }
 std::size_t stream_k_scratch_bound(const WqGemmProblem& p) {
-  return static_cast<std::size_t>(ceil_div(p.m, 128)) * 128 * static_cast<std::size_t>(ceil_div(p.n, 256)) *
-         256 * 4;
+  // A plan sizes it for its bucket (the functional API's plan: M's bucket), rows rounded to the block.
+  return static_cast<std::size_t>(ceil_div(m_bucket(p.m), 128)) * 128 *
+         static_cast<std::size_t>(ceil_div(p.n, 256)) * 256 * 4;
 }
 }  // namespace wq
 
@@ -581,7 +582,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   (M = 64): H100 W4 f16 8192² M = 64 30.7 µs against 35.7 for (4,4,8) split 4, 4096×14336 28.0
     //   against 35.5. With 64 chunks per split (16384², split 2) split K stays ahead (H200 83.5-84.0
     //   against 86.9 for stream K).
-    if (w.split_k > 1 && chunks / w.split_k <= 32) w.split_k = 1, w.n_tiles = 2, w.stream_k = true;
+    if (w.split_k > 1 && chunks / w.split_k <= 32) {
+      WqGemmConfig s = w;
+      s.split_k = 1, s.n_tiles = 2, s.stream_k = true;
+      if (can_implement(p, s, arch)) return s;
+    }
     if (can_implement(p, w, arch)) return w;
   }
   // At 64 rows with 3-4 tiles per SM (3584², 4096²) x_shared won on both GPUs (4096² H200: 15.3 µs
@@ -1021,9 +1026,18 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
   const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi};
-  LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z,
-                                               geo.block, 1, 1, static_cast<unsigned>(geo.smem), stream,
-                                               const_cast<void**>(args), nullptr));
+  if (b->config.stream_k) {
+    // A stream-K block may wait for a later block (templates/wq_gemm_wgmma.cuh), so all must be
+    // resident at once: a cooperative launch guarantees it or fails (MPS limits, a smaller partition)
+    // instead of hanging.
+    LOWBIT_CU_CHECK(jit::driver().cuLaunchCooperativeKernel(
+        b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z, geo.block, 1, 1,
+        static_cast<unsigned>(geo.smem), stream, const_cast<void**>(args)));
+  } else {
+    LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(b->kernel->function, geo.grid_x, geo.grid_y, geo.grid_z,
+                                                 geo.block, 1, 1, static_cast<unsigned>(geo.smem), stream,
+                                                 const_cast<void**>(args), nullptr));
+  }
 }
 
 // ---- functional API -----------------------------------------------------------------------------

@@ -204,6 +204,41 @@ TEST_CASE("wq_gemm stream K leaves its workspace clean: repeated calls and graph
   check_clean_workspace(stream_k_config(4, 2, 8, 3));
 }
 
+TEST_CASE("wq_gemm plans sharing one workspace: a stream-K plan leaves it zero for a split-K plan", "[gpu]") {
+  // A stream-K plan's scratch lies where another plan may keep its counters; each call must leave
+  // the workspace zero (a review's repro: the split-K plan then left its outputs unwritten).
+  if (!has_wgmma()) {
+    WARN("skipped: wgmma needs sm_90a");
+    return;
+  }
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(16384, 2048, 128, 128), false);
+  WqGemmPlanOptions sk, split;
+  sk.config = stream_k_config(8, 2, 8, 3);
+  split.config = config(1, 4, 1, 2, 5);
+  sk.allocate_workspace = split.allocate_workspace = false;
+  WqGemmPlan stream_plan(rt, L->problem, {128}, sk), split_plan(rt, L->problem, {16}, split);
+  jit::DeviceBuffer ws(workspace_bytes(L->problem));
+  ws.fill_bytes(0);
+  WqGemmArgs a = L->args(false);
+  a.workspace = ws.get();
+  auto check = [&](const WqGemmPlan& plan, int64_t m) {
+    INFO(plan.config_for(m).str() << " m=" << m);
+    L->y_dev.fill_bytes(0xff);  // NaN: an unwritten output fails
+    plan.run(a, m, nullptr);
+    LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+    const auto y = download_y(*L, m);
+    REQUIRE(std::all_of(y.begin(), y.end(), [](double v) { return std::isfinite(v); }));
+    REQUIRE(relative_error(*L, y, m) <= tolerance(L->problem));
+  };
+  for (int round = 0; round < 2; ++round) {
+    check(split_plan, 16);
+    check(stream_plan, 16);
+    check(stream_plan, 128);
+  }
+  check(split_plan, 16);
+}
+
 TEST_CASE("wq_gemm functional API", "[gpu]") {
   Runtime& rt = gpu_runtime();
   auto L = make_layer(problem(4096, 4096, 128, 3), true);
