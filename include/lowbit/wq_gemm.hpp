@@ -93,7 +93,9 @@ struct WqGemmConfig {
   // blocks per SM) each take an equal share of the (row block, column block, 128-k chunk) steps, so no
   // SM idles in a last, partial wave, and a tile is cut into at most as many pieces as it needs. A tile
   // that blocks share is summed through the workspace (plan.workspace_bytes()): two pieces in a fixed
-  // order, more with atomic fp32 adds. The heuristic's choice on Hopper where a K split would leave
+  // order, more with atomic fp32 adds. A block may wait for a later one, so the kernel is launched
+  // cooperatively: all its blocks resident at once, or the launch fails (e.g. under an MPS SM limit)
+  // rather than hang. The heuristic's choice on Hopper where a K split would leave
   // each block 32 chunks or fewer (8192² and 4096×14336 at 64 and 128 rows: 8-13 % faster than the
   // earlier tuned entries on the H100).
   bool stream_k = false;
