@@ -106,18 +106,22 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // blocks are 112 tiles on 132 SMs). A tile whose chunks several blocks share is summed through the
   // workspace (below, at the MMA warps' loop); its pieces are counted by stream_k_pieces.
   constexpr int kColBlocks = (kTilesTotal + kBlockTiles - 1) / kBlockTiles;
-  const i64 sk_work = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks * kChunks;
+  const i64 sk_tiles = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks;
+  const i64 sk_work = sk_tiles * kChunks;
   const int sk_begin = kStreamK ? static_cast<int>(stream_k_begin(blockIdx.x, sk_work, gridDim.x)) : 0;
   const int sk_end = kStreamK ? static_cast<int>(stream_k_begin(blockIdx.x + 1, sk_work, gridDim.x)) : 0;
   if constexpr (kStreamK) n_steps = sk_end - sk_begin;  // the producer's steps: all of the block's
+  auto move_to_tile = [&](int u) {                      // stream K: tile u of the list
+    btile0 = u % kColBlocks * kBlockTiles;
+    m0 = u / kColBlocks * kTok;
+  };
   // Moves the producer's position to its step j (split K: chunk c_begin + j of the block's tile).
   int pos_c = c_begin;
   auto seek = [&](int j) {
     if constexpr (kStreamK) {
       const int w = sk_begin + j, u = w / kChunks;
       pos_c = w - u * kChunks;
-      btile0 = u % kColBlocks * kBlockTiles;
-      m0 = u / kColBlocks * kTok;
+      move_to_tile(u);
     } else {
       pos_c = c_begin + j;
     }
@@ -412,16 +416,16 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       // Piece by piece: the steps of one tile, then its outputs. A tile the block runs whole is stored
       // directly. A shared tile is written by its head, the block with its first chunks, which runs
       // them last (they end its range). Every other piece is a block's first (or only) one: it leaves
-      // its sums in the tile's region of the fp32 slice (plain stores when it is the only other piece,
-      // else atomic adds), counts itself in (counters[u], release) and goes on. The head waits for
-      // that count, adds the region into its accumulators, writes y and leaves region and count zero.
+      // its sums in the workspace (below: a scratch slot when it is the only other piece, else atomic
+      // adds into the tile's region of the fp32 slice), counts itself in (counters[u], release) and
+      // goes on. The head waits for that count, adds those sums into its accumulators, writes y and
+      // leaves slot, region and count zero.
       // The head waits only for pieces that came first in their blocks, so it never waits on a block
       // that waits (a fence and a count per piece at the point where it happens cost 10 µs of 38 at
       // 28672×4096 M = 64: the MMA warps stalled mid-run; seventeenth session).
       for (int w = sk_begin; w < sk_end;) {
         const int u = w / kChunks, tile_end = (u + 1) * kChunks, end = min(sk_end, tile_end);
-        btile0 = u % kColBlocks * kBlockTiles;
-        m0 = u / kColBlocks * kTok;
+        move_to_tile(u);
         load_channel();
         zero_acc();
         consume(end - w);
@@ -436,8 +440,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         // workspace lays out its counters elsewhere (a review caught a split-K plan's counters
         // inside a stream-K plan's scratch), and every call leaves the workspace zero.
         constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread
-        const i64 tiles = static_cast<i64>((M + kTok - 1) / kTok) * kColBlocks;
-        float4* slot = reinterpret_cast<float4*>(counters) + (u - tiles) * kVecs * kConsumers + threadIdx.x;
+        float4* slot =
+            reinterpret_cast<float4*>(counters) + (u - sk_tiles) * kVecs * kConsumers + threadIdx.x;
         auto vec = [&](int q) -> float(&)[4] {  // accumulators 4q .. 4q + 3 (one m64 tile's)
           return *reinterpret_cast<float(*)[4]>(&acc[4 * q / (kTok / 2)][4 * q % (kTok / 2)]);
         };

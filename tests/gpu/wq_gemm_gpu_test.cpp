@@ -43,6 +43,12 @@ WqGemmConfig stream_k_config(int mt, int nt, int wn, int stages) {
 bool has_wgmma() {
   return wq::has_wgmma(gpu_runtime().arch());
 }
+// For the test cases that exercise only the wgmma kernel: says so, visibly, off sm_90a.
+bool skipped_without_wgmma() {
+  if (has_wgmma()) return false;
+  WARN("skipped: wgmma needs sm_90a");
+  return true;
+}
 
 // Every M of kMs through seven plans: the library's choice, data-parallel, split-K, three with
 // block-shared activations (warps stepping through K in pairs, split; 4 × 8 tiles per warp, which
@@ -197,20 +203,14 @@ TEST_CASE("wq_gemm split-K leaves its workspace clean: repeated calls and graph 
 }
 TEST_CASE("wq_gemm stream K leaves its workspace clean: repeated calls and graph replay", "[gpu]") {
   // 9 column blocks × 16 chunks for 132 blocks: every tile is summed by a dozen or more blocks.
-  if (!has_wgmma()) {
-    WARN("skipped: wgmma needs sm_90a");
-    return;
-  }
+  if (skipped_without_wgmma()) return;
   check_clean_workspace(stream_k_config(4, 2, 8, 3));
 }
 
 TEST_CASE("wq_gemm plans sharing one workspace: a stream-K plan leaves it zero for a split-K plan", "[gpu]") {
   // A stream-K plan's scratch lies where another plan may keep its counters; each call must leave
   // the workspace zero (a review's repro: the split-K plan then left its outputs unwritten).
-  if (!has_wgmma()) {
-    WARN("skipped: wgmma needs sm_90a");
-    return;
-  }
+  if (skipped_without_wgmma()) return;
   Runtime& rt = gpu_runtime();
   auto L = make_layer(problem(16384, 2048, 128, 128), false);
   WqGemmPlanOptions sk, split;
@@ -306,10 +306,7 @@ TEST_CASE("wq_gemm x_shared: shared memory follows the bucket, not the plan prob
 TEST_CASE("wq_gemm wgmma: a K split with no chunks of its own still counts in", "[gpu]") {
   // K = 640 is 5 chunks; 4 splits of 2 chunks leave the last split none: its producer and MMA
   // warpgroups meet at no step barrier but still pass the epilogue's, and its block still arrives.
-  if (!has_wgmma()) {
-    WARN("skipped: wgmma needs sm_90a");
-    return;
-  }
+  if (skipped_without_wgmma()) return;
   Runtime& rt = gpu_runtime();
   auto L = make_layer(problem(1032, 640, 128, 65), true);
   WqGemmPlanOptions o;
