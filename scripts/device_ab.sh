@@ -6,17 +6,10 @@
 # standard cases at M 1,16). Base and new benches alternate, twice, so drift shows. Results in $OUT.
 # Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16 [BASE_DB=file]] [SHAPES="N K\n..."] [LIMIT_S=150] scripts/device_ab.sh [bench args]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
-PATCH=${AB_PATCH:-ab.patch}
-[[ $PATCH = /* ]] || PATCH=$ROOT/$PATCH
-[ -f "$PATCH" ] || { echo "no $PATCH" | tee -a "$S"; exit 1; }
-BASE_SRC=/tmp/lowbit-ab-base
-rm -rf "$BASE_SRC" && mkdir -p "$BASE_SRC"
-(cd "$ROOT" && tar --exclude=./build-dev --exclude=./build -cf - .) | (cd "$BASE_SRC" && tar -xf -)
-(cd "$BASE_SRC" && patch -R -p1 -s <"$PATCH") || { echo "patch -R failed" | tee -a "$S"; exit 1; }
+PATCH=$(ab_patch_path) || exit 1
 device_build lowbit_cli &
 new_build=$!
-(cmake -S "$BASE_SRC" -B "$BASE_SRC/build-dev" -G Ninja >"$OUT/build-base.log" 2>&1 &&
-  ninja -C "$BASE_SRC/build-dev" lowbit_cli >>"$OUT/build-base.log" 2>&1) || { echo "base build failed" | tee -a "$S"; exit 1; }
+build_base_cli "$PATCH"
 wait "$new_build" || { echo "new build failed" | tee -a "$S"; exit 1; }
 [ $# -eq 0 ] && set -- --cases standard --m 1,16
 if [ -n "${SHAPES:-}" ]; then

@@ -37,3 +37,22 @@ variant_setup() {
     echo "reference check OFF" | tee -a "$S"
   fi
 }
+# build_base_cli PATCH: a copy of the tree with PATCH reversed (the "base" of an A/B) under
+# $BASE_SRC, its CLI built at $BASE_SRC/build-dev/lowbit; run it beside device_build (it waits for
+# nothing). Exits with a line in the summary if the patch or the build fails.
+BASE_SRC=/tmp/lowbit-ab-base
+build_base_cli() {
+  local patch=$1
+  rm -rf "$BASE_SRC" && mkdir -p "$BASE_SRC"
+  (cd "$ROOT" && tar --exclude=./build-dev --exclude=./build -cf - .) | (cd "$BASE_SRC" && tar -xf -)
+  (cd "$BASE_SRC" && patch -R -p1 -s <"$patch") || { echo "patch -R failed" | tee -a "$S"; exit 1; }
+  (cmake -S "$BASE_SRC" -B "$BASE_SRC/build-dev" -G Ninja >"$OUT/build-base.log" 2>&1 &&
+    ninja -C "$BASE_SRC/build-dev" lowbit_cli >>"$OUT/build-base.log" 2>&1) || { echo "base build failed" | tee -a "$S"; exit 1; }
+}
+# ab_patch_path: $AB_PATCH (default ab.patch) as an absolute path; exits if it is missing.
+ab_patch_path() {
+  local p=${AB_PATCH:-ab.patch}
+  [[ $p = /* ]] || p=$ROOT/$p
+  [ -f "$p" ] || { echo "no $p" | tee -a "$S"; exit 1; }
+  echo "$p"
+}

@@ -416,10 +416,9 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       // Piece by piece: the steps of one tile, then its outputs. A tile the block runs whole is stored
       // directly. A shared tile is written by its head, the block with its first chunks, which runs
       // them last (they end its range). Every other piece is a block's first (or only) one: it leaves
-      // its sums in the workspace (below: a scratch slot when it is the only other piece, else atomic
-      // adds into the tile's region of the fp32 slice), counts itself in (counters[u], release) and
-      // goes on. The head waits for that count, adds those sums into its accumulators, writes y and
-      // leaves slot, region and count zero.
+      // its sums in the tile's scratch slot (below), counts itself in (counters[u], release) and goes
+      // on. The head waits for that count, adds the slot into its accumulators, writes y and leaves
+      // slot and count zero.
       // The head waits only for pieces that came first in their blocks, so it never waits on a block
       // that waits (a fence and a count per piece at the point where it happens cost 10 µs of 38 at
       // 28672×4096 M = 64: the MMA warps stalled mid-run; seventeenth session).
@@ -431,14 +430,16 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         consume(end - w);
         scale_at_end();
         const u32 pieces = stream_k_pieces(u, kChunks, sk_work, gridDim.x);
-        auto region = [&](int row, int col) { return ws + static_cast<i64>(row) * kN + col; };
-        // Two pieces: the tail's accumulators as they lie in registers, in tile u's slot of the scratch
-        // that ends where the counters begin: 16-byte vectors j/4 of every MMA thread side by side
-        // (coalesced), read back by the head the same way. Outside this plan's counters and fp32
-        // slice (a scratch after the slice of M = 1 lay in the slice of M = 2: the GPU tests caught
-        // it); the head zeroes it after reading all the same, because another plan sharing the
-        // workspace lays out its counters elsewhere (a review caught a split-K plan's counters
-        // inside a stream-K plan's scratch), and every call leaves the workspace zero.
+        // Tile u's slot, in the scratch that ends where the counters begin: the accumulators as they
+        // lie in registers, 16-byte vectors j/4 of every MMA thread side by side (coalesced), read back
+        // by the head the same way. With two pieces the other one stores its sums there; with more they
+        // add them (red.v4; the slot starts zero). Outside this plan's counters and fp32 slice (a
+        // scratch after the slice of M = 1 lay in the slice of M = 2: the GPU tests caught it); the head
+        // zeroes it after reading all the same, because another plan sharing the workspace lays out its
+        // counters elsewhere (a review caught a split-K plan's counters inside a stream-K plan's
+        // scratch), and every call leaves the workspace zero. (Before the slot took every piece count,
+        // three or more pieces added scalar atomics per output into the fp32 slice: 4096² M = 64 ran
+        // 14.4 µs with ~9 µs of it fixed cost; eighteenth session.)
         constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread
         float4* slot =
             reinterpret_cast<float4*>(counters) + (u - sk_tiles) * kVecs * kConsumers + threadIdx.x;
@@ -453,7 +454,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
               __stcg(slot + q * kConsumers, make_float4(a[0], a[1], a[2], a[3]));
             }
           } else {
-            for_each_output([&](int row, int col, float v) { atomicAdd(region(row, col), v); });
+#pragma unroll
+            for (int q = 0; q < kVecs; ++q) {
+              const float(&a)[4] = vec(q);
+              red_add_v4(slot + q * kConsumers, a[0], a[1], a[2], a[3]);
+            }
           }
           named_barrier<1, kConsumers>();  // every MMA thread's sums are stored ...
           if (threadIdx.x == 0) {
@@ -469,38 +474,22 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
             // One m64 tile's loads at a time, all in flight before any is added (with the zeroing
             // stores in between, each load waited for the one before: 38 → 64 µs at 28672×4096
             // M = 64; all 64 at once spilled).
-            if (pieces == 2) {
 #pragma unroll
-              for (int i = 0; i < kM64; ++i) {
-                float4 other[kVecs / kM64];
+            for (int i = 0; i < kM64; ++i) {
+              float4 other[kVecs / kM64];
 #pragma unroll
-                for (int q = 0; q < kVecs / kM64; ++q)
-                  other[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
+              for (int q = 0; q < kVecs / kM64; ++q)
+                other[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
 #pragma unroll
-                for (int q = 0; q < kVecs / kM64; ++q) {
-                  float(&a)[4] = vec(i * kVecs / kM64 + q);
-                  a[0] += other[q].x, a[1] += other[q].y, a[2] += other[q].z, a[3] += other[q].w;
-                  __stcg(slot + (i * kVecs / kM64 + q) * kConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
-                }
-              }
-            } else {
-#pragma unroll
-              for (int i = 0; i < kM64; ++i) {
-                float other[kTok / 2];
-#pragma unroll
-                for (int e = 0; e < kTok / 2; ++e) {
-                  const int row = row_of(e), col = column(i, e & 3);
-                  other[e] = holds(row, col) ? __ldcg(region(row, col)) : 0.f;
-                }
-#pragma unroll
-                for (int e = 0; e < kTok / 2; ++e) acc[i][e] += other[e];
+              for (int q = 0; q < kVecs / kM64; ++q) {
+                float(&a)[4] = vec(i * kVecs / kM64 + q);
+                a[0] += other[q].x, a[1] += other[q].y, a[2] += other[q].z, a[3] += other[q].w;
+                __stcg(slot + (i * kVecs / kM64 + q) * kConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
               }
             }
           }
-          for_each_output([&](int row, int col, float v) {
-            store_output<kN, kOutF32, kBf16>(row, col, v, bias, y);
-            if (pieces > 2) __stcg(region(row, col), 0.f);
-          });
+          for_each_output(
+              [&](int row, int col, float v) { store_output<kN, kOutF32, kBf16>(row, col, v, bias, y); });
           if (pieces > 1 && threadIdx.x == 0) counters[u] = 0;
         }
         w = end;
