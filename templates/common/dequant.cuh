@@ -17,7 +17,9 @@ struct Magic {
 
 // Both halves = v, a 16-bit value: one multiply-add instead of shift + or (and base + z below
 // never carries out of its half, so z·0x10001 + base2 is the same pair in one instruction).
-__device__ __forceinline__ u32 splat2(u32 v) { return v * 0x10001u; }
+__device__ __forceinline__ u32 splat2(u32 v) {
+  return v * 0x10001u;
+}
 
 // half2 (or bfloat162) holding base + z in both halves; z < 128 for bf16, < 1024 for fp16.
 template <bool kBf16>
@@ -29,15 +31,19 @@ __device__ __forceinline__ u32 biased_zero2(u32 z) {
 template <bool kBf16>
 __device__ __forceinline__ u32 sub2(u32 a, u32 b) {
   u32 r;
-  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(0x3f803f80u), "r"(b ^ 0x80008000u));
-  else asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  if constexpr (kBf16)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(0x3f803f80u), "r"(b ^ 0x80008000u));
+  else
+    asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
 template <bool kBf16>
 __device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
   u32 r;
-  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-  else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  if constexpr (kBf16)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  else
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
   return r;
 }
 
@@ -103,11 +109,46 @@ __device__ __forceinline__ u32 raw_pair(const u32 (&w)[kBits], int j) {
     if (j < 15) return and_or(w[j / 5] >> (3 * (j % 5)), 0x00070007u, magic);
     // Pair 15 keeps bit i of both values in bits 15 and 31 of word i.
     return ((w[0] >> 15) & 0x00010001u) | ((w[1] >> 14) & 0x00020002u) | ((w[2] >> 13) & 0x00040004u) | magic;
+  } else if constexpr (kBits == 8 && !kBf16) {
+    // Bytes j % 2 and j % 2 + 2 of word j / 2 under 0x64: one byte permute instead of shift + mask.
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(w[j / 2]), "r"(0x64u), "r"(0x4240u + 0x0101u * (j % 2)));
+    return r;
   } else {
     constexpr int kPairsPerWord = 16 / kBits;
     constexpr u32 mask = ((1u << kBits) - 1) * 0x00010001u;
     return and_or(w[j / kPairsPerWord] >> (kBits * (j % kPairsPerWord)), mask, magic);
   }
+}
+
+// 2-bit pairs as q − z without a shift per pair. The value at position i of a 16-bit half (bits 2i,
+// 2i + 1) masked in place under the base is base + 4^i·q, exact while 2i + 2 ≤ the mantissa's bits
+// (fp16: i ≤ 4 under 1024; bf16: i ≤ 2 under 128), and fma(·, 4^−i, −(base·4^−i + z)) = q − z
+// exactly (a power-of-2 scale, one rounding of an exact small integer). Positions past that come
+// from the word shifted down: fp16 one shift per word (by 10: positions 5-7 to 0-2), bf16 two (by 6
+// and 12). The constants depend on z only, so the compiler computes them once per zero point.
+template <bool kBf16>
+struct Int2Shift {
+  static constexpr int kInPlace = kBf16 ? 3 : 5;  // positions usable without a shift
+  static constexpr int kShift = kBf16 ? 6 : 10;   // bits per shift (whole positions)
+};
+template <bool kBf16>
+__device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u32 z) {
+  constexpr int kIn = Int2Shift<kBf16>::kInPlace;
+  const int pos = j % 8;  // position in the word's halves
+  const int i = pos < kIn ? pos : (pos - kIn) % (Int2Shift<kBf16>::kShift / 2);  // position after the shift
+  const int shifts = pos < kIn ? 0 : 1 + (pos - kIn) / (Int2Shift<kBf16>::kShift / 2);
+  const u32 word = w[j / 8] >> (Int2Shift<kBf16>::kShift * shifts);
+  const u32 p = and_or(word, 0x00030003u << (2 * i), Magic<kBf16>::kBase2);
+  // −(base·4^−i + z): the base's pattern 4^i·2^mantissa-bits lower is the pattern of base·4^−i (an
+  // exponent step of 2 per i); z in its ulps (4^−i) is z·4^i.
+  const u32 exp_step = kBf16 ? 0x0100u : 0x0800u;  // pattern of a factor 4: two exponent steps
+  const u32 neg_base = (0x8000u | (Magic<kBf16>::kBase - exp_step * i)) * 0x10001u;
+  const u32 c = (z << (2 * i)) * 0x10001u + neg_base;
+  if (i == 0) return sub2<kBf16>(p, biased_zero2<kBf16>(z));
+  const u32 one = kBf16 ? 0x3f80u : 0x3c00u;      // 1.0
+  const u32 m = (one - exp_step * i) * 0x10001u;  // 4^−i
+  return fma2<kBf16>(p, m, c);
 }
 
 // 8-bit values in bf16: 128 + q does not fit bf16's 7 mantissa bits, so go through fp32
@@ -119,7 +160,9 @@ __device__ __forceinline__ u32 u8_pair_minus_zero_bf16(const u32 (&w)[8], int j,
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(lo) : "r"(wd), "r"(0x4b000000u), "r"(0x7440u + byte));
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(hi) : "r"(wd), "r"(0x4b000000u), "r"(0x7442u + byte));
   const float zb = 8388608.f + static_cast<float>(z);
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__uint_as_float(hi) - zb), "f"(__uint_as_float(lo) - zb));
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;"
+      : "=r"(r)
+      : "f"(__uint_as_float(hi) - zb), "f"(__uint_as_float(lo) - zb));
   return r;
 }
 
@@ -131,6 +174,9 @@ __device__ __forceinline__ void pairs_minus_zero(const u32 (&w)[kBits], int p, u
   } else if constexpr (kBits == 8 && kBf16) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) out[i] = u8_pair_minus_zero_bf16(w, 4 * p + i, z);
+  } else if constexpr (kBits == 2) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = int2_pair_minus_zero<kBf16>(w, 4 * p + i, z);
   } else {
     const u32 zb = biased_zero2<kBf16>(z);
 #pragma unroll
@@ -142,8 +188,10 @@ __device__ __forceinline__ void pairs_minus_zero(const u32 (&w)[kBits], int p, u
 template <bool kBf16>
 __device__ __forceinline__ u32 mul2(u32 a, u32 s2) {
   u32 r;
-  if constexpr (kBf16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(s2), "r"(0x80008000u));
-  else asm("mul.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(s2));
+  if constexpr (kBf16)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(s2), "r"(0x80008000u));
+  else
+    asm("mul.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(s2));
   return r;
 }
 
