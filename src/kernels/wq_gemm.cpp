@@ -582,6 +582,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   (M = 64): H100 W4 f16 8192² M = 64 30.7 µs against 35.7 for (4,4,8) split 4, 4096×14336 28.0
     //   against 35.5. With 64 chunks per split (16384², split 2) split K stays ahead (H200 83.5-84.0
     //   against 86.9 for stream K).
+    // - Heuristic v12 (eighteenth session, after the stream-K fix-up moved to vector adds): at 128 rows
+    //   on the mid layers (5-7 tiles per SM under 48 M weights, 6144×4096), all 128 rows per block
+    //   with stream K over 128-column blocks, the H200's tuned best in all four formats (W4 f16 22.6
+    //   µs, bf16 23.0, W2 21.9, W8 25.9) where (4,2,8) without it ran 1.01-1.28× that.
+    if (mid_wgmma && bucket == 128) {
+      WqGemmConfig s = make(8, 2, 1, 3);
+      s.warps_n = 8, s.wgmma = true, s.stream_k = true;
+      if (can_implement(p, s, arch)) return s;
+    }
     if (w.split_k > 1 && chunks / w.split_k <= 32) {
       WqGemmConfig s = w;
       s.split_k = 1, s.n_tiles = 2, s.stream_k = true;
