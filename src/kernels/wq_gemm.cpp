@@ -933,8 +933,11 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     }
     impl_->records.push_back(bk.record);
     impl_->buckets.push_back({bucket, c, &k, resident});
+    // Stream K needs only the counters there (its sums go through the scratch below them); split K
+    // also the fp32 sums.
     impl_->workspace_bytes =
-        std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.stream_k ? 2 : c.split_k));
+        std::max(impl_->workspace_bytes,
+                 c.stream_k ? wq::counter_bytes(pb.n, pb.m) : wq::workspace_bytes(pb, c.split_k));
     impl_->stream_k_bytes = std::max(impl_->stream_k_bytes, wq::stream_k_scratch_bytes(pb, c));
   }
   if (layer.permute) {
