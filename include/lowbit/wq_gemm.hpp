@@ -132,7 +132,9 @@ bool can_implement(const WqGemmProblem& problem, std::string* why = nullptr);
 bool can_implement(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch,
                    std::string* why = nullptr);
 // Bytes of workspace any config may need for this problem (its M included): split-K sums and
-// counters, and for act-order the permuted activations.
+// counters, and for act-order the permuted activations. Act-order: one segment per M bucket up to
+// M's (a call leaves its permuted activations behind, which must not lie under another bucket's
+// counters), about twice one bucket's bytes; a workspace sized for the largest M serves every M.
 std::size_t workspace_bytes(const WqGemmProblem& problem);
 
 // Functional call. Validates everything before launching; throws lowbit::Error.

@@ -503,12 +503,36 @@ std::size_t stream_k_scratch_bound(const WqGemmProblem& p) {
 }
 }  // namespace wq
 
-std::size_t workspace_bytes(const WqGemmProblem& p) {
-  std::string why;
-  LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
+namespace {
+// The functional API's workspace for one call of p (its M), as the plan of M's bucket lays it out:
+// [permuted x (act-order, for the bucket) | stream-K scratch | counters | fp32 sums].
+std::size_t call_workspace_bytes(const WqGemmProblem& p) {
   return wq::permuted_x_bytes(p, m_bucket(p.m)) +
          wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2) +
          (p.deterministic ? 0 : wq::stream_k_scratch_bound(p));
+}
+// Where M's bucket starts in the functional API's workspace. Every call leaves the counters and sums
+// zero, so buckets share them; but an act-order call leaves its permuted activations behind, which
+// would lie where a smaller bucket's counters are. So act-order gives every bucket a segment of its
+// own (buckets 1, 2, 4, .. in turn, each at its largest M), at most about twice the one bucket's bytes.
+std::size_t bucket_offset(const WqGemmProblem& p) {
+  if (!p.act_order) return 0;
+  std::size_t offset = 0;
+  for (int64_t b = 1; b < m_bucket(p.m); b *= 2) {
+    WqGemmProblem pb = p;
+    pb.m = b;
+    offset += (call_workspace_bytes(pb) + 255) / 256 * 256;  // keeps the 256-byte alignment
+  }
+  return offset;
+}
+}  // namespace
+
+std::size_t workspace_bytes(const WqGemmProblem& p) {
+  std::string why;
+  LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
+  WqGemmProblem pb = p;
+  pb.m = p.act_order ? m_bucket(p.m) : p.m;  // act-order: the bucket's segment, for any M in it
+  return bucket_offset(p) + call_workspace_bytes(pb);
 }
 
 WqGemmConfig default_config() {
@@ -1074,7 +1098,9 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
                  problem.act_order ? "permutes the activations (act-order)" : "splits K",
                  workspace_bytes(problem));
   }
-  plan->run(args, problem.m, stream);
+  WqGemmArgs a = args;
+  if (a.workspace != nullptr) a.workspace = static_cast<char*>(a.workspace) + bucket_offset(problem);
+  plan->run(a, problem.m, stream);
 }
 
 }  // namespace lowbit
