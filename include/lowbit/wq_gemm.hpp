@@ -92,12 +92,13 @@ struct WqGemmConfig {
   // wgmma only, split_k 1: stream K. As many blocks as fit on the device at once (the SMs times the
   // blocks per SM) each take an equal share of the (row block, column block, 128-k chunk) steps, so no
   // SM idles in a last, partial wave, and a tile is cut into at most as many pieces as it needs. A tile
-  // that blocks share is summed through the workspace (plan.workspace_bytes()): two pieces in a fixed
-  // order, more with atomic fp32 adds. A block may wait for a later one, so the kernel is launched
-  // cooperatively: all its blocks resident at once, or the launch fails (e.g. under an MPS SM limit)
-  // rather than hang. The heuristic's choice on Hopper where a K split would leave
-  // each block 32 chunks or fewer (8192² and 4096×14336 at 64 and 128 rows: 8-13 % faster than the
-  // earlier tuned entries on the H100).
+  // that blocks share is summed through a scratch slot of the workspace (plan.workspace_bytes()): two
+  // pieces in a fixed order, more with atomic fp32 adds (16-byte vectors). A block may wait for a later one,
+  // so the kernel is launched cooperatively: all its blocks resident at once, or the launch fails (e.g. under
+  // an MPS SM limit) rather than hang. The heuristic's choice on Hopper where a K split would leave each
+  // block 32 chunks or fewer (8192² and 4096×14336 at 64 and 128 rows: 8-13 % faster than the earlier tuned
+  // entries on the H100), and at 128 rows on layers of 5-7 column tiles per SM below 48 M weights
+  // (6144×4096).
   bool stream_k = false;
   std::string str() const;  // WqGemmConfig(m_tiles=1, n_tiles=4, ...)
   bool operator==(const WqGemmConfig&) const = default;
@@ -131,7 +132,9 @@ bool can_implement(const WqGemmProblem& problem, std::string* why = nullptr);
 bool can_implement(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch,
                    std::string* why = nullptr);
 // Bytes of workspace any config may need for this problem (its M included): split-K sums and
-// counters, and for act-order the permuted activations.
+// counters, and for act-order the permuted activations. Act-order: one segment per M bucket up to
+// M's (a call leaves its permuted activations behind, which must not lie under another bucket's
+// counters), about twice one bucket's bytes; a workspace sized for the largest M serves every M.
 std::size_t workspace_bytes(const WqGemmProblem& problem);
 
 // Functional call. Validates everything before launching; throws lowbit::Error.

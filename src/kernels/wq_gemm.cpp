@@ -503,12 +503,36 @@ std::size_t stream_k_scratch_bound(const WqGemmProblem& p) {
 }
 }  // namespace wq
 
-std::size_t workspace_bytes(const WqGemmProblem& p) {
-  std::string why;
-  LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
+namespace {
+// The functional API's workspace for one call of p (its M), as the plan of M's bucket lays it out:
+// [permuted x (act-order, for the bucket) | stream-K scratch | counters | fp32 sums].
+std::size_t call_workspace_bytes(const WqGemmProblem& p) {
   return wq::permuted_x_bytes(p, m_bucket(p.m)) +
          wq::workspace_bytes(p, p.deterministic ? wq::kMaxDeterministicSplit : 2) +
          (p.deterministic ? 0 : wq::stream_k_scratch_bound(p));
+}
+// Where M's bucket starts in the functional API's workspace. Every call leaves the counters and sums
+// zero, so buckets share them; but an act-order call leaves its permuted activations behind, which
+// would lie where a smaller bucket's counters are. So act-order gives every bucket a segment of its
+// own (buckets 1, 2, 4, .. in turn, each at its largest M), at most about twice the one bucket's bytes.
+std::size_t bucket_offset(const WqGemmProblem& p) {
+  if (!p.act_order) return 0;
+  std::size_t offset = 0;
+  for (int64_t b = 1; b < m_bucket(p.m); b *= 2) {
+    WqGemmProblem pb = p;
+    pb.m = b;
+    offset += (call_workspace_bytes(pb) + 255) / 256 * 256;  // keeps the 256-byte alignment
+  }
+  return offset;
+}
+}  // namespace
+
+std::size_t workspace_bytes(const WqGemmProblem& p) {
+  std::string why;
+  LOWBIT_CHECK(can_implement(p, &why), "wq_gemm: {}", why);
+  WqGemmProblem pb = p;
+  pb.m = p.act_order ? m_bucket(p.m) : p.m;  // act-order: the bucket's segment, for any M in it
+  return bucket_offset(p) + call_workspace_bytes(pb);
 }
 
 WqGemmConfig default_config() {
@@ -582,6 +606,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   (M = 64): H100 W4 f16 8192² M = 64 30.7 µs against 35.7 for (4,4,8) split 4, 4096×14336 28.0
     //   against 35.5. With 64 chunks per split (16384², split 2) split K stays ahead (H200 83.5-84.0
     //   against 86.9 for stream K).
+    // - Heuristic v12 (eighteenth session, after the stream-K fix-up moved to vector adds): at 128 rows
+    //   on the mid layers (5-7 tiles per SM under 48 M weights, 6144×4096), all 128 rows per block
+    //   with stream K over 128-column blocks, the H200's tuned best in all four formats (W4 f16 22.6
+    //   µs, bf16 23.0, W2 21.9, W8 25.9) where (4,2,8) without it ran 1.01-1.28× that.
+    if (mid_wgmma && bucket == 128) {
+      WqGemmConfig s = make(8, 2, 1, 3);
+      s.warps_n = 8, s.wgmma = true, s.stream_k = true;
+      if (can_implement(p, s, arch)) return s;
+    }
     if (w.split_k > 1 && chunks / w.split_k <= 32) {
       WqGemmConfig s = w;
       s.split_k = 1, s.n_tiles = 2, s.stream_k = true;
@@ -924,8 +957,11 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     }
     impl_->records.push_back(bk.record);
     impl_->buckets.push_back({bucket, c, &k, resident});
+    // Stream K needs only the counters there (its sums go through the scratch below them); split K
+    // also the fp32 sums.
     impl_->workspace_bytes =
-        std::max(impl_->workspace_bytes, wq::workspace_bytes(pb, c.stream_k ? 2 : c.split_k));
+        std::max(impl_->workspace_bytes,
+                 c.stream_k ? wq::counter_bytes(pb.n, pb.m) : wq::workspace_bytes(pb, c.split_k));
     impl_->stream_k_bytes = std::max(impl_->stream_k_bytes, wq::stream_k_scratch_bytes(pb, c));
   }
   if (layer.permute) {
@@ -1062,7 +1098,9 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
                  problem.act_order ? "permutes the activations (act-order)" : "splits K",
                  workspace_bytes(problem));
   }
-  plan->run(args, problem.m, stream);
+  WqGemmArgs a = args;
+  if (a.workspace != nullptr) a.workspace = static_cast<char*>(a.workspace) + bucket_offset(problem);
+  plan->run(a, problem.m, stream);
 }
 
 }  // namespace lowbit

@@ -278,6 +278,37 @@ TEST_CASE("wq_gemm deterministic: bitwise equal across 20 runs and across M buck
   }
 }
 
+// Each M bucket's plan lays the workspace out for its own rows, and an act-order call leaves its
+// permuted activations in it: they must never lie where another bucket's call expects zero split-K
+// counters or sums.
+TEST_CASE("wq_gemm act-order through the functional API: calls of different M share one workspace", "[gpu]") {
+  WqGemmProblem p = make_problem(256, 8192, 4, 128, DequantMode::SubZeroThenScale, DType::F16, 64);
+  p.act_order = true;
+  auto L = make_layer(p, false);
+  const std::vector<int64_t> ms = {64, 1, 16, 64, 2, 1, 16};
+  bool splits = false;  // some bucket's config must keep sums in the workspace, or this cannot fail
+  for (int64_t m : {1, 2, 16, 64}) {
+    WqGemmProblem pm = p;
+    pm.m = m;
+    const WqGemmConfig c = WqGemmPlan(gpu_runtime(), pm, {m}).config_for(m);
+    splits = splits || c.split_k > 1 || c.stream_k;
+  }
+  REQUIRE(splits);
+  jit::DeviceBuffer ws(workspace_bytes(p));  // sized for the largest M, reused by every call
+  ws.fill_bytes(0);
+  for (int64_t m : ms) {
+    WqGemmProblem pm = p;
+    pm.m = m;
+    WqGemmArgs a = L->args(false);
+    a.workspace = ws.get();
+    L->y_dev.fill_bytes(0xff);
+    wq_gemm(gpu_runtime(), pm, a, nullptr);
+    LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+    INFO("m = " << m);
+    REQUIRE(relative_error(*L, download_y(*L, m), m) <= tolerance(p));
+  }
+}
+
 TEST_CASE("wq_gemm act-order and zero-point arguments are checked before launch", "[gpu]") {
   WqGemmProblem p = make_problem(512, 1024, 4, 128, DequantMode::SubFloatZeroThenScale, DType::F16, 4);
   p.act_order = true;

@@ -146,6 +146,10 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
   CHECK_FALSE(split.stream_k);
   CHECK(whole.split_k == 1);
   CHECK_FALSE(whole.stream_k);
+  // v12: 128 rows on a mid layer (6144×4096) take all 128 rows per block, stream K over 128 columns.
+  const WqGemmConfig mid = choice(6144, 4096, 128);
+  CAPTURE(mid.str());
+  CHECK((mid.wgmma && mid.stream_k && mid.m_tiles == 8 && mid.n_tiles == 2 && mid.split_k == 1));
   // Off sm_90a nothing changes: no wgmma, no stream K.
   WqGemmProblem p;
   p.m = 64, p.n = 8192, p.k = 8192, p.bits = 4, p.group_size = 128;
