@@ -122,7 +122,9 @@ struct WqGemmArgs {
   // Workspace of workspace_bytes(problem) bytes (or plan.workspace_bytes()), needed to split K and
   // for act-order layers (their activations are permuted into it first): zero-filled once before
   // its first use; every call leaves it as it must be for the next. One workspace may not serve
-  // two calls running at once.
+  // two calls running at once. An act-order call leaves its permuted activations at the start of it:
+  // plans of act-order layers that share one workspace need a region each (the functional API does
+  // this for its plans per M bucket).
   void* workspace = nullptr;
 };
 
