@@ -123,8 +123,9 @@ struct WqGemmArgs {
   // for act-order layers (their activations are permuted into it first): zero-filled once before
   // its first use; every call leaves it as it must be for the next. One workspace may not serve
   // two calls running at once. An act-order call leaves its permuted activations at the start of it:
-  // plans of act-order layers that share one workspace need a region each (the functional API does
-  // this for its plans per M bucket).
+  // a workspace an act-order plan uses must not be shared with any other plan (act-order or not:
+  // stream-K slots and split-K counters there must start zero); the functional API gives its
+  // act-order plans a segment per M bucket.
   void* workspace = nullptr;
 };
 
@@ -136,7 +137,8 @@ bool can_implement(const WqGemmProblem& problem, const WqGemmConfig& config, con
 // Bytes of workspace any config may need for this problem (its M included): split-K sums and
 // counters, and for act-order the permuted activations. Act-order: one segment per M bucket up to
 // M's (a call leaves its permuted activations behind, which must not lie under another bucket's
-// counters), about twice one bucket's bytes; a workspace sized for the largest M serves every M.
+// counters), each with its own stream-K scratch: up to ~5x one bucket's bytes (6144×4096 at M = 128:
+// 32 MiB against 6 MiB without act-order); a workspace sized for the largest M serves every M.
 std::size_t workspace_bytes(const WqGemmProblem& problem);
 
 // Functional call. Validates everything before launching; throws lowbit::Error.

@@ -514,7 +514,8 @@ std::size_t call_workspace_bytes(const WqGemmProblem& p) {
 // Where M's bucket starts in the functional API's workspace. Every call leaves the counters and sums
 // zero, so buckets share them; but an act-order call leaves its permuted activations behind, which
 // would lie where a smaller bucket's counters are. So act-order gives every bucket a segment of its
-// own (buckets 1, 2, 4, .. in turn, each at its largest M), at most about twice the one bucket's bytes.
+// own (buckets 1, 2, 4, .. in turn, each at its largest M; each holds a full stream-K scratch bound,
+// so up to ~5x one bucket's bytes).
 std::size_t bucket_offset(const WqGemmProblem& p) {
   if (!p.act_order) return 0;
   std::size_t offset = 0;
@@ -1044,7 +1045,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | stream-K scratch (the
   // plan's largest) | counters | fp32 sums]. Counters and sums are laid out for this M; where they
   // fall does not matter between calls: every call leaves them zero (counters, atomic sums and
-  // deterministic slices). The scratch holds anything.
+  // deterministic slices), and the stream-K scratch (its heads zero what they read; slots of three
+  // or more pieces are added into, so they must start zero).
   char* base = static_cast<char*>(ws);
   const void* x = a.x;
   int mi = static_cast<int>(m);

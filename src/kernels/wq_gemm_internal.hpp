@@ -79,9 +79,9 @@ constexpr int kMaxDeterministicSplit = 16;
 std::size_t counter_bytes(int64_t n, int64_t m);
 std::size_t workspace_bytes(const WqGemmProblem& problem, int split_k);  // 0 without split
 // Stream K also needs a scratch slot per output tile, right before the counters (templates/
-// wq_gemm_wgmma.cuh): a plan reserves the most any of its buckets needs there, so the counters and
-// the fp32 slice sit at the same place for every M. stream_k_scratch_bound covers every config (at most
-// 128 rows × 256 columns per tile).
+// wq_gemm_wgmma.cuh): a plan reserves the most any of its buckets needs there, so the counters (and a
+// split-K bucket's fp32 slice after them) sit at the same place for every M. stream_k_scratch_bound covers
+// every config (at most 128 rows × 256 columns per tile).
 std::size_t stream_k_scratch_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
 std::size_t stream_k_scratch_bound(const WqGemmProblem& problem);
 
