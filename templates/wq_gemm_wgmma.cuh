@@ -433,11 +433,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         // Tile u's slot, in the scratch that ends where the counters begin: the accumulators as they
         // lie in registers, 16-byte vectors j/4 of every MMA thread side by side (coalesced), read back
         // by the head the same way. With two pieces the other one stores its sums there; with more they
-        // add them (red.v4; the slot starts zero). Outside this plan's counters and fp32 slice (a
-        // scratch after the slice of M = 1 lay in the slice of M = 2: the GPU tests caught it); the head
-        // zeroes it after reading all the same, because another plan sharing the workspace lays out its
-        // counters elsewhere (a review caught a split-K plan's counters inside a stream-K plan's
-        // scratch), and every call leaves the workspace zero. (Before the slot took every piece count,
+        // add them (red.v4), so the slot must start zero: the head zeroes it after reading, whatever the
+        // piece count (a later call's M may cut the tile differently), and so every call leaves the
+        // workspace zero (a review caught a split-K plan's counters inside a stream-K plan's scratch).
+        // Outside this plan's counters and fp32 slice (a scratch after the slice of M = 1 lay in the
+        // slice of M = 2: the GPU tests caught it). (Before the slot took every piece count,
         // three or more pieces added scalar atomics per output into the fp32 slice: 4096² M = 64 ran
         // 14.4 µs with ~9 µs of it fixed cost; eighteenth session.)
         constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread

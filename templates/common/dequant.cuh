@@ -143,9 +143,9 @@ __device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u3
   // −(base·4^−i + z): the base's pattern 4^i·2^mantissa-bits lower is the pattern of base·4^−i (an
   // exponent step of 2 per i); z in its ulps (4^−i) is z·4^i.
   const u32 exp_step = kBf16 ? 0x0100u : 0x0800u;  // pattern of a factor 4: two exponent steps
+  if (i == 0) return sub2<kBf16>(p, biased_zero2<kBf16>(z));
   const u32 neg_base = (0x8000u | (Magic<kBf16>::kBase - exp_step * i)) * 0x10001u;
   const u32 c = (z << (2 * i)) * 0x10001u + neg_base;
-  if (i == 0) return sub2<kBf16>(p, biased_zero2<kBf16>(z));
   const u32 one = kBf16 ? 0x3f80u : 0x3c00u;      // 1.0
   const u32 m = (one - exp_step * i) * 0x10001u;  // 4^−i
   return fma2<kBf16>(p, m, c);
