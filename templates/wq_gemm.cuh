@@ -238,12 +238,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // against ones. Swapped, each pair keeps the base its position reads in place (InPlace in
   // dequant.cuh: a shift per word, not per pair), and the upper 8 A rows of that MMA hold the bases,
   // so its accumulator elements 2, 3 are Σ base·x and 0, 1 Σx. Not for bf16 8-bit (base + q does
-  // not fit bf16), nor for fp16 4-bit unless swapped with at least 4 tiles: its dequantization folds
-  // the zero in with one f16x2 op per pair, which the in-place bases save (16 per tile and chunk)
-  // only where that outweighs the Σ MMAs (8 per chunk and 8-row slice) and the per-output fix-up.
-  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) &&
-                              (!(kBits == 4 && !kBf16) || (kSwap && kNTiles >= 4));
-  constexpr bool kInPlaceBases = kZeroAfter && kSwap;
+  // not fit bf16), nor for fp16 4-bit: its dequantization folds the zero in with one f16x2 op per
+  // pair, and trading those for the Σ MMAs and the per-output fix-up measured 0 to 5 % slower on
+  // the H100 (M = 1 flat; 16 rows with 4 tiles, and 64 rows, slower).
+  constexpr bool kZeroAfter =
+      kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) && !(kBits == 4 && !kBf16);
+  // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
+  // the magic one and the plain Σx path stays.)
+  constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;
   constexpr float kBase = kBf16 ? 128.f : 1024.f;  // the magic base of dequant.cuh
   constexpr u32 kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // words per fragment load

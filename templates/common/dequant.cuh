@@ -136,6 +136,7 @@ struct InPlace {
   // Where pair j's values sit: word, shift and in-place position (3-bit: 5 values per word, pair
   // 15 spread over three words; 8-bit fp16 keeps the byte permute: one base, 1024).
   static constexpr bool kOneBase = (kBits == 8 && !kBf16) || kPositions == 0;
+  static constexpr bool kUniform = kOneBase || kPositions == 1;  // every pair under the magic base
   static constexpr int kPerWord = kBits == 3 ? 5 : 16 / kBits;
   static constexpr int kDiv = kPositions > 0 ? kPositions : 1;
   __device__ static constexpr int position(int j) { return (j % kPerWord) % kDiv; }
