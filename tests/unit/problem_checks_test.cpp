@@ -399,13 +399,14 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::wq::geometry(one_row, swapped, 16, 16).smem == lowbit::wq::smem_bytes(p, swapped));
   CHECK(lowbit::wq::geometry(p, swapped, 1, 1).smem == lowbit::wq::smem_bytes(one_row, swapped));
   CHECK(lowbit::wq::geometry(p, swapped, 2, 2).smem == lowbit::wq::smem_bytes(two_rows, swapped));
-  // The one-row kernel has a name of its own and runs M = 1 only.
-  CHECK(lowbit::wq::stages_one_row(swapped, 1));
-  CHECK_FALSE(lowbit::wq::stages_one_row(swapped, 2));
-  CHECK_FALSE(lowbit::wq::stages_one_row(swapped_plain, 1));
+  // The one-row kernel (staged or not) has a name of its own and runs M = 1 only.
+  CHECK(lowbit::wq::one_row_kernel(swapped, 1));
+  CHECK_FALSE(lowbit::wq::one_row_kernel(swapped, 2));
+  CHECK(lowbit::wq::one_row_kernel(swapped_plain, 1));
   CHECK(lowbit::test::contains(spec_of(p, swapped, 1).name, "_mt1rnt8"));
   CHECK(lowbit::test::contains(spec_of(p, swapped, 2).name, "_mt1hnt8"));
-  CHECK(lowbit::test::contains(spec_of(p, swapped_plain, 1).name, "_mt1hnt8"));
+  CHECK(lowbit::test::contains(spec_of(p, swapped_plain, 1).name, "_mt1rnt8"));
+  CHECK(lowbit::test::contains(spec_of(p, swapped_plain, 2).name, "_mt1hnt8"));
   CHECK(lowbit::test::contains(spec_of(p, swapped, 1).name_expression, ", false, true, false,"));
   std::string what;
   try {
