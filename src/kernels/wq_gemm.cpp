@@ -714,6 +714,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.n_tiles = 2;
     else if (p.bits == 8)
       c.warps_k = 4;
+    // Heuristic v13 (nineteenth session, H100 W2 re-tune at 16 rows with the in-place bases): 2-bit
+    // weights (1 bit follows 2, unmeasured) over 4 tiles per SM take 8 tiles per warp, where a 2-bit
+    // tile-chunk is half the bytes of a 4-bit one: 8192² 12.30 µs against 14.41 for 4 tiles, 6144×4096
+    // 7.63 against 8.52, 28672×4096 21.39 against 22.05 (4 warps along K; the tuned best, 2 warps,
+    // 20.90); 16384² had 8 tiles already.
+    if (p.bits <= 2 && tiles_per_sm > 4) c.n_tiles = 8;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in

@@ -297,6 +297,25 @@ TEST_CASE("choose_config: per-warp staged activations only where 8-warp blocks f
   CHECK(checked == 2 * 4 * 4 * 2 + 4 * 4);
 }
 
+TEST_CASE("choose_config v13: 2-bit weights take 8 tiles per warp at 16 rows over 4 tiles per SM",
+          "[config]") {
+  WqGemmProblem p = normal_problem();
+  p.m = 16;
+  const Arch hopper = Arch::parse("sm_90a");
+  for (const auto& [n, k] :
+       {std::pair{8192, 8192}, {6144, 4096}, {28672, 4096}, {16384, 16384}, {4096, 4096}}) {
+    p.n = n, p.k = k;
+    p.bits = 2;
+    const WqGemmConfig w2 = lowbit::choose_config(p, hopper, 132);
+    p.bits = 4;
+    const WqGemmConfig w4 = lowbit::choose_config(p, hopper, 132);
+    INFO(n << "x" << k << ": W2 " << w2.str() << ", W4 " << w4.str());
+    CHECK(w2.n_tiles == (n / 8.0 / 132 > 4 ? 8 : w4.n_tiles));
+    CHECK(w2.warps_k == w4.warps_k);
+    CHECK(w2.x_shared);
+  }
+}
+
 TEST_CASE("choose_config splits K only when the grid leaves most SMs idle", "[config]") {
   const Arch sm90a = Arch::parse("sm_90a");
   WqGemmProblem p = normal_problem();
