@@ -370,10 +370,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     const u32 dst = xs_addr + stage * (kXStage * 16) + xdst0;
     if (x_rows_full) {
       const u16* src = x_thread + (valid ? k0 : 0);
-      static_for<kXCopies>([&](auto i_c) {
-        constexpr int i = decltype(i_c)::value;
-        cp_async_16_or_zero_at<i * kXRowStep * kXRowVecs * 16, 2ll * i * kXRowStep * kK>(dst, src, valid);
-      });
+#pragma unroll
+      for (int i = 0; i < kXCopies; ++i)
+        cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, src + static_cast<i64>(i * kXRowStep) * kK,
+                            valid);
     } else {
       const u16* col = x + (valid ? k0 + xv * 8 : 0);
 #pragma unroll
@@ -404,15 +404,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
   auto issue = [&](int j, int stage) {  // chunk j of this warp (the next in order) → slot `stage`
     const u32 slot = ring_addr + stage * (kSlot * 16);
-    static_for<kNTiles>([&](auto nt_c) {
-      constexpr int nt = decltype(nt_c)::value;
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt)
       if (kAllTiles || tile0 + nt < kTilesTotal)
-        static_for<kBits / kV>([&](auto v_c) {
-          constexpr int v = decltype(v_c)::value;
-          cp_async_words_at<kV, (nt * kTileWords + v * 32 * kV) * 4,
-                            4ll * (nt * kChunks * kTileWords + v * 32 * kV)>(slot, wnext);
-        });
-    });
+#pragma unroll
+        for (int v = 0; v < kBits / kV; ++v)
+          cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4,
+                             wnext + nt * (kChunks * kTileWords) + v * 32 * kV);
     wnext += kWarpsK * kTileWords;
     if constexpr (kMetaRows > 0) {
       static_assert(kMetaRows <= 32, "one scale/zero row per lane");
@@ -652,11 +650,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       }
     }
     // The M = 1 kernel stores row 0 only: the accumulator elements of other rows (swapped: the odd
-    // elements, rows 2t + 1; unswapped: elements 2, 3, rows g + 8) skip the per-chunk fix-up.
-    auto row_unused = [](int r) { return kOneRow && (kSwap ? (r & 1) != 0 : r >= 2); };
+    // elements, rows 2t + 1; unswapped: elements 2, 3, rows g + 8) may skip the per-chunk fix-up.
+    // Only on the in-place path: H100, two rounds over the six standard layers at M = 1, W2 1.4 %
+    // faster on average, but W8 and bf16 4-bit (zero after the MMA too, one base) 0.7-0.9 % slower,
+    // for no reason found in their PTX (docs/perf-notes.md, nineteenth session).
+    auto row_unused = [](int r) { return kInPlaceBases && kOneRow && (kSwap ? (r & 1) != 0 : r >= 2); };
     if constexpr (kAccF16) {  // the weights were scaled: the chunk's sums go straight into fp32
       for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
-        if (row_unused(r)) return;
 #pragma unroll
         for (int e = 0; e < kChains; ++e) acc[mt][q][r] += half2_elem_to_f32(part16[e][mt][q][r >> 1], r & 1);
       });
