@@ -649,12 +649,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
             }
       }
     }
-    // The M = 1 kernel stores row 0 only: the accumulator elements of other rows (swapped: the odd
-    // elements, rows 2t + 1; unswapped: elements 2, 3, rows g + 8) may skip the per-chunk fix-up.
-    // Only on the in-place path: H100, two rounds over the six standard layers at M = 1, W2 1.4 %
-    // faster on average, but W8 and bf16 4-bit (zero after the MMA too, one base) 0.7-0.9 % slower,
-    // for no reason found in their PTX (docs/perf-notes.md, nineteenth session).
-    auto row_unused = [](int r) { return kInPlaceBases && kOneRow && (kSwap ? (r & 1) != 0 : r >= 2); };
+    // The M = 1 kernel stores row 0 only: the odd accumulator elements (swapped: rows 2t + 1) may
+    // skip the per-chunk fix-up. Only on the in-place path (always swapped): H100, two rounds over
+    // the six standard layers at M = 1, W2 1.4 % faster on average, but W8 and bf16 4-bit (zero after
+    // the MMA too, one base) 0.7-0.9 % slower, for no reason found in their PTX (docs/perf-notes.md,
+    // nineteenth session).
+    auto row_unused = [](int r) { return kInPlaceBases && kOneRow && (r & 1) != 0; };
     if constexpr (kAccF16) {  // the weights were scaled: the chunk's sums go straight into fp32
       for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
 #pragma unroll

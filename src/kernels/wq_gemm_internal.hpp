@@ -20,8 +20,8 @@ constexpr bool skips_upper_rows(const WqGemmConfig& c, int64_t bucket) {
 }
 
 // The kernel of M bucket 1 serves M = 1 only (a plan runs M = 1 on bucket 1 and nothing else), so
-// it computes one row: with block-shared activations it stages that row, not eight, and it skips the
-// per-chunk fix-up of the accumulator elements of the other rows.
+// it computes one row: with block-shared activations it stages that row, not eight, and with the
+// zero after the MMA under in-place bases (2-bit) it skips the per-chunk fix-up of the other rows.
 constexpr bool one_row_kernel(const WqGemmConfig& c, int64_t bucket) {
   return bucket == 1 && skips_upper_rows(c, bucket);
 }

@@ -126,8 +126,9 @@ __device__ __forceinline__ u32 raw_pair(const u32 (&w)[kBits], int j) {
 // A value at bit offset o of a 16-bit half, masked in place under a base whose ulp is 2^o, reads
 // base + q exactly: the base is the magic base divided by 2^o, one exponent step per bit. That holds
 // while the value's bits lie in the mantissa (o + kBits ≤ 10 for fp16, ≤ 7 for bf16), so a word
-// needs one shift per kPositions positions instead of one per pair (fp16: 4-bit 1 shift per word
-// instead of 3, 2-bit 1 instead of 7, 3-bit 1 instead of 4; bf16 4-bit gains nothing).
+// needs one shift per kPositions positions instead of one per pair (fp16 2-bit: 1 shift per word
+// instead of 7, 3-bit 1 instead of 4, 1-bit 1 instead of 15; bf16 2-bit 2 instead of 7; bf16 4-bit
+// gains nothing; fp16 4-bit does not take this path, see kZeroAfter in wq_gemm.cuh).
 template <int kBits, bool kBf16>
 struct InPlace {
   static constexpr int kPositions = (kBf16 ? 7 : 10) / kBits;  // positions read without a shift
