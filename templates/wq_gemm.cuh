@@ -220,18 +220,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // The MMAs of a chunk sum into `part` (then scaled, or just added, into the fp32 accumulators):
   // for a scale per chunk, and for fp16 accumulation, whose error this bounds to one chunk.
   constexpr bool kChunkSums = (kScaleAfter && !kScaleAtEnd) || kAccF16;
-  // With the scale after the MMA the zero can come after it too: the MMA runs on base + q (one
-  // mask-or per pair, no subtraction) and (base + z)·Σx leaves the chunk's sum, Σx coming from one
-  // more MMA per step against ones. Not for fp16 4-bit (its dequant folds the zero in for free) nor
-  // bf16 8-bit (base + q does not fit bf16).
-  constexpr bool kZeroAfter =
-      kScaleAfter && !kScaleAtEnd && !(kBits == 4 && !kBf16) && !(kBits == 8 && kBf16);
-  constexpr float kBase = kBf16 ? 128.f : 1024.f;  // the magic base of dequant.cuh
-  constexpr u32 kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;
-  constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // words per fragment load
-  constexpr int kTileWords = 32 * kBits;                       // one (8 n, 128 k) tile
-  const u8* zeros8 = static_cast<const u8*>(zeros);
-  const u16* zeros16 = static_cast<const u16*>(zeros);
   // A and B swap roles (outside deterministic mode, with an even number of tiles): two 8-column
   // weight tiles form the 16-row A operand and each 8-row slice of the activations is a B operand
   // (one up to 8 rows, two per 16-row tile above), so every dequantized weight pair feeds all the
@@ -245,6 +233,25 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // activations: with the activations in registers (kPrefetchX and its kin) the swap measured 16-29 %
   // slower on the H200 (W2 8192² M = 16: 14.95 → 19.25 µs), so those configs keep the A/B roles.
   constexpr bool kSwap = kNTiles % 2 == 0 && !kDeterministic && (!kUpperRows || kXShared);
+  // With the scale after the MMA the zero can come after it too: the MMA runs on base + q (mask-ors,
+  // no subtraction) and the chunk's sum sheds (base + z)·Σx, Σx coming from one more MMA per step
+  // against ones. Swapped, each pair keeps the base its position reads in place (InPlace in
+  // dequant.cuh: a shift per word, not per pair), and the upper 8 A rows of that MMA hold the bases,
+  // so its accumulator elements 2, 3 are Σ base·x and 0, 1 Σx. Not for bf16 8-bit (base + q does
+  // not fit bf16), nor for fp16 4-bit: its dequantization folds the zero in with one f16x2 op per
+  // pair, and trading those for the Σ MMAs and the per-output fix-up measured 0 to 5 % slower on
+  // the H100 (M = 1 flat; 16 rows with 4 tiles, and 64 rows, slower).
+  constexpr bool kZeroAfter =
+      kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) && !(kBits == 4 && !kBf16);
+  // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
+  // the magic one and the plain Σx path stays.)
+  constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;
+  constexpr float kBase = kBf16 ? 128.f : 1024.f;  // the magic base of dequant.cuh
+  constexpr u32 kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;
+  constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // words per fragment load
+  constexpr int kTileWords = 32 * kBits;                       // one (8 n, 128 k) tile
+  const u8* zeros8 = static_cast<const u8*>(zeros);
+  const u16* zeros16 = static_cast<const u16*>(zeros);
   constexpr int kBTiles = kMTiles * kHalves;        // swapped: 8-row B slices
   constexpr int kAccM = kSwap ? kBTiles : kMTiles;  // accumulator row blocks
   constexpr int kAccN = kSwap ? kNTiles / 2 : kNTiles;
@@ -486,7 +493,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;  // group within the chunk
     u32 zq[kNTiles], s_pre[kNTiles];
     float s_post[kNTiles][2];  // swapped: both entries hold the scale of column g
-    float z_post[kNTiles][2];  // kZeroAfter: base + z of the same columns
+    float z_post[kNTiles][2];  // kZeroAfter: base + z of the same columns (kInPlaceBases: z)
     // The lane's element addresses in the first tile's 16-byte scale row (per tile: + kGroupsPerChunk
     // rows), and the zero rows kMetaRows rows later.
     const u32 meta = slot + (kNTiles * 8 * kBits + gi) * 16;
@@ -501,6 +508,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       } else {
         if constexpr (kFloatZeros)
           zq[nt] = splat2(ld_shared_u16<kZ>(meta_g2));
+        else if constexpr (kZeroAfter)
+          zq[nt] = 0u;  // unused: z_post below (the shared loads are volatile, so load only once)
         else
           zq[nt] = kHasZeros ? ld_shared_u8<kZ>(meta_g) : (1u << (kBits - 1));
         if constexpr (!kScaleAfter) s_pre[nt] = splat2(ld_shared_u16<kS>(meta_g2));
@@ -514,8 +523,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         if constexpr (kZeroAfter) {
           const u32 z0 = kSwap ? ld_shared_u8<kZ>(meta_g) : ld_shared_u8<kZ>(meta_t2);
           const u32 z1 = kSwap ? z0 : ld_shared_u8<kZ + 1>(meta_t2);
-          z_post[nt][0] = kBase + (kHasZeros ? static_cast<float>(z0) : float(1 << (kBits - 1)));
-          z_post[nt][1] = kBase + (kHasZeros ? static_cast<float>(z1) : float(1 << (kBits - 1)));
+          constexpr float kB = kInPlaceBases ? 0.f : kBase;  // in place: the bases come from Σ base·x
+          z_post[nt][0] = kB + (kHasZeros ? static_cast<float>(z0) : float(1 << (kBits - 1)));
+          z_post[nt][1] = kB + (kHasZeros ? static_cast<float>(z1) : float(1 << (kBits - 1)));
         }
       }
     });
@@ -562,13 +572,16 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     auto dequant = [&](int nt, int p, u32(&b)[4]) {  // pairs: step 2p (b[0], b[1]), step 2p+1 (b[2], b[3])
       if constexpr (kZeroAfter) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) b[i] = raw_pair<kBits, kBf16>(wv[nt], 4 * p + i);
+        for (int i = 0; i < 4; ++i)
+          b[i] = kInPlaceBases ? raw_pair_in_place<kBits, kBf16>(wv[nt], 4 * p + i)
+                               : raw_pair<kBits, kBf16>(wv[nt], 4 * p + i);
       } else {
         dequant_pairs<kBits, kBf16, kMode, !kScaleAfter>(wv[nt], p, zq[nt], s_pre[nt], b);
       }
     };
     // kZeroAfter: Σx of this chunk per row, laid out like the accumulators (element r of an MMA
-    // against ones holds the sum of the row that accumulator element r belongs to).
+    // against ones holds the sum of the row that accumulator element r belongs to); kInPlaceBases:
+    // elements 0, 1 hold Σx and 2, 3 Σ base·x of the rows 2t, 2t + 1.
     float xsum[kAccM][4];
 #pragma unroll
     for (int mt = 0; mt < kAccM; ++mt)
@@ -605,7 +618,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
           for (int hs = 0; hs < 2; ++hs)
 #pragma unroll
             for (int b = 0; b < kBTiles; ++b)
-              mma_16816<kBf16>(xsum[b], kOne2, kOne2, kOne2, kOne2, xb(b, hs, 0), xb(b, hs, 1));
+              mma_16816<kBf16>(xsum[b], kOne2,
+                               kInPlaceBases ? InPlace<kBits, kBf16>::base2(4 * p + 2 * hs) : kOne2, kOne2,
+                               kInPlaceBases ? InPlace<kBits, kBf16>::base2(4 * p + 2 * hs + 1) : kOne2,
+                               xb(b, hs, 0), xb(b, hs, 1));
       } else {
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
@@ -633,6 +649,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
             }
       }
     }
+    // The M = 1 kernel stores row 0 only: the odd accumulator elements (swapped: rows 2t + 1) may
+    // skip the per-chunk fix-up. Only on the in-place path (always swapped): H100, two rounds over
+    // the six standard layers at M = 1, W2 1.4 % faster on average, but W8 and bf16 4-bit (zero after
+    // the MMA too, one base) 0.7-0.9 % slower, for no reason found in their PTX (docs/perf-notes.md,
+    // nineteenth session).
+    auto row_unused = [](int r) { return kInPlaceBases && kOneRow && (r & 1) != 0; };
     if constexpr (kAccF16) {  // the weights were scaled: the chunk's sums go straight into fp32
       for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
 #pragma unroll
@@ -640,9 +662,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       });
     } else if constexpr (kChunkSums) {
       for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
+        if (row_unused(r)) return;
         const float sc = kSwap ? s_post[2 * q + (r >> 1)][0] : s_post[q][r & 1];
         float sum = kChains == 2 ? part[0][mt][q][r] + part[kChains - 1][mt][q][r] : part[0][mt][q][r];
-        if constexpr (kZeroAfter)
+        if constexpr (kInPlaceBases)
+          sum = fmaf(-z_post[2 * q + (r >> 1)][0], xsum[mt][r & 1], sum - xsum[mt][2 + (r & 1)]);
+        else if constexpr (kZeroAfter)
           sum = fmaf(-(kSwap ? z_post[2 * q + (r >> 1)][0] : z_post[q][r & 1]), xsum[mt][r], sum);
         acc[mt][q][r] = fmaf(sum, sc, acc[mt][q][r]);
       });

@@ -120,7 +120,7 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   // x_shared: per stage the activations of 16·m_tiles rows (8 when it skips rows 8..15, 1 for the
   // kernel of M = 1) × warps_k chunks of 128 (kXStage).
   const int64_t bucket = m_bucket(p.m);
-  const int x_rows = stages_one_row(c, bucket) ? 1 : skips_upper_rows(c, bucket) ? 8 : 16 * c.m_tiles;
+  const int x_rows = one_row_kernel(c, bucket) ? 1 : skips_upper_rows(c, bucket) ? 8 : 16 * c.m_tiles;
   const std::size_t x_stages =
       c.x_shared ? static_cast<std::size_t>(c.stages) * x_rows * 128 * c.warps_k * 2 : 0;
   return std::max(x_stages + rings, reduction_smem_bytes(c));
@@ -170,7 +170,7 @@ int64_t stream_k_steps(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m)
 
 Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int64_t bucket,
                   int64_t resident_blocks) {
-  LOWBIT_CHECK(!stages_one_row(c, bucket) || m == 1, "m = {}: the one-row kernel of {} runs M = 1 only", m,
+  LOWBIT_CHECK(!one_row_kernel(c, bucket) || m == 1, "m = {}: the one-row kernel of {} runs M = 1 only", m,
                c.str());
   const Layout l = layout(p);
   Geometry g;
@@ -247,7 +247,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
   const bool upper_rows = !skips_upper_rows(c, bucket);
-  const bool one_row = stages_one_row(c, bucket);
+  const bool one_row = one_row_kernel(c, bucket);
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
@@ -714,6 +714,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.n_tiles = 2;
     else if (p.bits == 8)
       c.warps_k = 4;
+    // Heuristic v13 (nineteenth session, H100 W2 re-tune at 16 rows with the in-place bases): 2-bit
+    // weights (1 bit follows 2, unmeasured) over 4 tiles per SM take 8 tiles per warp, where a 2-bit
+    // tile-chunk is half the bytes of a 4-bit one: 8192² 12.30 µs against 14.41 for 4 tiles, 6144×4096
+    // 7.63 against 8.52, 28672×4096 21.39 against 22.05 (4 warps along K; the tuned best, 2 warps,
+    // 20.90); 16384² had 8 tiles already.
+    if (p.bits <= 2 && tiles_per_sm > 4) c.n_tiles = 8;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in

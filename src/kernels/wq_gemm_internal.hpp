@@ -19,10 +19,11 @@ constexpr bool skips_upper_rows(const WqGemmConfig& c, int64_t bucket) {
   return bucket <= 8 && c.m_tiles == 1 && !c.wgmma;
 }
 
-// The kernel of M bucket 1 with block-shared activations stages one row, not eight: it serves M = 1
-// only (a plan runs M = 1 on bucket 1 and nothing else).
-constexpr bool stages_one_row(const WqGemmConfig& c, int64_t bucket) {
-  return bucket == 1 && c.x_shared && skips_upper_rows(c, bucket);
+// The kernel of M bucket 1 serves M = 1 only (a plan runs M = 1 on bucket 1 and nothing else), so
+// it computes one row: with block-shared activations it stages that row, not eight, and with the
+// zero after the MMA under in-place bases (2-bit) it skips the per-chunk fix-up of the other rows.
+constexpr bool one_row_kernel(const WqGemmConfig& c, int64_t bucket) {
+  return bucket == 1 && skips_upper_rows(c, bucket);
 }
 
 // The warpgroup-MMA kernel (WqGemmConfig::wgmma) compiles for sm_90a only.
@@ -48,7 +49,7 @@ Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int6
 int64_t stream_k_steps(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m);
 
 // Everything the runtime needs to build the kernel for (problem, config) serving M bucket `bucket`
-// (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15; see also stages_one_row).
+// (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15; see also one_row_kernel).
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket);
 
 // The kernel that puts an act-order layer's activations in packed K order (one per K).

@@ -121,6 +121,42 @@ __device__ __forceinline__ u32 raw_pair(const u32 (&w)[kBits], int j) {
   }
 }
 
+// Pair j as base_j + q with a base per position, for the zero after the MMA with swapped operands
+// (wq_gemm.cuh: the Σ base_j·x the MMA picks up comes from one MMA per step, shared by all tiles).
+// A value at bit offset o of a 16-bit half, masked in place under a base whose ulp is 2^o, reads
+// base + q exactly: the base is the magic base divided by 2^o, one exponent step per bit. That holds
+// while the value's bits lie in the mantissa (o + kBits ≤ 10 for fp16, ≤ 7 for bf16), so a word
+// needs one shift per kPositions positions instead of one per pair (fp16 2-bit: 1 shift per word
+// instead of 7, 3-bit 1 instead of 4, 1-bit 1 instead of 15; bf16 2-bit 2 instead of 7; bf16 4-bit
+// gains nothing; fp16 4-bit does not take this path, see kZeroAfter in wq_gemm.cuh).
+template <int kBits, bool kBf16>
+struct InPlace {
+  static constexpr int kPositions = (kBf16 ? 7 : 10) / kBits;  // positions read without a shift
+  static constexpr int kShift = kBits * kPositions;            // bits per shift
+  static constexpr u32 kExpStep = kBf16 ? 0x0080u : 0x0400u;   // one exponent step of the pattern
+  // Where pair j's values sit: word, shift and in-place position (3-bit: 5 values per word, pair
+  // 15 spread over three words; 8-bit fp16 keeps the byte permute: one base, 1024).
+  static constexpr bool kOneBase = (kBits == 8 && !kBf16) || kPositions == 0;
+  static constexpr bool kUniform = kOneBase || kPositions == 1;  // every pair under the magic base
+  static constexpr int kPerWord = kBits == 3 ? 5 : 16 / kBits;
+  static constexpr int kDiv = kPositions > 0 ? kPositions : 1;
+  __device__ static constexpr int position(int j) { return (j % kPerWord) % kDiv; }
+  __device__ static constexpr int shifts(int j) { return (j % kPerWord) / kDiv; }
+  __device__ static constexpr bool special(int j) { return kOneBase || (kBits == 3 && j == 15); }
+  // half2 (bfloat162) of pair j's base.
+  __device__ static constexpr u32 base2(int j) {
+    return (Magic<kBf16>::kBase - (special(j) ? 0u : kExpStep * kBits * position(j))) * 0x10001u;
+  }
+};
+template <int kBits, bool kBf16>
+__device__ __forceinline__ u32 raw_pair_in_place(const u32 (&w)[kBits], int j) {
+  using P = InPlace<kBits, kBf16>;
+  if (P::special(j)) return raw_pair<kBits, kBf16>(w, j);
+  constexpr u32 mask = ((1u << kBits) - 1) * 0x00010001u;
+  const u32 word = w[j / P::kPerWord] >> (P::kShift * P::shifts(j));
+  return and_or(word, mask << (kBits * P::position(j)), P::base2(j));
+}
+
 // 2-bit pairs as q − z without a shift per pair. The value at position i of a 16-bit half (bits 2i,
 // 2i + 1) masked in place under the base is base + 4^i·q, exact while 2i + 2 ≤ the mantissa's bits
 // (fp16: i ≤ 4 under 1024; bf16: i ≤ 2 under 128), and fma(·, 4^−i, −(base·4^−i + z)) = q − z

@@ -137,11 +137,14 @@ TEST_CASE("cache key: every baked-in field changes the digest", "[cache_key]") {
 TEST_CASE("cache key: M is not baked in (a kernel serves its whole bucket)", "[cache_key]") {
   const Arch arch = Arch::parse("sm_90a");
   WqGemmProblem p = base_problem();
-  const Key k1 = key_of(p, base_config(), arch);
-  p.m = 5;  // buckets 1..8 with one 16-row tile share the kernel that skips rows 8..15
+  const Key k1 = key_of(p, base_config(), arch);  // M = 1: the one-row kernel (wq::one_row_kernel)
+  p.m = 2;
+  const Key k2 = key_of(p, base_config(), arch);
+  p.m = 5;  // buckets 2..8 with one 16-row tile share the kernel that skips rows 8..15
   const Key k5 = key_of(p, base_config(), arch);
-  CHECK(k1.digest == k5.digest);
-  CHECK(k1.name == k5.name);
+  CHECK(k2.digest == k5.digest);
+  CHECK(k2.name == k5.name);
+  CHECK(k1.digest != k2.digest);
   p.m = 9;
   const Key k9 = key_of(p, base_config(), arch);
   p.m = 13;

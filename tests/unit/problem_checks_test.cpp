@@ -297,6 +297,25 @@ TEST_CASE("choose_config: per-warp staged activations only where 8-warp blocks f
   CHECK(checked == 2 * 4 * 4 * 2 + 4 * 4);
 }
 
+TEST_CASE("choose_config v13: 2-bit weights take 8 tiles per warp at 16 rows over 4 tiles per SM",
+          "[config]") {
+  WqGemmProblem p = normal_problem();
+  p.m = 16;
+  const Arch hopper = Arch::parse("sm_90a");
+  for (const auto& [n, k] :
+       {std::pair{8192, 8192}, {6144, 4096}, {28672, 4096}, {16384, 16384}, {4096, 4096}}) {
+    p.n = n, p.k = k;
+    p.bits = 2;
+    const WqGemmConfig w2 = lowbit::choose_config(p, hopper, 132);
+    p.bits = 4;
+    const WqGemmConfig w4 = lowbit::choose_config(p, hopper, 132);
+    INFO(n << "x" << k << ": W2 " << w2.str() << ", W4 " << w4.str());
+    CHECK(w2.n_tiles == (n / 8.0 / 132 > 4 ? 8 : w4.n_tiles));
+    CHECK(w2.warps_k == w4.warps_k);
+    CHECK(w2.x_shared);
+  }
+}
+
 TEST_CASE("choose_config splits K only when the grid leaves most SMs idle", "[config]") {
   const Arch sm90a = Arch::parse("sm_90a");
   WqGemmProblem p = normal_problem();
@@ -399,13 +418,14 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::wq::geometry(one_row, swapped, 16, 16).smem == lowbit::wq::smem_bytes(p, swapped));
   CHECK(lowbit::wq::geometry(p, swapped, 1, 1).smem == lowbit::wq::smem_bytes(one_row, swapped));
   CHECK(lowbit::wq::geometry(p, swapped, 2, 2).smem == lowbit::wq::smem_bytes(two_rows, swapped));
-  // The one-row kernel has a name of its own and runs M = 1 only.
-  CHECK(lowbit::wq::stages_one_row(swapped, 1));
-  CHECK_FALSE(lowbit::wq::stages_one_row(swapped, 2));
-  CHECK_FALSE(lowbit::wq::stages_one_row(swapped_plain, 1));
+  // The one-row kernel (staged or not) has a name of its own and runs M = 1 only.
+  CHECK(lowbit::wq::one_row_kernel(swapped, 1));
+  CHECK_FALSE(lowbit::wq::one_row_kernel(swapped, 2));
+  CHECK(lowbit::wq::one_row_kernel(swapped_plain, 1));
   CHECK(lowbit::test::contains(spec_of(p, swapped, 1).name, "_mt1rnt8"));
   CHECK(lowbit::test::contains(spec_of(p, swapped, 2).name, "_mt1hnt8"));
-  CHECK(lowbit::test::contains(spec_of(p, swapped_plain, 1).name, "_mt1hnt8"));
+  CHECK(lowbit::test::contains(spec_of(p, swapped_plain, 1).name, "_mt1rnt8"));
+  CHECK(lowbit::test::contains(spec_of(p, swapped_plain, 2).name, "_mt1hnt8"));
   CHECK(lowbit::test::contains(spec_of(p, swapped, 1).name_expression, ", false, true, false,"));
   std::string what;
   try {
