@@ -380,11 +380,15 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
       return {fitted, source};
     }
     // An entry of another format may hold a wgmma config, which a deterministic or fp16-accumulating
-    // problem cannot run: not a fault of the file, so no warning (any other refusal still warns).
+    // problem cannot run: not a fault of the file, so no warning (any other refusal still warns). The
+    // message names the bucket and the lookup step: an entry found as the nearest M bucket's may fit
+    // its own bucket and not this one (a one-row staged config at 8 rows), which is no fault either
+    // but worth knowing, since this bucket then runs the heuristic's config.
     if (!(hit->step == "similar format" && c && c->wgmma && !wq::may_run_wgmma(pb)))
-      warn_once(fmt::format("tuning-entry:{}{}", hit->file, hit->key),
-                fmt::format("tuning file '{}': entry wq_gemm/{} cannot be used ({}); using the heuristic",
-                            hit->file, hit->key, why));
+      warn_once(fmt::format("tuning-entry:{}{}:{}", hit->file, hit->key, bucket),
+                fmt::format("tuning file '{}': entry wq_gemm/{} ({} match) cannot serve M bucket {} ({}); "
+                            "using the heuristic",
+                            hit->file, hit->key, hit->step, bucket, why));
   }
   const WqGemmConfig h = choose_config(pb, ctx.arch(), ctx.sm_count());
   std::string why;
