@@ -161,20 +161,14 @@ __device__ __forceinline__ u32 raw_pair_in_place(const u32 (&w)[kBits], int j) {
 // 2i + 1) masked in place under the base is base + 4^i·q, exact while 2i + 2 ≤ the mantissa's bits
 // (fp16: i ≤ 4 under 1024; bf16: i ≤ 2 under 128), and fma(·, 4^−i, −(base·4^−i + z)) = q − z
 // exactly (a power-of-2 scale, one rounding of an exact small integer). Positions past that come
-// from the word shifted down: fp16 one shift per word (by 10: positions 5-7 to 0-2), bf16 two (by 6
-// and 12). The constants depend on z only, so the compiler computes them once per zero point.
-template <bool kBf16>
-struct Int2Shift {
-  static constexpr int kInPlace = kBf16 ? 3 : 5;  // positions usable without a shift
-  static constexpr int kShift = kBf16 ? 6 : 10;   // bits per shift (whole positions)
-};
+// from the word shifted down as InPlace lays them out: fp16 one shift per word (by 10: positions 5-7
+// to 0-2), bf16 two (by 6 and 12). The constants depend on z only, so the compiler computes them
+// once per zero point.
 template <bool kBf16>
 __device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u32 z) {
-  constexpr int kIn = Int2Shift<kBf16>::kInPlace;
-  const int pos = j % 8;  // position in the word's halves
-  const int i = pos < kIn ? pos : (pos - kIn) % (Int2Shift<kBf16>::kShift / 2);  // position after the shift
-  const int shifts = pos < kIn ? 0 : 1 + (pos - kIn) / (Int2Shift<kBf16>::kShift / 2);
-  const u32 word = w[j / 8] >> (Int2Shift<kBf16>::kShift * shifts);
+  using P = InPlace<2, kBf16>;
+  const int i = P::position(j);  // position after the shift
+  const u32 word = w[j / P::kPerWord] >> (P::kShift * P::shifts(j));
   const u32 p = and_or(word, 0x00030003u << (2 * i), Magic<kBf16>::kBase2);
   // −(base·4^−i + z): the base's pattern 4^i·2^mantissa-bits lower is the pattern of base·4^−i (an
   // exponent step of 2 per i); z in its ulps (4^−i) is z·4^i.
