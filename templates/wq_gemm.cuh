@@ -2,7 +2,7 @@
 //
 // | arg      | dtype        | shape                          | layout / packing                           |
 // |----------|--------------|--------------------------------|--------------------------------------------|
-// | qweight  | u32          | [N_pad/8][K_pad/128][bits·32]  | bits words per lane per (8 n, 128 k) tile;  |
+// | qweight  | u32          | [K_pad/128][N_pad/8][bits·32]  | bits words per lane per (8 n, 128 k) tile;  |
 // |          |              |                                | see include/lowbit/pack.hpp                 |
 // | scales   | f16/bf16     | [K_pad/G][N_pad]               | row-major; one row for per-channel          |
 // | zeros    | u8 / f16/bf16| [K_pad/G][N_pad]               | integer (mode 0) or float (2, 3) zeros      |
@@ -396,7 +396,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const u32 ring_addr = ring_base + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
   // Chunks are issued in order too: running pointers to the next chunk's weights and (groups of
   // ≤ 128, where the group index grows by 128 / kGroup per chunk) this lane's scale/zero row.
-  const u32* wnext = qweight + (static_cast<i64>(tile0) * kChunks + c_begin) * kTileWords + lane * kV;
+  // Chunk-major (pack.hpp): the tiles of one chunk lie side by side, so the warps of all blocks, which
+  // step through K at about the same pace, read one narrow band of the weights at a time.
+  const u32* wnext = qweight + (static_cast<i64>(c_begin) * kTilesTotal + tile0) * kTileWords + lane * kV;
   const int meta_tile = min(tile0 + lane / max(kGroupsPerChunk, 1), kTilesTotal - 1);
   const int meta_sub = lane % max(kGroupsPerChunk, 1);  // group within the chunk
   constexpr bool kMetaLinear = kGroup > 0 && kGroup <= 128;
@@ -410,8 +412,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
         for (int v = 0; v < kBits / kV; ++v)
           cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4,
-                             wnext + nt * (kChunks * kTileWords) + v * 32 * kV);
-    wnext += kWarpsK * kTileWords;
+                             wnext + nt * kTileWords + v * 32 * kV);
+    wnext += static_cast<i64>(kWarpsK) * kTilesTotal * kTileWords;
     if constexpr (kMetaRows > 0) {
       static_assert(kMetaRows <= 32, "one scale/zero row per lane");
       if (lane < kMetaRows) {

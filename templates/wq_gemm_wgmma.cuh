@@ -211,7 +211,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       if (pt == 0) mbar_arrive_expect_tx(full_bar(stage), kWBytes);
       if (pt < kBlockTiles) {
         const i64 tile = min(btile0 + pt, kTilesTotal - 1);
-        bulk_copy(base + pt * kTileBytes, qweight + (tile * kChunks + c) * kTileWords, kTileBytes,
+        bulk_copy(base + pt * kTileBytes, qweight + (c * kTilesTotal + tile) * kTileWords, kTileBytes,
                   full_bar(stage));
       }
     } else {
@@ -222,7 +222,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         const int tile = i / (kBits * 8), v = i % (kBits * 8);
         const bool valid = btile0 + tile < kTilesTotal;
         const u32* src =
-            qweight + (static_cast<i64>(valid ? btile0 + tile : 0) * kChunks + c) * kTileWords + v * 4;
+            qweight + (static_cast<i64>(c) * kTilesTotal + (valid ? btile0 + tile : 0)) * kTileWords + v * 4;
         cp_async_16_or_zero(base + i * 16, src, valid);
       }
     }

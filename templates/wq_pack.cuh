@@ -6,7 +6,7 @@
 // | src_q      | u8 / u32       | [N][K] / [K·bits/32][N]            | unpacked bytes / GPTQ qweight        |
 // | src_zeros  | u8 / u32 / u16 | [G][N] / [G][N·bits/32] / [G][N]   | unpacked int / GPTQ qzeros / float   |
 // | src_scales | u16            | [G][N]                             | G = source groups (1 per channel)    |
-// | qweight    | u32            | [N_pad/8][K_pad/128][bits·32]      | lowbit's tiles (pack.hpp)            |
+// | qweight    | u32            | [K_pad/128][N_pad/8][bits·32]      | lowbit's tiles (pack.hpp)            |
 // | scales     | u16            | [G_pad][N_pad]                     | zero padding                         |
 // | zeros      | u8 / u16       | [G_pad][N_pad]                     | integer or float zeros; zero padding |
 //
@@ -92,12 +92,13 @@ __device__ __forceinline__ void write_qweight_word(const void* src_q, u32* qweig
   constexpr u32 kMask = (1u << kBits) - 1;
   const int chunks = pack_round_up(K, 128) / 128;
   if (index >= static_cast<i64>(pack_round_up(N, 8) / 8) * chunks * kTileWords) return;
-  const i64 tile_chunk = index / kTileWords;
+  const i64 tile_chunk = index / kTileWords;  // chunk-major: chunk · tiles + tile
+  const int tiles = pack_round_up(N, 8) / 8;
   const int in_tile = static_cast<int>(index % kTileWords);
   const int lane = (in_tile / kV) % 32;
   const int w = in_tile / (32 * kV) * kV + in_tile % kV;
-  const int n = static_cast<int>(tile_chunk / chunks) * 8 + lane / 4;
-  const int k0 = static_cast<int>(tile_chunk % chunks) * 128 + 32 * (lane % 4);
+  const int n = static_cast<int>(tile_chunk % tiles) * 8 + lane / 4;
+  const int k0 = static_cast<int>(tile_chunk / tiles) * 128 + 32 * (lane % 4);
   u32 word = 0;
   if (n < N) {
 #pragma unroll

@@ -35,7 +35,7 @@ int64_t groups_of(int64_t k, int group_size) {
 // Position in qweight of word w (0..bits-1) of `lane` in tile-chunk (tile, chunk).
 std::size_t word_index(const PackedWeights& P, int64_t tile, int64_t chunk, int lane, int w) {
   const int v = wq::vector_words(P.bits);
-  const int64_t base = (tile * (P.k_pad / 128) + chunk) * 32 * P.bits;
+  const int64_t base = (chunk * (P.n_pad / 8) + tile) * 32 * P.bits;
   return static_cast<std::size_t>(base + (static_cast<int64_t>(w / v) * 32 + lane) * v + w % v);
 }
 

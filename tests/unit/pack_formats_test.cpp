@@ -106,7 +106,7 @@ std::vector<uint32_t> documented_qweight(const uint8_t* q, int64_t n, int64_t k,
             words[j / per] |= v << (bits * (j % per) + high);
           }
         }
-        const int64_t base = (tile * chunks + chunk) * 32 * bits;
+        const int64_t base = (chunk * (n_pad / 8) + tile) * 32 * bits;
         for (int w = 0; w < bits; ++w)
           out[static_cast<std::size_t>(base + (static_cast<int64_t>(w / V) * 32 + lane) * V + w % V)] =
               words[w];

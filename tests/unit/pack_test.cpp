@@ -56,7 +56,7 @@ UnpackedWeightsView unpacked_view(const RandomLayer& L, bool with_zeros) {
 }
 
 // The qweight vector as include/lowbit/pack.hpp documents it, written independently of the library:
-// word ((tile·(k_pad/128) + chunk)·32 + lane)·4 + p, lane = 4·(n%8) + t, k = 128·chunk + 32·t + 8·p + e,
+// word ((chunk·(n_pad/8) + tile)·32 + lane)·4 + p, lane = 4·(n%8) + t, k = 128·chunk + 32·t + 8·p + e,
 // element e at nibble (e/2) + 4·(e%2).
 std::vector<uint32_t> documented_qweight(const RandomLayer& L, int64_t n_pad, int64_t k_pad) {
   std::vector<uint32_t> w(static_cast<std::size_t>(n_pad * k_pad / 8), 0u);
@@ -70,7 +70,7 @@ std::vector<uint32_t> documented_qweight(const RandomLayer& L, int64_t n_pad, in
             const int64_t k = 128 * chunk + 32 * (lane % 4) + 8 * p + e;
             if (n >= L.n || k >= L.k) continue;  // padding stays zero
             const int nibble = e / 2 + 4 * (e % 2);
-            w[static_cast<std::size_t>(((tile * chunks + chunk) * 32 + lane) * 4 + p)] |=
+            w[static_cast<std::size_t>(((chunk * (n_pad / 8) + tile) * 32 + lane) * 4 + p)] |=
                 static_cast<uint32_t>(L.q[n * L.k + k]) << (4 * nibble);
           }
   return w;
