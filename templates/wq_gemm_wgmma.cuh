@@ -40,6 +40,8 @@
 #include "common/wgmma.cuh"
 #include "wq_gemm.cuh"
 
+#define WQ_BULK 0
+
 namespace lowbit::kern {
 
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
@@ -200,14 +202,23 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // widths: cp.async, item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)), tiles past N
   // zero-filled. (H200, fourteenth session: bulk copies made 8-bit 19-32 % faster at 64 and 128
   // rows and 4-bit 9-18 % slower.) Scale and zero rows by cp.async (producer thread i: row i).
-  constexpr bool kBulkW = kBits == 8;
+  // WQ_BULK (experiment): one bulk copy of the block's contiguous tiles per stage, every width.
+  constexpr bool kOneBulk = WQ_BULK == 1;
+  constexpr bool kBulkW = kBits == 8 || kOneBulk;
   constexpr int kTileBytes = kTileWords * 4;
   constexpr int kWVecs = kBlockTiles * kBits * 8;
   constexpr int kWItems = (kWVecs + 127) / 128;
   static_assert(kBlockTiles <= 128, "one tile per producer thread");
   auto issue_w = [&](int c, int stage) {  // chunk c of the block's current tiles
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
-    if constexpr (kBulkW) {
+    if constexpr (kOneBulk) {
+      if (pt == 0) {  // tiles past N: not copied (stale, finite; their columns are never written)
+        const u32 bytes = min(kBlockTiles, kTilesTotal - btile0) * kTileBytes;
+        mbar_arrive_expect_tx(full_bar(stage), bytes);
+        bulk_copy(base, qweight + (static_cast<i64>(c) * kTilesTotal + btile0) * kTileWords, bytes,
+                  full_bar(stage));
+      }
+    } else if constexpr (kBulkW) {
       if (pt == 0) mbar_arrive_expect_tx(full_bar(stage), kWBytes);
       if (pt < kBlockTiles) {
         const i64 tile = min(btile0 + pt, kTilesTotal - 1);
