@@ -40,7 +40,8 @@
 #include "common/wgmma.cuh"
 #include "wq_gemm.cuh"
 
-#define WQ_BULK 0
+// WQ_V (experiment): bit 0 = one bulk weight copy per stage, bit 1 = descriptors by adding offsets.
+#define WQ_V 0
 
 namespace lowbit::kern {
 
@@ -203,7 +204,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // zero-filled. (H200, fourteenth session: bulk copies made 8-bit 19-32 % faster at 64 and 128
   // rows and 4-bit 9-18 % slower.) Scale and zero rows by cp.async (producer thread i: row i).
   // WQ_BULK (experiment): one bulk copy of the block's contiguous tiles per stage, every width.
-  constexpr bool kOneBulk = WQ_BULK == 1;
+  constexpr bool kOneBulk = (WQ_V & 1) != 0;
   constexpr bool kBulkW = kBits == 8 || kOneBulk;
   constexpr int kTileBytes = kTileWords * 4;
   constexpr int kWVecs = kBlockTiles * kBits * 8;
@@ -397,6 +398,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
               for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
             }
         wgmma_fence();
+        const u64 desc0 = wgmma_desc_sw128(st, 1024);
         // One accumulator's 8 k16 steps, then the next m64 tile's: with the two accumulators taken in
         // turn, the MMA warps alone ran 5-8 % slower (16384² M = 64: 73.2 vs 67.0 µs; sixteenth session).
 #pragma unroll
@@ -406,7 +408,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
 #pragma unroll
             for (int hs = 0; hs < 2; ++hs) {
               // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
-              const u64 desc = wgmma_desc_sw128(st + (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4), 1024);
+              const int off = (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4);
+              const u64 desc = (WQ_V & 2) ? wgmma_desc_advance(desc0, off) : wgmma_desc_sw128(st + off, 1024);
               wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
                                     a[i][p][1][2 * hs + 1], desc);
             }
