@@ -215,9 +215,14 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     if constexpr (kOneBulk) {
       if (pt == 0) {  // tiles past N: not copied (stale, finite; their columns are never written)
         const u32 bytes = min(kBlockTiles, kTilesTotal - btile0) * kTileBytes;
-        mbar_arrive_expect_tx(full_bar(stage), bytes);
+        mbar_arrive_expect_tx(full_bar(stage), bytes + ((WQ_V & 8) ? kXBytes : 0));
         bulk_copy(base, qweight + (static_cast<i64>(c) * kTilesTotal + btile0) * kTileWords, bytes,
                   full_bar(stage));
+        if constexpr ((WQ_V & 8) != 0) {  // ablation: 16 B-aligned garbage activations, real bytes
+          const i64 slots = static_cast<i64>(M) * kK * 2 / kXBytes;
+          bulk_copy(base - kXBytes, reinterpret_cast<const u8*>(x) + (c + btile0) % slots * kXBytes, kXBytes,
+                    full_bar(stage));
+        }
       }
     } else if constexpr (kBulkW) {
       if (pt == 0) mbar_arrive_expect_tx(full_bar(stage), kWBytes);
@@ -333,7 +338,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     uint4 xv[kXItems][4];
     if (n_steps > 0) {
       seek(0);
-      load_x(pos_c, xv);
+      if constexpr ((WQ_V & 12) == 0) load_x(pos_c, xv);
     }
     int stage = 0;
     u32 phase = 0;  // parity of the stage's current round
@@ -344,11 +349,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         issue_w(pos_c, stage);
         mbar_arrive_cp_async(full_bar(stage));
       }
-      store_x(stage, xv);
+      if constexpr ((WQ_V & 12) == 0) store_x(stage, xv);
       mbar_arrive(full_bar(stage));
       if (j + 1 < n_steps) {
         seek(j + 1);
-        load_x(pos_c, xv);
+        if constexpr ((WQ_V & 12) == 0) load_x(pos_c, xv);
       }
       if (++stage == kStages) stage = 0, phase ^= 1;
     }
