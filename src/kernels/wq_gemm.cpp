@@ -43,9 +43,9 @@ std::string WqGemmProblem::str() const {
 
 std::string WqGemmConfig::str() const {
   return fmt::format(
-      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{})", m_tiles,
+      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{}{})", m_tiles,
       n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "",
-      stream_k ? ", stream_k" : "");
+      stream_k ? ", stream_k" : "", x_image ? ", x_image" : "");
 }
 
 namespace {
@@ -210,6 +210,7 @@ nlohmann::json to_json(const WqGemmConfig& c) {
   if (c.x_shared) j["x_shared"] = true;  // absent = false: files from before the field stay valid
   if (c.wgmma) j["wgmma"] = true;        // likewise
   if (c.stream_k) j["stream_k"] = true;  // likewise
+  if (c.x_image) j["x_image"] = true;    // likewise
   return j;
 }
 
@@ -223,7 +224,7 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
     *field = j[name].get<int>();
   }
   for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma},
-                             std::pair{"stream_k", &c.stream_k}}) {
+                             std::pair{"stream_k", &c.stream_k}, std::pair{"x_image", &c.x_image}}) {
     if (!j.contains(name)) continue;
     if (!j[name].is_boolean()) return std::nullopt;
     *field = j[name].get<bool>();
@@ -251,7 +252,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                        p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
                        p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
@@ -259,12 +260,12 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                        : upper_rows ? ""
                                     : "h",
                        c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "");
+                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "");
   s.name_expression =
       c.wgmma ? fmt::format(
-                    "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
+                    "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
                     p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages,
-                    b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k))
+                    b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
               : fmt::format(
                     "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
                     "{}, {}, {}, {}>",
@@ -292,6 +293,25 @@ jit::KernelSpec permute_spec(const WqGemmProblem& p) {
   s.specialization = {{"k", p.k}};
   s.config = nlohmann::json::object();
   return s;
+}
+
+jit::KernelSpec x_image_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
+  jit::KernelSpec s;
+  s.family = "wq_gemm";
+  s.name = fmt::format("wq_x_image_k{}_r{}", p.k, 16 * c.m_tiles);
+  s.name_expression = fmt::format("lowbit::kern::wq_x_image_kernel<{}, {}>", p.k, 16 * c.m_tiles);
+  s.source =
+      fmt::format("// {}\n#include \"wq_gemm_wgmma.cuh\"\n// instantiated through the name expression:\n// {}\n",
+                  s.name, s.name_expression);
+  s.specialization = {{"k", p.k}, {"rows", 16 * c.m_tiles}};
+  s.config = nlohmann::json::object();
+  return s;
+}
+
+std::size_t x_image_bytes(const WqGemmProblem& p, const WqGemmConfig& c, int64_t max_m) {
+  if (!c.x_image) return 0;
+  const std::size_t rows = static_cast<std::size_t>(ceil_div(max_m, 16 * c.m_tiles)) * 16 * c.m_tiles;
+  return rows * static_cast<std::size_t>(ceil_div(p.k, 128)) * 128 * 2;
 }
 
 std::size_t permuted_x_bytes(const WqGemmProblem& p, int64_t max_m) {
@@ -463,6 +483,8 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
       return fail(why, fmt::format("{}: accum = {} problems do not run wgmma (it accumulates in fp32 here)",
                                    c.str(), to_string(p.accum)));
   }
+  if (c.x_image && !c.wgmma)
+    return fail(why, fmt::format("{}: x_image needs wgmma (its image is the wgmma kernel's stage layout)", c.str()));
   if (c.stream_k && (!c.wgmma || c.split_k != 1))
     return fail(why, fmt::format("{}: stream_k needs wgmma and split_k = 1 (it splits K itself)", c.str()));
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
@@ -818,7 +840,8 @@ struct WqGemmPlan::Impl {
     int64_t max_m;
     WqGemmConfig config;
     const jit::LoadedKernel* kernel;
-    int64_t resident_blocks;  // stream K: SMs × blocks per SM of this kernel
+    int64_t resident_blocks;                // stream K: SMs × blocks per SM of this kernel
+    const jit::LoadedKernel* image;         // x_image: the kernel that arranges the activations
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -829,6 +852,7 @@ struct WqGemmPlan::Impl {
   std::size_t permuted_x_bytes = 0;            // act-order: the first bytes of the workspace
   std::size_t stream_k_bytes = 0;              // stream K: the scratch after them
   std::size_t workspace_bytes = 0;             // the above + what the splitting buckets need
+  jit::DeviceBuffer x_image;                   // x_image configs: the activations' stage image
 };
 
 namespace {
@@ -846,10 +870,12 @@ std::vector<int64_t> buckets_for(const std::vector<int64_t>& m_values) {
 }
 
 WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
-                               const std::optional<WqGemmConfig>& forced, std::string* source = nullptr) {
+                               const std::optional<WqGemmConfig>& forced, bool allow_x_image,
+                               std::string* source = nullptr) {
   WqGemmProblem pb = problem;
   pb.m = bucket;
-  const wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
+  wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
+  if (!allow_x_image) choice.config.x_image = false;
   std::string why;
   LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}",
                pb.str(), choice.config.str(), why);
@@ -877,24 +903,33 @@ struct LayerKernels {
   std::vector<BucketKernel> buckets;
   std::optional<jit::KernelSpec> permute;
   KernelRecord permute_record;
+  std::vector<jit::KernelSpec> images;  // x_image: one per rows-per-block the buckets use
+  std::vector<KernelRecord> image_records;
 };
 
 // Chooses every layer's configs, then compiles (or finds) all their kernels in one parallel batch;
 // the first error in (layer, bucket) order is thrown.
 std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<WqGemmProblem>& problems,
                                          const std::vector<int64_t>& m_values,
-                                         const std::optional<WqGemmConfig>& forced) {
+                                         const std::optional<WqGemmConfig>& forced, bool allow_x_image = true) {
   std::vector<LayerKernels> out(problems.size());
   std::vector<jit::KernelSpec> specs;
   for (std::size_t l = 0; l < problems.size(); ++l) {
     for (int64_t bucket : buckets_for(m_values)) {
       BucketKernel bk{bucket, {}, {}, {}, {}};
-      bk.config = config_for_bucket(ctx, problems[l], bucket, forced, &bk.config_source);
+      bk.config = config_for_bucket(ctx, problems[l], bucket, forced, allow_x_image, &bk.config_source);
       bk.spec = wq::kernel_spec(problems[l], bk.config, bucket);
       specs.push_back(bk.spec);
+      if (bk.config.x_image) {
+        jit::KernelSpec image = wq::x_image_spec(problems[l], bk.config);
+        auto& images = out[l].images;
+        if (std::none_of(images.begin(), images.end(), [&](const auto& s) { return s.name == image.name; }))
+          images.push_back(std::move(image));
+      }
       out[l].buckets.push_back(std::move(bk));
     }
     if (problems[l].act_order) specs.push_back(*(out[l].permute = wq::permute_spec(problems[l])));
+    specs.insert(specs.end(), out[l].images.begin(), out[l].images.end());
   }
   std::vector<KernelRecord> records;
   for (const std::exception_ptr& e : ctx.compile_all(specs, &records))
@@ -908,6 +943,7 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       bk.record.m_bucket = bk.bucket;
     }
     if (layer.permute) layer.permute_record = records[i++];
+    for (std::size_t j = 0; j < layer.images.size(); ++j) layer.image_records.push_back(records[i++]);
   }
   return out;
 }
@@ -917,6 +953,7 @@ std::vector<KernelRecord> records_of(const std::vector<LayerKernels>& layers) {
   for (const LayerKernels& layer : layers) {
     for (const BucketKernel& bk : layer.buckets) out.push_back(bk.record);
     if (layer.permute) out.push_back(layer.permute_record);
+    out.insert(out.end(), layer.image_records.begin(), layer.image_records.end());
   }
   return out;
 }
@@ -944,7 +981,9 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   ctx.make_current();  // the attribute calls and the workspace below need this device's context
   impl_->ctx = &ctx;
   impl_->problem = problem;
-  const LayerKernels layer = std::move(compile_layers(ctx, {problem}, m_values, options.config).front());
+  const LayerKernels layer =
+      std::move(compile_layers(ctx, {problem}, m_values, options.config, options.x_image).front());
+  std::size_t image_bytes = 0;
   for (const BucketKernel& bk : layer.buckets) {
     const int64_t bucket = bk.bucket;
     const WqGemmConfig& c = bk.config;
@@ -966,8 +1005,13 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
                    geo.block, geo.smem);
       resident = static_cast<int64_t>(per_sm) * ctx.sm_count();
     }
+    const jit::LoadedKernel* image = nullptr;
+    if (c.x_image) {
+      image = &ctx.load(wq::x_image_spec(problem, c));  // compiled above
+      image_bytes = std::max(image_bytes, wq::x_image_bytes(problem, c, bucket));
+    }
     impl_->records.push_back(bk.record);
-    impl_->buckets.push_back({bucket, c, &k, resident});
+    impl_->buckets.push_back({bucket, c, &k, resident, image});
     // Stream K needs only the counters there (its sums go through the scratch below them); split K
     // also the fp32 sums.
     impl_->workspace_bytes =
@@ -981,6 +1025,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     impl_->workspace_bytes += impl_->permuted_x_bytes;
   }
   impl_->workspace_bytes += impl_->stream_k_bytes;
+  if (image_bytes > 0) impl_->x_image = jit::DeviceBuffer(image_bytes);  // rewritten by every call
   if (impl_->workspace_bytes > 0 && options.allocate_workspace) {
     impl_->workspace = jit::DeviceBuffer(impl_->workspace_bytes);
     impl_->workspace.fill_bytes(0);  // the kernels keep it zero from here on
@@ -1070,6 +1115,15 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
                                                  stream, const_cast<void**>(pargs), nullptr));
     x = xp;
   }
+  if (b->config.x_image) {
+    void* image = im.x_image.get();
+    const void* iargs[] = {&x, &image, &mi};
+    const int rows = 16 * b->config.m_tiles;
+    LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(
+        b->image->function, static_cast<unsigned>(ceil_div(p.k, 128)), static_cast<unsigned>(ceil_div(m, rows)),
+        1, static_cast<unsigned>(4 * rows), 1, 1, 0, stream, const_cast<void**>(iargs), nullptr));
+    x = image;
+  }
   char* split_ws = base ? base + im.permuted_x_bytes + im.stream_k_bytes : nullptr;
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
@@ -1100,6 +1154,7 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
   auto plan = rt.context().memo<WqGemmPlan>(key, [&] {
     WqGemmPlanOptions o;
     o.allocate_workspace = false;
+    o.x_image = false;  // one plan serves every call, on any stream: no buffer of its own
     return std::make_shared<WqGemmPlan>(rt, key_problem, std::vector<int64_t>{key_problem.m}, o);
   });
   if (plan->workspace_bytes() > 0) {

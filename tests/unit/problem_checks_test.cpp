@@ -491,6 +491,22 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK(lowbit::test::contains(c.str(), "wgmma"));
   CHECK_FALSE(lowbit::wq::skips_upper_rows(with([](WqGemmConfig& e) { e.m_tiles = 1; }), 1));
 
+  // x_image: wgmma only; in files, names and str(); its own arranging kernel per K and rows per
+  // block; the image holds whole row blocks of K rounded up to 128.
+  const WqGemmConfig img = with([](WqGemmConfig& e) { e.x_image = true; });
+  CHECK(lowbit::can_implement(p, img, hopper));
+  check_rejected(p, with([](WqGemmConfig& e) { e.x_image = true, e.wgmma = false, e.warps_n = 4; }), hopper,
+                 "x_image needs wgmma");
+  CHECK_FALSE(lowbit::wq::to_json(c).contains("x_image"));
+  CHECK(lowbit::wq::config_from_json(lowbit::wq::to_json(img)) == img);
+  CHECK(lowbit::test::contains(spec_of(p, img, 64).name, "xi"));
+  CHECK_FALSE(lowbit::test::contains(spec_of(p, c, 64).name, "xi"));
+  CHECK(spec_of(p, img, 64).name_expression != spec_of(p, c, 64).name_expression);
+  CHECK(lowbit::test::contains(img.str(), "x_image"));
+  CHECK(lowbit::test::contains(lowbit::wq::x_image_spec(p, img).name_expression, "wq_x_image_kernel<4096, 64>"));
+  CHECK(lowbit::wq::x_image_bytes(p, img, 65) == 128 * 4096 * 2);
+  CHECK(lowbit::wq::x_image_bytes(p, c, 65) == 0);
+
   // Off sm_90a (and for deterministic problems) shrink_to_fit turns it into the mma.sync config of
   // the same block shape; on sm_90a it only trims stages and tiles until the shared memory fits.
   for (const char* arch : {"sm_89", "sm_80", "sm_90"}) {

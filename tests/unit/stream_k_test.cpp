@@ -81,11 +81,11 @@ TEST_CASE("stream K: rules, JSON, name, geometry", "[stream_k]") {
   auto bad = lowbit::wq::to_json(c);
   bad["stream_k"] = 1;
   CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
-  // Its own kernel: the name and the template's last argument.
+  // Its own kernel: the name and the template's next-to-last argument (the last is x_image).
   const auto spec = lowbit::wq::kernel_spec(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "wgsk"));
-  CHECK(lowbit::test::contains(spec.name_expression, ", true>"));
-  CHECK(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 64).name_expression, ", false>"));
+  CHECK(lowbit::test::contains(spec.name_expression, ", true, false>"));
+  CHECK(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 64).name_expression, ", false, false>"));
   CHECK(lowbit::test::contains(c.str(), "stream_k"));
   // 112 column blocks × 32 chunks × 1 row block; the grid is the resident blocks, or fewer steps.
   CHECK(lowbit::wq::stream_k_steps(p, c, 64) == 112 * 32);
