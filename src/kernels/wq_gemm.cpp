@@ -647,6 +647,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       s.split_k = 1, s.n_tiles = 2, s.stream_k = true;
       if (can_implement(p, s, arch)) return s;
     }
+    // - Heuristic v14 (twenty-first session, H100 A/B of every shipped wgmma entry with and without
+    //   x_image, four formats, standard layers): the activations from an image wherever K is not
+    //   cut into stream-K pieces: all 12 such entries ran 1.6-28 % faster (28672×4096 M = 128 W4 f16
+    //   75.3 → 56.3 µs); the stream-K ones on the smaller layers ran up to 12 % slower (the extra
+    //   launch and its M·K·2 bytes there weigh more than the loop's gain).
+    w.x_image = true;
     if (can_implement(p, w, arch)) return w;
   }
   // At 64 rows with 3-4 tiles per SM (3584², 4096²) x_shared won on both GPUs (4096² H200: 15.3 µs
