@@ -97,8 +97,15 @@ struct UnpackedWeightsView {
   std::size_t q_count = 0, zeros_count = 0, float_zeros_count = 0, scales_count = 0, g_idx_count = 0;
 };
 
+// The version of the layout above; it changes whenever the layout does (1: tile-major qweight,
+// [n_pad/8][k_pad/128][b·32], lowbit 0.1.0 until 2026-11-25; 2: chunk-major). The kernels read only
+// the current one: weights packed once and stored must be stored with their version and re-packed
+// when it differs.
+inline constexpr int kPackedLayoutVersion = 2;
+
 // Weights in lowbit's layout, on the host; upload the vectors as they are.
 struct PackedWeights {
+  int layout_version = kPackedLayoutVersion;  // of the vectors below (see kPackedLayoutVersion)
   int64_t n = 0, k = 0, n_pad = 0, k_pad = 0, groups_pad = 0;
   int bits = 4;
   int group_size = 128;

@@ -166,8 +166,8 @@ __device__ __forceinline__ u32 raw_pair_in_place(const u32 (&w)[kBits], int j) {
 // 2i + 1) masked in place under the base is base + 4^i·q, exact while 2i + 2 ≤ the mantissa's bits
 // (fp16: i ≤ 4 under 1024; bf16: i ≤ 2 under 128), and fma(·, 4^−i, −(base·4^−i + z)) = q − z
 // exactly (a power-of-2 scale, one rounding of an exact small integer). The positions are those
-// InPlace lays out: fp16 one shift per word (by 8: positions 4-7 to 0-3), bf16 two (by 6 and 12). The constants depend on z only, so the compiler computes them
-// once per zero point.
+// InPlace lays out: fp16 one shift per word (by 8: positions 4-7 to 0-3), bf16 two (by 6 and 12).
+// The constants depend on z only, so the compiler computes them once per zero point.
 template <bool kBf16>
 __device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u32 z) {
   using P = InPlace<2, kBf16>;

@@ -165,6 +165,9 @@ TEST_CASE("pack(GPTQ) round-trips q, zeros and scales exactly", "[pack]") {
         check_sizes(P, L, with_zeros);
         CHECK(first_difference(P, L, with_zeros) == "");
         CHECK(P.qweight == documented_qweight(L, P.n_pad, P.k_pad));
+        // documented_qweight writes layout 2 (chunk-major): the version must name what pack wrote.
+        CHECK(P.layout_version == 2);
+        CHECK(lowbit::kPackedLayoutVersion == 2);
 
         // unpack_gptq gives back the integers.
         std::vector<uint8_t> q(L.q.size(), 0xff), z(L.zeros.size(), 0xff);
