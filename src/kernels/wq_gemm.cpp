@@ -637,6 +637,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   on the mid layers (5-7 tiles per SM under 48 M weights, 6144×4096), all 128 rows per block
     //   with stream K over 128-column blocks, the H200's tuned best in all four formats (W4 f16 22.6
     //   µs, bf16 23.0, W2 21.9, W8 25.9) where (4,2,8) without it ran 1.01-1.28× that.
+    // - Heuristic v15 (twenty-first session, H100 re-tune with x_image candidates, W4 f16, bf16 and W2
+    //   at 64/128 rows on the standard layers): with the activations from an image, one wave of
+    //   128-column blocks over all of K won where it makes 0.7-1.5 blocks per SM: at 128 rows 64
+    //   rows per block on 8192² (W4 f16 36.7 µs against 43.1 for v14's stream K) and 6144×4096
+    //   (20.6 against 22.8), all of them on 16384²; at 64 rows on 16384² (70.6 against 79.7 for two
+    //   m64 tiles, K split in 2).
+    const int64_t col_blocks = ceil_div(tiles, 16);
+    for (int mt : {8, 4}) {
+      const int64_t blocks = col_blocks * ceil_div(bucket, 16 * mt);
+      if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > 1.5 * sms) continue;
+      WqGemmConfig wave = make(mt, 2, 1, 4);
+      wave.warps_n = 8, wave.wgmma = true, wave.x_image = true;
+      if (can_implement(p, wave, arch)) return wave;
+    }
     if (mid_wgmma && bucket == 128) {
       WqGemmConfig s = make(8, 2, 1, 3);
       s.warps_n = 8, s.wgmma = true, s.stream_k = true;
