@@ -17,13 +17,14 @@
 //
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. A producer warpgroup
-// fills them: it copies the weights (8-bit: bulk copies) and scales, and loads the activations into
-// registers a step before it stores them (transposed, below). Each stage has two mbarriers: `full`
+// fills them: it copies the weights (one bulk copy) and scales, and loads the activations into
+// registers a step before it stores them (transposed, below), or, with kXImage, copies them too from
+// an image arranged by wq_x_image_kernel before the launch. Each stage has two mbarriers: `full`
 // completes when the producer's copies have landed and its stores are fenced for wgmma; `empty` when
 // every MMA thread has waited for its step's wgmma. No block barrier: the MMA warpgroups run at their
 // own pace (one can dequantize while the other's wgmmas run), the producer up to kStages steps ahead
 // of the slower one; the MMA warps issue no copies. What still bounds the loop: docs/perf-notes.md,
-// fourteenth session.
+// fourteenth to twenty-first sessions.
 //
 // K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
@@ -234,7 +235,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // thread copies the stage's activations from the image (wq_x_image_kernel) alongside. Scale and
   // zero rows by cp.async (producer thread i: row i).
   constexpr int kTileBytes = kTileWords * 4;
-  static_assert(kMetaRows <= 128, "one scale/zero row per producer thread");
   auto issue_w = [&](int c, int stage) {  // chunk c of the block's current tiles
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
     if (pt == 0) {
@@ -243,7 +243,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       bulk_copy(base, qweight + (static_cast<i64>(c) * kTilesTotal + btile0) * kTileWords, w_bytes,
                 full_bar(stage));
       if constexpr (kXImage)
-        bulk_copy(base - kXBytes, reinterpret_cast<const u8*>(x) + (static_cast<i64>(m0 / kTok) * kChunks + c) * kXBytes,
+        bulk_copy(base - kXBytes,
+                  reinterpret_cast<const u8*>(x) + (static_cast<i64>(m0 / kTok) * kChunks + c) * kXBytes,
                   kXBytes, full_bar(stage));
     }
     if constexpr (kMetaRows > 0) {

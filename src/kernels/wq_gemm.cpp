@@ -262,16 +262,17 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                        c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
                        c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "");
   s.name_expression =
-      c.wgmma ? fmt::format(
-                    "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
-                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages,
-                    b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
-              : fmt::format(
-                    "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                    "{}, {}, {}, {}>",
-                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                    c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
-                    static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
+      c.wgmma
+          ? fmt::format(
+                "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
+                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages, b(bf16),
+                b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
+          : fmt::format(
+                "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                "{}, {}, {}, {}>",
+                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
+                static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
@@ -300,9 +301,9 @@ jit::KernelSpec x_image_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
   s.family = "wq_gemm";
   s.name = fmt::format("wq_x_image_k{}_r{}", p.k, 16 * c.m_tiles);
   s.name_expression = fmt::format("lowbit::kern::wq_x_image_kernel<{}, {}>", p.k, 16 * c.m_tiles);
-  s.source =
-      fmt::format("// {}\n#include \"wq_gemm_wgmma.cuh\"\n// instantiated through the name expression:\n// {}\n",
-                  s.name, s.name_expression);
+  s.source = fmt::format(
+      "// {}\n#include \"wq_gemm_wgmma.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
+      s.name_expression);
   s.specialization = {{"k", p.k}, {"rows", 16 * c.m_tiles}};
   s.config = nlohmann::json::object();
   return s;
@@ -484,7 +485,8 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                                    c.str(), to_string(p.accum)));
   }
   if (c.x_image && !c.wgmma)
-    return fail(why, fmt::format("{}: x_image needs wgmma (its image is the wgmma kernel's stage layout)", c.str()));
+    return fail(
+        why, fmt::format("{}: x_image needs wgmma (its image is the wgmma kernel's stage layout)", c.str()));
   if (c.stream_k && (!c.wgmma || c.split_k != 1))
     return fail(why, fmt::format("{}: stream_k needs wgmma and split_k = 1 (it splits K itself)", c.str()));
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
@@ -860,8 +862,8 @@ struct WqGemmPlan::Impl {
     int64_t max_m;
     WqGemmConfig config;
     const jit::LoadedKernel* kernel;
-    int64_t resident_blocks;                // stream K: SMs × blocks per SM of this kernel
-    const jit::LoadedKernel* image;         // x_image: the kernel that arranges the activations
+    int64_t resident_blocks;         // stream K: SMs × blocks per SM of this kernel
+    const jit::LoadedKernel* image;  // x_image: the kernel that arranges the activations
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -931,7 +933,8 @@ struct LayerKernels {
 // the first error in (layer, bucket) order is thrown.
 std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<WqGemmProblem>& problems,
                                          const std::vector<int64_t>& m_values,
-                                         const std::optional<WqGemmConfig>& forced, bool allow_x_image = true) {
+                                         const std::optional<WqGemmConfig>& forced,
+                                         bool allow_x_image = true) {
   std::vector<LayerKernels> out(problems.size());
   std::vector<jit::KernelSpec> specs;
   for (std::size_t l = 0; l < problems.size(); ++l) {
@@ -1140,8 +1143,9 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const void* iargs[] = {&x, &image, &mi};
     const int rows = 16 * b->config.m_tiles;
     LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(
-        b->image->function, static_cast<unsigned>(ceil_div(p.k, 128)), static_cast<unsigned>(ceil_div(m, rows)),
-        1, static_cast<unsigned>(4 * rows), 1, 1, 0, stream, const_cast<void**>(iargs), nullptr));
+        b->image->function, static_cast<unsigned>(ceil_div(p.k, 128)),
+        static_cast<unsigned>(ceil_div(m, rows)), 1, static_cast<unsigned>(4 * rows), 1, 1, 0, stream,
+        const_cast<void**>(iargs), nullptr));
     x = image;
   }
   char* split_ws = base ? base + im.permuted_x_bytes + im.stream_k_bytes : nullptr;

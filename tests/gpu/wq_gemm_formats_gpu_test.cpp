@@ -88,8 +88,8 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
   // image.
   const auto warpgroup_stream_k =
       has_wgmma() ? build_plans(problems, {17},
-                                std::vector<WqGemmPlanOptions>(problems.size(),
-                                                               forced(4, 2, 8, 1, 1, false, true, true, true)))
+                                std::vector<WqGemmPlanOptions>(
+                                    problems.size(), forced(4, 2, 8, 1, 1, false, true, true, true)))
                   : decltype(plans){};
   std::size_t s = 0;
   for (std::size_t i = 0; i < problems.size(); ++i) {

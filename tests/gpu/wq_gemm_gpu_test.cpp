@@ -80,10 +80,9 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_warp})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
-    for (const WqGemmConfig& c :
-         {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5), wgmma_config(2, 4, 8, 1, 4),
-          with_image(wgmma_config(8, 2, 4, split, 6)), with_image(stream_k_config(4, 4, 8, 3)),
-          stream_k_config(8, 2, 8, 3)}) {
+    for (const WqGemmConfig& c : {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5),
+                                  wgmma_config(2, 4, 8, 1, 4), with_image(wgmma_config(8, 2, 4, split, 6)),
+                                  with_image(stream_k_config(4, 4, 8, 3)), stream_k_config(8, 2, 8, 3)}) {
       WqGemmPlanOptions o;
       o.config = c;
       plans.emplace_back(rt, L->problem, kMs, o);

@@ -503,7 +503,8 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK_FALSE(lowbit::test::contains(spec_of(p, c, 64).name, "xi"));
   CHECK(spec_of(p, img, 64).name_expression != spec_of(p, c, 64).name_expression);
   CHECK(lowbit::test::contains(img.str(), "x_image"));
-  CHECK(lowbit::test::contains(lowbit::wq::x_image_spec(p, img).name_expression, "wq_x_image_kernel<4096, 64>"));
+  CHECK(lowbit::test::contains(lowbit::wq::x_image_spec(p, img).name_expression,
+                               "wq_x_image_kernel<4096, 64>"));
   CHECK(lowbit::wq::x_image_bytes(p, img, 65) == 128 * 4096 * 2);
   CHECK(lowbit::wq::x_image_bytes(p, c, 65) == 0);
 

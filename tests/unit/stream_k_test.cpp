@@ -131,7 +131,8 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
     p.m = m, p.n = n, p.k = k, p.bits = 4, p.group_size = 128;
     return lowbit::choose_config(p, hopper, 132);
   };
-  for (auto [n, k, m] : {std::tuple{8192, 8192, 64}, {4096, 14336, 64}, {4096, 14336, 128}, {6144, 4096, 64}}) {
+  for (auto [n, k, m] :
+       {std::tuple{8192, 8192, 64}, {4096, 14336, 64}, {4096, 14336, 128}, {6144, 4096, 64}}) {
     const WqGemmConfig c = choice(n, k, m);
     CAPTURE(n, k, m, c.str());
     CHECK(c.wgmma);
@@ -147,7 +148,9 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
   // v15: where 128-column blocks over all of K make 0.7-1.5 blocks per SM, one such wave, no split,
   // the activations from an image (16384² at 64 rows; 8192² and 6144×4096 at 128 rows, 64 rows per
   // block; 16384² at 128 rows, all of them).
-  for (auto [n, k, m, mt] : {std::tuple{16384, 16384, 64, 4}, {8192, 8192, 128, 4}, {6144, 4096, 128, 4},
+  for (auto [n, k, m, mt] : {std::tuple{16384, 16384, 64, 4},
+                             {8192, 8192, 128, 4},
+                             {6144, 4096, 128, 4},
                              {16384, 16384, 128, 8}}) {
     const WqGemmConfig c = choice(n, k, m);
     CAPTURE(n, k, m, c.str());
