@@ -17,13 +17,14 @@
 //
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. A producer warpgroup
-// fills them: it copies the weights (8-bit: bulk copies) and scales, and loads the activations into
-// registers a step before it stores them (transposed, below). Each stage has two mbarriers: `full`
+// fills them: it copies the weights (one bulk copy) and scales, and loads the activations into
+// registers a step before it stores them (transposed, below), or, with kXImage, copies them too from
+// an image arranged by wq_x_image_kernel before the launch. Each stage has two mbarriers: `full`
 // completes when the producer's copies have landed and its stores are fenced for wgmma; `empty` when
 // every MMA thread has waited for its step's wgmma. No block barrier: the MMA warpgroups run at their
 // own pace (one can dequantize while the other's wgmmas run), the producer up to kStages steps ahead
 // of the slower one; the MMA warps issue no copies. What still bounds the loop: docs/perf-notes.md,
-// fourteenth session.
+// fourteenth to twenty-first sessions.
 //
 // K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
@@ -42,8 +43,46 @@
 
 namespace lowbit::kern {
 
+// One stage's activations: [2 halves of the chunk's 128 k][kTok rows][128 B]; 16-byte chunk q
+// (0..15) of row n lies in half q / 8 at position (q % 8) ^ (n % 8) (wgmma's 128-byte swizzle), and
+// chunk q = 4p + w holds word w of the row's 16-byte vectors (t, p) = k 128c + 32t + 8p .. +7,
+// t = 0..3 (the K order above).
+template <int kTok>
+__device__ __forceinline__ u32 x_chunk_offset(int n, int q) {
+  return (q / 8) * kTok * 128 + n * 128 + ((q % 8) ^ (n % 8)) * 16;
+}
+__device__ __forceinline__ u32 word_of(const uint4& v, int w) {  // w unrolled: a register select
+  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+// WqGemmConfig::x_image: every stage's activations arranged once per call, so that the kernel below
+// fills a stage's with one bulk copy: image [ceil(M / kTok)][chunks][kTok·256 B], each block of bytes
+// exactly what one stage holds (x_chunk_offset), rows past M and k past K zero. The producer's loads,
+// transposed stores and proxy fence leave the kernel's loop (ablation, H100: the kernel 4-26 % faster
+// at 64/128 rows without them; twenty-first session) for one more small launch that reads and writes
+// M·K·2 bytes. Thread (n, p) of block (chunk c, row block) moves row n's vectors (t, p) of chunk c.
+template <int kK, int kTok>
+__global__ void __launch_bounds__(kTok * 4)
+    wq_x_image_kernel(const u16* __restrict__ x, u8* __restrict__ image, int M) {
+  constexpr int kChunks = (kK + 127) / 128;
+  const int n = threadIdx.x / 4, p = threadIdx.x % 4, c = blockIdx.x;
+  const int row = blockIdx.y * kTok + n;
+  uint4 v[4];
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const int k = c * 128 + 32 * t + 8 * p;
+    v[t] = row < M && (kK % 128 == 0 || k < kK) ? ld_cached_v4(x + static_cast<i64>(row) * kK + k)
+                                                : make_uint4(0, 0, 0, 0);
+  }
+  u8* stage = image + (static_cast<i64>(blockIdx.y) * kChunks + c) * (kTok * 256);
+#pragma unroll
+  for (int w = 0; w < 4; ++w)
+    *reinterpret_cast<uint4*>(stage + x_chunk_offset<kTok>(n, 4 * p + w)) =
+        make_uint4(word_of(v[0], w), word_of(v[1], w), word_of(v[2], w), word_of(v[3], w));
+}
+
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
-          int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK>
+          int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK, bool kXImage>
 __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                          const void* __restrict__ zeros, const u16* __restrict__ x,
@@ -160,24 +199,18 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       }
   };
   auto store_x = [&](int stage, const uint4(&v)[kXItems][4]) {
-    const u32 row = smem0 + stage * kStageBytes + x_n * 128;
+    const u32 xs = smem0 + stage * kStageBytes;
     const int wflip = x_pv >> 1;  // p ≥ 2: words in the order w ^ 1
 #pragma unroll
     for (int r = 0; r < kXItems; ++r) {
       if (!x_item_on(r)) continue;
-      const u32 row_r = row + kXRowsPerItem * r * 128;  // 32 rows on: same swizzle phase
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
-        const int ws = w ^ wflip;
-        const int q = 4 * x_pv + ws;
-        const u32 dst = row_r + (q / 8) * kXHalf + ((q % 8) ^ (x_n % 8)) * 16;
         // word ws of the 4 vectors t (step 2p + ws / 2, k 8·(ws % 2) ..); w is unrolled, so the
         // words are register selects, not a divergent branch
-        auto word = [&](const uint4& vt) {
-          const u32 a = w == 0 ? vt.x : w == 1 ? vt.y : w == 2 ? vt.z : vt.w;
-          const u32 b = w == 0 ? vt.y : w == 1 ? vt.x : w == 2 ? vt.w : vt.z;
-          return wflip ? b : a;
-        };
+        const int ws = w ^ wflip;
+        const u32 dst = xs + x_chunk_offset<kTok>(x_n + kXRowsPerItem * r, 4 * x_pv + ws);
+        auto word = [&](const uint4& vt) { return wflip ? word_of(vt, w ^ 1) : word_of(vt, w); };
         st_shared_v4(dst, word(v[r][0]), word(v[r][1]), word(v[r][2]), word(v[r][3]));
       }
     }
@@ -187,44 +220,32 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     fence_proxy_async_shared();
   };
 
-  // Stage s's barriers: full at bars + 8s (2·128 arrivals: the producer threads' cp.async copies and
-  // their activation stores; 8-bit: + the weights' expected bytes), empty at bars + 8·(kStages + s)
-  // (every MMA thread). The host allots 16 B per stage after the stages.
+  // Stage s's barriers: full at bars + 8s (2·128 + 1 arrivals: the producer threads' cp.async copies,
+  // their activation stores, thread 0's expected bytes of the bulk copies), empty at
+  // bars + 8·(kStages + s) (every MMA thread). The host allots 16 B per stage after the stages.
   const u32 bars = smem0 + kStages * kStageBytes;
   auto full_bar = [&](int stage) { return bars + 8 * stage; };
   auto empty_bar = [&](int stage) { return bars + 8 * (kStages + stage); };
 
-  // Weight copies. 8-bit: one bulk copy per tile (its 128·kBits bytes of the chunk are contiguous),
-  // issued by producer thread `tile`, completing on the stage's full barrier, whose expected bytes
-  // producer thread 0 adds; tiles past N copy the last tile (their columns are never written). Other
-  // widths: cp.async, item i = (tile i / (8·kBits), 16-byte vector i % (8·kBits)), tiles past N
-  // zero-filled. (H200, fourteenth session: bulk copies made 8-bit 19-32 % faster at 64 and 128
-  // rows and 4-bit 9-18 % slower.) Scale and zero rows by cp.async (producer thread i: row i).
-  constexpr bool kBulkW = kBits == 8;
+  // Weight copies: the block's tiles of a chunk lie side by side (chunk-major layout), so producer
+  // thread 0 copies them with one bulk copy, completing on the stage's full barrier; tiles past N are
+  // not copied (their stale words dequantize to finite values in columns that are never written).
+  // One copy per stage instead of a cp.async per 16 bytes (or, 8-bit, a bulk copy per tile): W4 at
+  // 64/128 rows −1.5 % on average (H100, twentieth/twenty-first sessions). With kXImage the same
+  // thread copies the stage's activations from the image (wq_x_image_kernel) alongside. Scale and
+  // zero rows by cp.async (producer thread i: row i).
   constexpr int kTileBytes = kTileWords * 4;
-  constexpr int kWVecs = kBlockTiles * kBits * 8;
-  constexpr int kWItems = (kWVecs + 127) / 128;
-  static_assert(kBlockTiles <= 128, "one tile per producer thread");
   auto issue_w = [&](int c, int stage) {  // chunk c of the block's current tiles
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
-    if constexpr (kBulkW) {
-      if (pt == 0) mbar_arrive_expect_tx(full_bar(stage), kWBytes);
-      if (pt < kBlockTiles) {
-        const i64 tile = min(btile0 + pt, kTilesTotal - 1);
-        bulk_copy(base + pt * kTileBytes, qweight + (c * kTilesTotal + tile) * kTileWords, kTileBytes,
-                  full_bar(stage));
-      }
-    } else {
-#pragma unroll
-      for (int r = 0; r < kWItems; ++r) {
-        const int i = pt + 128 * r;
-        if (kWVecs % 128 != 0 && i >= kWVecs) continue;
-        const int tile = i / (kBits * 8), v = i % (kBits * 8);
-        const bool valid = btile0 + tile < kTilesTotal;
-        const u32* src =
-            qweight + (static_cast<i64>(c) * kTilesTotal + (valid ? btile0 + tile : 0)) * kTileWords + v * 4;
-        cp_async_16_or_zero(base + i * 16, src, valid);
-      }
+    if (pt == 0) {
+      const u32 w_bytes = min(kBlockTiles, kTilesTotal - btile0) * kTileBytes;
+      mbar_arrive_expect_tx(full_bar(stage), w_bytes + (kXImage ? kXBytes : 0));
+      bulk_copy(base, qweight + (static_cast<i64>(c) * kTilesTotal + btile0) * kTileWords, w_bytes,
+                full_bar(stage));
+      if constexpr (kXImage)
+        bulk_copy(base - kXBytes,
+                  reinterpret_cast<const u8*>(x) + (static_cast<i64>(m0 / kTok) * kChunks + c) * kXBytes,
+                  kXBytes, full_bar(stage));
     }
     if constexpr (kMetaRows > 0) {
       if (pt < kMetaRows) {
@@ -276,7 +297,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(full_bar(s), 2 * 128 + (kBulkW ? 1 : 0));
+      mbar_init(full_bar(s), 2 * 128 + 1);
       mbar_init(empty_bar(s), kConsumers);
     }
     fence_mbarrier_init();  // the bulk copies signal them through the async proxy
@@ -321,7 +342,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     uint4 xv[kXItems][4];
     if (n_steps > 0) {
       seek(0);
-      load_x(pos_c, xv);
+      if constexpr (!kXImage) load_x(pos_c, xv);
     }
     int stage = 0;
     u32 phase = 0;  // parity of the stage's current round
@@ -332,11 +353,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         issue_w(pos_c, stage);
         mbar_arrive_cp_async(full_bar(stage));
       }
-      store_x(stage, xv);
+      if constexpr (!kXImage) store_x(stage, xv);
       mbar_arrive(full_bar(stage));
       if (j + 1 < n_steps) {
         seek(j + 1);
-        load_x(pos_c, xv);
+        if constexpr (!kXImage) load_x(pos_c, xv);
       }
       if (++stage == kStages) stage = 0, phase ^= 1;
     }
@@ -386,6 +407,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
               for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
             }
         wgmma_fence();
+        const u64 desc0 = wgmma_desc_sw128(st, 1024);
         // One accumulator's 8 k16 steps, then the next m64 tile's: with the two accumulators taken in
         // turn, the MMA warps alone ran 5-8 % slower (16384² M = 64: 73.2 vs 67.0 µs; sixteenth session).
 #pragma unroll
@@ -395,7 +417,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
 #pragma unroll
             for (int hs = 0; hs < 2; ++hs) {
               // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
-              const u64 desc = wgmma_desc_sw128(st + (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4), 1024);
+              const int off = (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4);
+              const u64 desc = wgmma_desc_advance(desc0, off);
               wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
                                     a[i][p][1][2 * hs + 1], desc);
             }

@@ -100,6 +100,15 @@ struct WqGemmConfig {
   // entries on the H100), and at 128 rows on layers of 5-7 column tiles per SM below 48 M weights
   // (6144×4096).
   bool stream_k = false;
+  // wgmma only: the activations come into each stage by one bulk copy from an image that a small
+  // kernel arranges first, once per call (the stages' permuted, swizzled layout; rows past M and k
+  // past K zero), instead of the producer warpgroup loading them into registers and storing them
+  // transposed every step. Costs one more launch and M·K·2 bytes read and written; the kernel's loop
+  // sheds the loads, stores and proxy fence (H100: 4-26 % faster at 64/128 rows without them). The
+  // image lives in a buffer the plan owns (allocated when it is built, ceil(M / 16·m_tiles) ·
+  // 16·m_tiles · K rounded up to 128 · 2 bytes), not in args.workspace; plans built with
+  // WqGemmPlanOptions::x_image off (the functional API's) run such configs without it.
+  bool x_image = false;
   std::string str() const;  // WqGemmConfig(m_tiles=1, n_tiles=4, ...)
   bool operator==(const WqGemmConfig&) const = default;
 };
@@ -147,6 +156,10 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
 struct WqGemmPlanOptions {
   std::optional<WqGemmConfig> config;  // force one config for every bucket (tests, tuning)
   bool allocate_workspace = true;      // the plan owns a workspace; otherwise args.workspace is used
+  // Allow configs with x_image, whose activation image is a buffer of the plan's own: two run() calls
+  // of one plan must then not overlap (one plan per stream). Off: x_image is cleared from every config
+  // the plan would run, forced ones included (the functional API's plans, shared by all its calls).
+  bool x_image = true;
 };
 
 class WqGemmPlan {

@@ -43,9 +43,9 @@ std::string WqGemmProblem::str() const {
 
 std::string WqGemmConfig::str() const {
   return fmt::format(
-      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{})", m_tiles,
+      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{}{})", m_tiles,
       n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "",
-      stream_k ? ", stream_k" : "");
+      stream_k ? ", stream_k" : "", x_image ? ", x_image" : "");
 }
 
 namespace {
@@ -210,6 +210,7 @@ nlohmann::json to_json(const WqGemmConfig& c) {
   if (c.x_shared) j["x_shared"] = true;  // absent = false: files from before the field stay valid
   if (c.wgmma) j["wgmma"] = true;        // likewise
   if (c.stream_k) j["stream_k"] = true;  // likewise
+  if (c.x_image) j["x_image"] = true;    // likewise
   return j;
 }
 
@@ -223,7 +224,7 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
     *field = j[name].get<int>();
   }
   for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma},
-                             std::pair{"stream_k", &c.stream_k}}) {
+                             std::pair{"stream_k", &c.stream_k}, std::pair{"x_image", &c.x_image}}) {
     if (!j.contains(name)) continue;
     if (!j[name].is_boolean()) return std::nullopt;
     *field = j[name].get<bool>();
@@ -251,7 +252,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                        p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
                        p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
@@ -259,18 +260,19 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                        : upper_rows ? ""
                                     : "h",
                        c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "");
+                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "");
   s.name_expression =
-      c.wgmma ? fmt::format(
-                    "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
-                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages,
-                    b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k))
-              : fmt::format(
-                    "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                    "{}, {}, {}, {}>",
-                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                    c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
-                    static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
+      c.wgmma
+          ? fmt::format(
+                "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
+                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages, b(bf16),
+                b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
+          : fmt::format(
+                "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                "{}, {}, {}, {}>",
+                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
+                static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
@@ -292,6 +294,25 @@ jit::KernelSpec permute_spec(const WqGemmProblem& p) {
   s.specialization = {{"k", p.k}};
   s.config = nlohmann::json::object();
   return s;
+}
+
+jit::KernelSpec x_image_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
+  jit::KernelSpec s;
+  s.family = "wq_gemm";
+  s.name = fmt::format("wq_x_image_k{}_r{}", p.k, 16 * c.m_tiles);
+  s.name_expression = fmt::format("lowbit::kern::wq_x_image_kernel<{}, {}>", p.k, 16 * c.m_tiles);
+  s.source = fmt::format(
+      "// {}\n#include \"wq_gemm_wgmma.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
+      s.name_expression);
+  s.specialization = {{"k", p.k}, {"rows", 16 * c.m_tiles}};
+  s.config = nlohmann::json::object();
+  return s;
+}
+
+std::size_t x_image_bytes(const WqGemmProblem& p, const WqGemmConfig& c, int64_t max_m) {
+  if (!c.x_image) return 0;
+  const std::size_t rows = static_cast<std::size_t>(ceil_div(max_m, 16 * c.m_tiles)) * 16 * c.m_tiles;
+  return rows * static_cast<std::size_t>(ceil_div(p.k, 128)) * 128 * 2;
 }
 
 std::size_t permuted_x_bytes(const WqGemmProblem& p, int64_t max_m) {
@@ -463,6 +484,9 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
       return fail(why, fmt::format("{}: accum = {} problems do not run wgmma (it accumulates in fp32 here)",
                                    c.str(), to_string(p.accum)));
   }
+  if (c.x_image && !c.wgmma)
+    return fail(
+        why, fmt::format("{}: x_image needs wgmma (its image is the wgmma kernel's stage layout)", c.str()));
   if (c.stream_k && (!c.wgmma || c.split_k != 1))
     return fail(why, fmt::format("{}: stream_k needs wgmma and split_k = 1 (it splits K itself)", c.str()));
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
@@ -615,6 +639,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   on the mid layers (5-7 tiles per SM under 48 M weights, 6144×4096), all 128 rows per block
     //   with stream K over 128-column blocks, the H200's tuned best in all four formats (W4 f16 22.6
     //   µs, bf16 23.0, W2 21.9, W8 25.9) where (4,2,8) without it ran 1.01-1.28× that.
+    // - Heuristic v15 (twenty-first session, H100 re-tune with x_image candidates, W4 f16, bf16 and W2
+    //   at 64/128 rows on the standard layers): with the activations from an image, one wave of
+    //   128-column blocks over all of K won where it makes 0.7-1.5 blocks per SM: at 128 rows 64
+    //   rows per block on 8192² (W4 f16 36.7 µs against 43.1 for v14's stream K) and 6144×4096
+    //   (20.6 against 22.8), all of them on 16384²; at 64 rows on 16384² (70.6 against 79.7 for two
+    //   m64 tiles, K split in 2).
+    const int64_t col_blocks = ceil_div(tiles, 16);
+    for (int mt : {8, 4}) {
+      const int64_t blocks = col_blocks * ceil_div(bucket, 16 * mt);
+      if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > 1.5 * sms) continue;
+      WqGemmConfig wave = make(mt, 2, 1, 4);
+      wave.warps_n = 8, wave.wgmma = true, wave.x_image = true;
+      if (can_implement(p, wave, arch)) return wave;
+    }
     if (mid_wgmma && bucket == 128) {
       WqGemmConfig s = make(8, 2, 1, 3);
       s.warps_n = 8, s.wgmma = true, s.stream_k = true;
@@ -625,6 +663,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       s.split_k = 1, s.n_tiles = 2, s.stream_k = true;
       if (can_implement(p, s, arch)) return s;
     }
+    // - Heuristic v14 (twenty-first session, H100 A/B of every shipped wgmma entry with and without
+    //   x_image, four formats, standard layers): the activations from an image wherever K is not
+    //   cut into stream-K pieces: all 12 such entries ran 1.6-28 % faster (28672×4096 M = 128 W4 f16
+    //   75.3 → 56.3 µs); the stream-K ones on the smaller layers ran up to 12 % slower (the extra
+    //   launch and its M·K·2 bytes there weigh more than the loop's gain).
+    w.x_image = true;
     if (can_implement(p, w, arch)) return w;
   }
   // At 64 rows with 3-4 tiles per SM (3584², 4096²) x_shared won on both GPUs (4096² H200: 15.3 µs
@@ -818,7 +862,8 @@ struct WqGemmPlan::Impl {
     int64_t max_m;
     WqGemmConfig config;
     const jit::LoadedKernel* kernel;
-    int64_t resident_blocks;  // stream K: SMs × blocks per SM of this kernel
+    int64_t resident_blocks;         // stream K: SMs × blocks per SM of this kernel
+    const jit::LoadedKernel* image;  // x_image: the kernel that arranges the activations
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -829,6 +874,7 @@ struct WqGemmPlan::Impl {
   std::size_t permuted_x_bytes = 0;            // act-order: the first bytes of the workspace
   std::size_t stream_k_bytes = 0;              // stream K: the scratch after them
   std::size_t workspace_bytes = 0;             // the above + what the splitting buckets need
+  jit::DeviceBuffer x_image;                   // x_image configs: the activations' stage image
 };
 
 namespace {
@@ -846,10 +892,12 @@ std::vector<int64_t> buckets_for(const std::vector<int64_t>& m_values) {
 }
 
 WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
-                               const std::optional<WqGemmConfig>& forced, std::string* source = nullptr) {
+                               const std::optional<WqGemmConfig>& forced, bool allow_x_image,
+                               std::string* source = nullptr) {
   WqGemmProblem pb = problem;
   pb.m = bucket;
-  const wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
+  wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
+  if (!allow_x_image) choice.config.x_image = false;
   std::string why;
   LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}",
                pb.str(), choice.config.str(), why);
@@ -877,24 +925,34 @@ struct LayerKernels {
   std::vector<BucketKernel> buckets;
   std::optional<jit::KernelSpec> permute;
   KernelRecord permute_record;
+  std::vector<jit::KernelSpec> images;  // x_image: one per rows-per-block the buckets use
+  std::vector<KernelRecord> image_records;
 };
 
 // Chooses every layer's configs, then compiles (or finds) all their kernels in one parallel batch;
 // the first error in (layer, bucket) order is thrown.
 std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<WqGemmProblem>& problems,
                                          const std::vector<int64_t>& m_values,
-                                         const std::optional<WqGemmConfig>& forced) {
+                                         const std::optional<WqGemmConfig>& forced,
+                                         bool allow_x_image = true) {
   std::vector<LayerKernels> out(problems.size());
   std::vector<jit::KernelSpec> specs;
   for (std::size_t l = 0; l < problems.size(); ++l) {
     for (int64_t bucket : buckets_for(m_values)) {
       BucketKernel bk{bucket, {}, {}, {}, {}};
-      bk.config = config_for_bucket(ctx, problems[l], bucket, forced, &bk.config_source);
+      bk.config = config_for_bucket(ctx, problems[l], bucket, forced, allow_x_image, &bk.config_source);
       bk.spec = wq::kernel_spec(problems[l], bk.config, bucket);
       specs.push_back(bk.spec);
+      if (bk.config.x_image) {
+        jit::KernelSpec image = wq::x_image_spec(problems[l], bk.config);
+        auto& images = out[l].images;
+        if (std::none_of(images.begin(), images.end(), [&](const auto& s) { return s.name == image.name; }))
+          images.push_back(std::move(image));
+      }
       out[l].buckets.push_back(std::move(bk));
     }
     if (problems[l].act_order) specs.push_back(*(out[l].permute = wq::permute_spec(problems[l])));
+    specs.insert(specs.end(), out[l].images.begin(), out[l].images.end());
   }
   std::vector<KernelRecord> records;
   for (const std::exception_ptr& e : ctx.compile_all(specs, &records))
@@ -908,6 +966,7 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       bk.record.m_bucket = bk.bucket;
     }
     if (layer.permute) layer.permute_record = records[i++];
+    for (std::size_t j = 0; j < layer.images.size(); ++j) layer.image_records.push_back(records[i++]);
   }
   return out;
 }
@@ -917,6 +976,7 @@ std::vector<KernelRecord> records_of(const std::vector<LayerKernels>& layers) {
   for (const LayerKernels& layer : layers) {
     for (const BucketKernel& bk : layer.buckets) out.push_back(bk.record);
     if (layer.permute) out.push_back(layer.permute_record);
+    out.insert(out.end(), layer.image_records.begin(), layer.image_records.end());
   }
   return out;
 }
@@ -944,7 +1004,9 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   ctx.make_current();  // the attribute calls and the workspace below need this device's context
   impl_->ctx = &ctx;
   impl_->problem = problem;
-  const LayerKernels layer = std::move(compile_layers(ctx, {problem}, m_values, options.config).front());
+  const LayerKernels layer =
+      std::move(compile_layers(ctx, {problem}, m_values, options.config, options.x_image).front());
+  std::size_t image_bytes = 0;
   for (const BucketKernel& bk : layer.buckets) {
     const int64_t bucket = bk.bucket;
     const WqGemmConfig& c = bk.config;
@@ -966,8 +1028,13 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
                    geo.block, geo.smem);
       resident = static_cast<int64_t>(per_sm) * ctx.sm_count();
     }
+    const jit::LoadedKernel* image = nullptr;
+    if (c.x_image) {
+      image = &ctx.load(wq::x_image_spec(problem, c));  // compiled above
+      image_bytes = std::max(image_bytes, wq::x_image_bytes(problem, c, bucket));
+    }
     impl_->records.push_back(bk.record);
-    impl_->buckets.push_back({bucket, c, &k, resident});
+    impl_->buckets.push_back({bucket, c, &k, resident, image});
     // Stream K needs only the counters there (its sums go through the scratch below them); split K
     // also the fp32 sums.
     impl_->workspace_bytes =
@@ -981,6 +1048,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     impl_->workspace_bytes += impl_->permuted_x_bytes;
   }
   impl_->workspace_bytes += impl_->stream_k_bytes;
+  if (image_bytes > 0) impl_->x_image = jit::DeviceBuffer(image_bytes);  // rewritten by every call
   if (impl_->workspace_bytes > 0 && options.allocate_workspace) {
     impl_->workspace = jit::DeviceBuffer(impl_->workspace_bytes);
     impl_->workspace.fill_bytes(0);  // the kernels keep it zero from here on
@@ -1070,6 +1138,16 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
                                                  stream, const_cast<void**>(pargs), nullptr));
     x = xp;
   }
+  if (b->config.x_image) {
+    void* image = im.x_image.get();
+    const void* iargs[] = {&x, &image, &mi};
+    const int rows = 16 * b->config.m_tiles;
+    LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(
+        b->image->function, static_cast<unsigned>(ceil_div(p.k, 128)),
+        static_cast<unsigned>(ceil_div(m, rows)), 1, static_cast<unsigned>(4 * rows), 1, 1, 0, stream,
+        const_cast<void**>(iargs), nullptr));
+    x = image;
+  }
   char* split_ws = base ? base + im.permuted_x_bytes + im.stream_k_bytes : nullptr;
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
@@ -1100,6 +1178,7 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
   auto plan = rt.context().memo<WqGemmPlan>(key, [&] {
     WqGemmPlanOptions o;
     o.allocate_workspace = false;
+    o.x_image = false;  // one plan serves every call, on any stream: no buffer of its own
     return std::make_shared<WqGemmPlan>(rt, key_problem, std::vector<int64_t>{key_problem.m}, o);
   });
   if (plan->workspace_bytes() > 0) {

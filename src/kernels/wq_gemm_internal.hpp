@@ -54,6 +54,10 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& co
 
 // The kernel that puts an act-order layer's activations in packed K order (one per K).
 jit::KernelSpec permute_spec(const WqGemmProblem& problem);
+// The kernel that arranges the activations into a wgmma config's stage image (WqGemmConfig::x_image;
+// one per K and rows per block), and the image's bytes for up to max_m rows (0 without x_image).
+jit::KernelSpec x_image_spec(const WqGemmProblem& problem, const WqGemmConfig& config);
+std::size_t x_image_bytes(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t max_m);
 // Workspace bytes for the permuted activations of up to max_m rows (0 without act-order).
 std::size_t permuted_x_bytes(const WqGemmProblem& problem, int64_t max_m);
 

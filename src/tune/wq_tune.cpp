@@ -87,8 +87,13 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
   // rows, two MMA warpgroups, all the bucket's rows (up to 128) per block or (from 128 rows) 64 of
   // them, 3 to 6 stages (those that fit), K split to fill half the SMs and all of them
   // (docs/perf-notes.md, "wgmma"; 6 since the coalesced activation loads, fifteenth session), and
-  // stream K.
+  // stream K; each of them also with the activations from an image (x_image).
   if (p.m >= 32) {
+    auto add_both = [&](WqGemmConfig c) {
+      add(c);
+      c.x_image = true;
+      add(c);
+    };
     const int mt_all = static_cast<int>(std::min<int64_t>(8, (p.m + 15) / 16));
     for (int mt : {mt_all, std::min(mt_all, 4)})
       for (int nt : {2, 4})
@@ -97,7 +102,7 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
             WqGemmConfig c;
             c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 8, c.warps_k = 1, c.stages = st, c.wgmma = true;
             c.split_k = wq::fill_split(p, c, min_blocks);
-            add(c);
+            add_both(c);
           }
     // ... and with stream K (every SM an equal share of the steps; 3 and 4 stages).
     for (int mt : {mt_all, std::min(mt_all, 4)})
@@ -106,7 +111,7 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
           WqGemmConfig c;
           c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 8, c.warps_k = 1, c.stages = st, c.wgmma = true;
           c.stream_k = true;
-          add(c);
+          add_both(c);
         }
   }
   return out;

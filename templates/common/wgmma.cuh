@@ -24,6 +24,16 @@ __device__ __forceinline__ u64 wgmma_desc_sw128(u32 smem_addr, u32 sbo) {
   return static_cast<u64>((smem_addr & 0x3ffffu) >> 4) | u64{1} << 16 | static_cast<u64>(sbo >> 4) << 32 |
          u64{1} << 62;
 }
+// The descriptor of the address kOff bytes after the one `d` describes. The start-address field
+// (address / 16, 14 bits) does not overflow for any shared address (< 256 KB), so adding to the low
+// word is exact; one integer add instead of rebuilding the descriptor (mask, shift, or).
+__device__ __forceinline__ u64 wgmma_desc_advance(u64 d, u32 off) {
+  u32 lo, hi;
+  asm("mov.b64 {%0, %1}, %2;" : "=r"(lo), "=r"(hi) : "l"(d));
+  u64 r;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(r) : "r"(lo + (off >> 4)), "r"(hi));  // a register pair: no instruction
+  return r;
+}
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }

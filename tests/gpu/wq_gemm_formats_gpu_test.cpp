@@ -25,9 +25,9 @@ WqGemmProblem make_problem(int64_t n, int64_t k, int bits, int group, DequantMod
 }
 
 WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared = false, bool wgmma = false,
-                         bool stream_k = false) {
+                         bool stream_k = false, bool x_image = false) {
   WqGemmPlanOptions o;
-  o.config = WqGemmConfig{mt, nt, wn, wk, sk, wgmma ? 4 : 3, x_shared, wgmma, stream_k};
+  o.config = WqGemmConfig{mt, nt, wn, wk, sk, wgmma ? 4 : 3, x_shared, wgmma, stream_k, x_image};
   return o;
 }
 bool has_wgmma() {
@@ -84,11 +84,12 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
           ? build_plans(problems, {17},
                         std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 2, 8, 1, 2, false, true)))
           : decltype(plans){};
-  // And stream K: 64 rows × 128 columns per block, tiles shared among blocks.
+  // And stream K: 64 rows × 128 columns per block, tiles shared among blocks, the activations from an
+  // image.
   const auto warpgroup_stream_k =
       has_wgmma() ? build_plans(problems, {17},
-                                std::vector<WqGemmPlanOptions>(problems.size(),
-                                                               forced(4, 2, 8, 1, 1, false, true, true)))
+                                std::vector<WqGemmPlanOptions>(
+                                    problems.size(), forced(4, 2, 8, 1, 1, false, true, true, true)))
                   : decltype(plans){};
   std::size_t s = 0;
   for (std::size_t i = 0; i < problems.size(); ++i) {
@@ -236,13 +237,16 @@ TEST_CASE("wq_gemm act-order: weights packed through a random g_idx", "[gpu]") {
   std::vector<WqGemmPlanOptions> options;
   for (int bits : {4, 2, 8})
     for (DType act : {DType::F16, DType::BF16})
-      for (int variant = 0; variant < 2; ++variant) {  // the library's choice, then split along K
+      for (int variant = 0; variant < 3; ++variant) {  // the library's choice, split along K, wgmma
+        if (variant == 2 && (bits != 4 || !has_wgmma())) continue;  // (stream K, activations from an image)
         WqGemmProblem p = make_problem(
             bits == 4 ? 4096 : 1032, 4096, bits, bits == 2 ? 64 : 128,
             bits == 8 ? DequantMode::SubFloatZeroThenScale : DequantMode::SubZeroThenScale, act, 130);
         p.act_order = true;
         problems.push_back(p);
-        options.push_back(variant == 0 ? WqGemmPlanOptions{} : forced(1, 4, 1, 2, 4));
+        options.push_back(variant == 0   ? WqGemmPlanOptions{}
+                          : variant == 1 ? forced(1, 4, 1, 2, 4)
+                                         : forced(4, 2, 8, 1, 1, false, true, true, true));
       }
   const std::vector<int64_t> ms = {1, 3, 16, 64, 130};
   const auto plans = build_plans(problems, ms, options);

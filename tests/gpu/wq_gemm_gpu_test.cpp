@@ -40,6 +40,11 @@ WqGemmConfig stream_k_config(int mt, int nt, int wn, int stages) {
   c.stream_k = true;
   return c;
 }
+// ... with the activations from an image arranged first (one more launch per call).
+WqGemmConfig with_image(WqGemmConfig c) {
+  c.x_image = true;
+  return c;
+}
 bool has_wgmma() {
   return wq::has_wgmma(gpu_runtime().arch());
 }
@@ -56,7 +61,8 @@ bool skipped_without_wgmma() {
 // one with per-warp staged activations (one warp along N, split); on sm_90a six more with
 // warpgroup MMA (N = 16 rows, split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
 // tiles; 128 rows, split, 6 stages; stream K at 64 rows × 256 columns and 128 rows × 128 columns, whose
-// tiles are split among up to a dozen blocks on the small layers, and whose steps cross row blocks).
+// tiles are split among up to a dozen blocks on the small layers, and whose steps cross row blocks;
+// the 128-row split one and the 64-row stream-K one with their activations from an image).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
@@ -74,9 +80,9 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_warp})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
-    for (const WqGemmConfig& c :
-         {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5), wgmma_config(2, 4, 8, 1, 4),
-          wgmma_config(8, 2, 4, split, 6), stream_k_config(4, 4, 8, 3), stream_k_config(8, 2, 8, 3)}) {
+    for (const WqGemmConfig& c : {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5),
+                                  wgmma_config(2, 4, 8, 1, 4), with_image(wgmma_config(8, 2, 4, split, 6)),
+                                  with_image(stream_k_config(4, 4, 8, 3)), stream_k_config(8, 2, 8, 3)}) {
       WqGemmPlanOptions o;
       o.config = c;
       plans.emplace_back(rt, L->problem, kMs, o);
@@ -134,7 +140,7 @@ void groups_modes_bias(DType act) {
         xs.config = config(2, 8, 2, 2, 2, 3, true);   // 16 tiles: dequantized before the MMA
         xw.config = config(2, 2, 1, 2, 2, 3, true);   // per-warp staged activations, 2 row tiles
         xw1.config = config(1, 2, 1, 2, 2, 3, true);  // ... 1 row tile, swapped operands
-        wg.config = has_wgmma() ? wgmma_config(1, 4, 4, 2, 4) : sk.config;
+        wg.config = has_wgmma() ? with_image(wgmma_config(1, 4, 4, 2, 4)) : sk.config;
         wgs.config = has_wgmma() ? stream_k_config(1, 4, 4, 3) : sk.config;
         WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
             per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), warpgroup(rt, p, {17}, wg),
@@ -205,6 +211,29 @@ TEST_CASE("wq_gemm stream K leaves its workspace clean: repeated calls and graph
   // 9 column blocks × 16 chunks for 132 blocks: every tile is summed by a dozen or more blocks.
   if (skipped_without_wgmma()) return;
   check_clean_workspace(stream_k_config(4, 2, 8, 3));
+}
+
+TEST_CASE("wq_gemm x_image: repeated calls and graph replay with new activations", "[gpu]") {
+  // The image is rewritten by every call (a replay must not see the previous activations).
+  if (skipped_without_wgmma()) return;
+  check_clean_workspace(with_image(stream_k_config(4, 2, 8, 3)));
+  check_clean_workspace(with_image(wgmma_config(8, 2, 8, 2, 3)));
+}
+
+TEST_CASE("wq_gemm x_image off: the plan runs the config without the image", "[gpu]") {
+  if (skipped_without_wgmma()) return;
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(1032, 2048, 128, 40), false);
+  WqGemmPlanOptions o;
+  o.config = with_image(stream_k_config(4, 2, 8, 3));
+  o.x_image = false;
+  WqGemmPlan plan(rt, L->problem, {40}, o);
+  CHECK_FALSE(plan.config_for(40).x_image);
+  run_and_check(*L, plan, 40, false);
+  o.x_image = true;
+  WqGemmPlan with(rt, L->problem, {40}, o);
+  CHECK(with.config_for(40).x_image);
+  run_and_check(*L, with, 40, false);
 }
 
 TEST_CASE("wq_gemm plans sharing one workspace: a stream-K plan leaves it zero for a split-K plan", "[gpu]") {

@@ -159,6 +159,12 @@ TEST_CASE("NVRTC compiles the wgmma kernel for sm_90a, every mode", "[nvrtc]") {
     CHECK(lowbit::test::contains(recs.back().name, "wg"));
     CHECK(lowbit::test::contains(recs.back().config, "wgmma"));
   }
+  // ... and with the activations from an image: the kernel and the one that arranges them.
+  c.x_image = true;
+  const auto recs = lowbit::compile_wq_gemm(rt, problem_4096(), {32}, c);
+  REQUIRE(recs.size() >= 2);
+  CHECK(lowbit::test::contains(recs[recs.size() - 2].name, "wgxi"));
+  CHECK(lowbit::test::contains(recs.back().name, "wq_x_image_k4096_r32"));
 }
 
 TEST_CASE("a kernel compiled ahead for one M serves another M of the same bucket config", "[nvrtc]") {

@@ -491,6 +491,23 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK(lowbit::test::contains(c.str(), "wgmma"));
   CHECK_FALSE(lowbit::wq::skips_upper_rows(with([](WqGemmConfig& e) { e.m_tiles = 1; }), 1));
 
+  // x_image: wgmma only; in files, names and str(); its own arranging kernel per K and rows per
+  // block; the image holds whole row blocks of K rounded up to 128.
+  const WqGemmConfig img = with([](WqGemmConfig& e) { e.x_image = true; });
+  CHECK(lowbit::can_implement(p, img, hopper));
+  check_rejected(p, with([](WqGemmConfig& e) { e.x_image = true, e.wgmma = false, e.warps_n = 4; }), hopper,
+                 "x_image needs wgmma");
+  CHECK_FALSE(lowbit::wq::to_json(c).contains("x_image"));
+  CHECK(lowbit::wq::config_from_json(lowbit::wq::to_json(img)) == img);
+  CHECK(lowbit::test::contains(spec_of(p, img, 64).name, "xi"));
+  CHECK_FALSE(lowbit::test::contains(spec_of(p, c, 64).name, "xi"));
+  CHECK(spec_of(p, img, 64).name_expression != spec_of(p, c, 64).name_expression);
+  CHECK(lowbit::test::contains(img.str(), "x_image"));
+  CHECK(lowbit::test::contains(lowbit::wq::x_image_spec(p, img).name_expression,
+                               "wq_x_image_kernel<4096, 64>"));
+  CHECK(lowbit::wq::x_image_bytes(p, img, 65) == 128 * 4096 * 2);
+  CHECK(lowbit::wq::x_image_bytes(p, c, 65) == 0);
+
   // Off sm_90a (and for deterministic problems) shrink_to_fit turns it into the mma.sync config of
   // the same block shape; on sm_90a it only trims stages and tiles until the shared memory fits.
   for (const char* arch : {"sm_89", "sm_80", "sm_90"}) {
@@ -540,8 +557,9 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
     CHECK((h.wgmma && h.m_tiles == 8 && h.n_tiles == 2 && h.warps_n == 8));
   }
   // 5-7 tiles per SM below 48 M weights (6144×4096): 128-column wgmma blocks at 64 and 128 rows,
-  // except 8-bit at 64 rows, which stages all 64 rows per block with mma.sync; 128 rows take all
-  // of them per block, with stream K (v12).
+  // except 8-bit at 64 rows, which stages all 64 rows per block with mma.sync; 128 rows take 64 rows
+  // per block, one wave of 96 blocks over all of K, the activations from an image (v15; v12 took
+  // all 128 rows per block with stream K).
   WqGemmProblem mid = p;
   mid.n = 6144, mid.k = 4096;
   for (int bits : {2, 4, 8})
@@ -552,7 +570,8 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
       if (bits == 8 && m == 64) {
         CHECK((!h.wgmma && h.x_shared && h.m_tiles == 4));
       } else if (m == 128) {
-        CHECK((h.wgmma && h.stream_k && h.m_tiles == 8 && h.n_tiles == 2 && h.warps_n == 8));
+        CHECK((h.wgmma && !h.stream_k && h.x_image && h.split_k == 1 && h.m_tiles == 4 && h.n_tiles == 2 &&
+               h.warps_n == 8));
       } else {
         CHECK((h.wgmma && h.m_tiles == 4 && h.n_tiles == 2 && h.warps_n == 8));
       }

@@ -81,11 +81,11 @@ TEST_CASE("stream K: rules, JSON, name, geometry", "[stream_k]") {
   auto bad = lowbit::wq::to_json(c);
   bad["stream_k"] = 1;
   CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
-  // Its own kernel: the name and the template's last argument.
+  // Its own kernel: the name and the template's next-to-last argument (the last is x_image).
   const auto spec = lowbit::wq::kernel_spec(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "wgsk"));
-  CHECK(lowbit::test::contains(spec.name_expression, ", true>"));
-  CHECK(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 64).name_expression, ", false>"));
+  CHECK(lowbit::test::contains(spec.name_expression, ", true, false>"));
+  CHECK(lowbit::test::contains(lowbit::wq::kernel_spec(p, plain, 64).name_expression, ", false, false>"));
   CHECK(lowbit::test::contains(c.str(), "stream_k"));
   // 112 column blocks × 32 chunks × 1 row block; the grid is the resident blocks, or fewer steps.
   CHECK(lowbit::wq::stream_k_steps(p, c, 64) == 112 * 32);
@@ -132,7 +132,7 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
     return lowbit::choose_config(p, hopper, 132);
   };
   for (auto [n, k, m] :
-       {std::tuple{8192, 8192, 64}, {8192, 8192, 128}, {4096, 14336, 64}, {6144, 4096, 64}}) {
+       {std::tuple{8192, 8192, 64}, {4096, 14336, 64}, {4096, 14336, 128}, {6144, 4096, 64}}) {
     const WqGemmConfig c = choice(n, k, m);
     CAPTURE(n, k, m, c.str());
     CHECK(c.wgmma);
@@ -140,16 +140,22 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
     CHECK(c.split_k == 1);
     CHECK(c.n_tiles == 2);  // 128-column blocks
   }
-  // Long splits stay split (16384²: 64 chunks per split), and a grid that needs no split stays whole.
-  const WqGemmConfig split = choice(16384, 16384, 64), whole = choice(28672, 4096, 64);
-  CHECK(split.split_k == 2);
-  CHECK_FALSE(split.stream_k);
+  // A grid that needs no split stays whole and takes the activations from an image (v14).
+  const WqGemmConfig whole = choice(28672, 4096, 64);
   CHECK(whole.split_k == 1);
   CHECK_FALSE(whole.stream_k);
-  // v12: 128 rows on a mid layer (6144×4096) take all 128 rows per block, stream K over 128 columns.
-  const WqGemmConfig mid = choice(6144, 4096, 128);
-  CAPTURE(mid.str());
-  CHECK((mid.wgmma && mid.stream_k && mid.m_tiles == 8 && mid.n_tiles == 2 && mid.split_k == 1));
+  CHECK(whole.x_image);
+  // v15: where 128-column blocks over all of K make 0.7-1.5 blocks per SM, one such wave, no split,
+  // the activations from an image (16384² at 64 rows; 8192² and 6144×4096 at 128 rows, 64 rows per
+  // block; 16384² at 128 rows, all of them).
+  for (auto [n, k, m, mt] : {std::tuple{16384, 16384, 64, 4},
+                             {8192, 8192, 128, 4},
+                             {6144, 4096, 128, 4},
+                             {16384, 16384, 128, 8}}) {
+    const WqGemmConfig c = choice(n, k, m);
+    CAPTURE(n, k, m, c.str());
+    CHECK((c.wgmma && c.x_image && !c.stream_k && c.split_k == 1 && c.n_tiles == 2 && c.m_tiles == mt));
+  }
   // Off sm_90a nothing changes: no wgmma, no stream K.
   WqGemmProblem p;
   p.m = 64, p.n = 8192, p.k = 8192, p.bits = 4, p.group_size = 128;
