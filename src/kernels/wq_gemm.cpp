@@ -345,7 +345,7 @@ void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bo
     } else if (hopper && c.warps_n > 4) {
       c.warps_n = 4;
     } else {
-      c.wgmma = false, c.stream_k = false, c.warps_n = std::min(c.warps_n, 4);
+      c.wgmma = false, c.stream_k = false, c.x_image = false, c.warps_n = std::min(c.warps_n, 4);
       c = fit_registers(p, c);
     }
   }

@@ -511,9 +511,10 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   // Off sm_90a (and for deterministic problems) shrink_to_fit turns it into the mma.sync config of
   // the same block shape; on sm_90a it only trims stages and tiles until the shared memory fits.
   for (const char* arch : {"sm_89", "sm_80", "sm_90"}) {
-    WqGemmConfig f = c;
+    WqGemmConfig f = img;  // x_image goes with wgmma
     lowbit::wq::shrink_to_fit(p, f, Arch::parse(arch), false);
     CHECK_FALSE(f.wgmma);
+    CHECK_FALSE(f.x_image);
     CHECK(lowbit::can_implement(p, f, Arch::parse(arch)));
   }
   WqGemmConfig f = c;
