@@ -107,8 +107,9 @@ struct WqGemmConfig {
   // sheds the loads, stores and proxy fence (H100: the wgmma configs without stream K 1.6-28 % faster
   // with it, 28672×4096 M = 128 75 → 56 µs; stream K on small layers up to 12 % slower). The
   // image lives in a buffer the plan owns (allocated when it is built, ceil(M / 16·m_tiles) ·
-  // 16·m_tiles · K rounded up to 128 · 2 bytes), not in args.workspace; plans built with
-  // WqGemmPlanOptions::x_image off (the functional API's) run such configs without it.
+  // 16·m_tiles · K rounded up to 128 · 2 bytes), not in args.workspace; plans built without a
+  // workspace of their own (WqGemmPlanOptions::allocate_workspace false, the functional API's) run
+  // such configs without it. Ahead-of-time builds (compile_wq_gemm, `lowbit compile`) build both.
   bool x_image = false;
   std::string str() const;  // WqGemmConfig(m_tiles=1, n_tiles=4, ...)
   bool operator==(const WqGemmConfig&) const = default;
@@ -156,11 +157,12 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
 
 struct WqGemmPlanOptions {
   std::optional<WqGemmConfig> config;  // force one config for every bucket (tests, tuning)
-  bool allocate_workspace = true;      // the plan owns a workspace; otherwise args.workspace is used
-  // Allow configs with x_image, whose activation image is a buffer of the plan's own: two run() calls
-  // of one plan must then not overlap (one plan per stream). Off: x_image is cleared from every config
-  // the plan would run, forced ones included (the functional API's plans, shared by all its calls).
-  bool x_image = true;
+  // The plan owns a workspace (and, for x_image configs, the activation image): two run() calls of
+  // one plan must not overlap (one plan per stream). Otherwise args.workspace is used and the plan
+  // owns no buffer: it runs x_image configs without the image (the flag is cleared, forced configs
+  // included), so one plan may serve several streams, each call with a workspace of its own (the
+  // functional API's plans).
+  bool allocate_workspace = true;
 };
 
 class WqGemmPlan {
@@ -189,7 +191,9 @@ class WqGemmPlan {
   std::unique_ptr<Impl> impl_;
 };
 
-// Compile (no device needed) every kernel the plan above would build; for `lowbit compile`.
+// Compile (no device needed) every kernel the plan above would build, and for an x_image config also
+// its kernel without the image (what a plan without its own workspace, e.g. the functional API's,
+// runs); for `lowbit compile`.
 std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& problem,
                                           const std::vector<int64_t>& m_values,
                                           const std::optional<WqGemmConfig>& config = std::nullopt);

@@ -921,38 +921,51 @@ struct BucketKernel {
   jit::KernelSpec spec;
   KernelRecord record;
 };
+// How compile_layers treats x_image configs: as chosen (a plan that owns its workspace), cleared (a
+// plan without one: it owns no image either), or both (ahead-of-time builds, which serve both kinds).
+enum class XImage { kAsChosen, kCleared, kBoth };
+
 struct LayerKernels {
   std::vector<BucketKernel> buckets;
   std::optional<jit::KernelSpec> permute;
   KernelRecord permute_record;
-  std::vector<jit::KernelSpec> images;  // x_image: one per rows-per-block the buckets use
-  std::vector<KernelRecord> image_records;
+  // x_image: the arranging kernel per rows-per-block the buckets use, and (XImage::kBoth) each such
+  // bucket's kernel without the image.
+  std::vector<jit::KernelSpec> extra;
+  std::vector<KernelRecord> extra_records;
 };
 
 // Chooses every layer's configs, then compiles (or finds) all their kernels in one parallel batch;
 // the first error in (layer, bucket) order is thrown.
 std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<WqGemmProblem>& problems,
                                          const std::vector<int64_t>& m_values,
-                                         const std::optional<WqGemmConfig>& forced,
-                                         bool allow_x_image = true) {
+                                         const std::optional<WqGemmConfig>& forced, XImage x_image) {
   std::vector<LayerKernels> out(problems.size());
   std::vector<jit::KernelSpec> specs;
   for (std::size_t l = 0; l < problems.size(); ++l) {
+    auto& extra = out[l].extra;
+    auto add_extra = [&](jit::KernelSpec spec) {
+      if (std::none_of(extra.begin(), extra.end(), [&](const auto& s) { return s.name == spec.name; }))
+        extra.push_back(std::move(spec));
+    };
     for (int64_t bucket : buckets_for(m_values)) {
       BucketKernel bk{bucket, {}, {}, {}, {}};
-      bk.config = config_for_bucket(ctx, problems[l], bucket, forced, allow_x_image, &bk.config_source);
+      bk.config =
+          config_for_bucket(ctx, problems[l], bucket, forced, x_image != XImage::kCleared, &bk.config_source);
       bk.spec = wq::kernel_spec(problems[l], bk.config, bucket);
       specs.push_back(bk.spec);
       if (bk.config.x_image) {
-        jit::KernelSpec image = wq::x_image_spec(problems[l], bk.config);
-        auto& images = out[l].images;
-        if (std::none_of(images.begin(), images.end(), [&](const auto& s) { return s.name == image.name; }))
-          images.push_back(std::move(image));
+        add_extra(wq::x_image_spec(problems[l], bk.config));
+        if (x_image == XImage::kBoth) {
+          WqGemmConfig plain = bk.config;
+          plain.x_image = false;
+          add_extra(wq::kernel_spec(problems[l], plain, bucket));
+        }
       }
       out[l].buckets.push_back(std::move(bk));
     }
     if (problems[l].act_order) specs.push_back(*(out[l].permute = wq::permute_spec(problems[l])));
-    specs.insert(specs.end(), out[l].images.begin(), out[l].images.end());
+    specs.insert(specs.end(), extra.begin(), extra.end());
   }
   std::vector<KernelRecord> records;
   for (const std::exception_ptr& e : ctx.compile_all(specs, &records))
@@ -966,7 +979,7 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       bk.record.m_bucket = bk.bucket;
     }
     if (layer.permute) layer.permute_record = records[i++];
-    for (std::size_t j = 0; j < layer.images.size(); ++j) layer.image_records.push_back(records[i++]);
+    for (std::size_t j = 0; j < layer.extra.size(); ++j) layer.extra_records.push_back(records[i++]);
   }
   return out;
 }
@@ -976,7 +989,7 @@ std::vector<KernelRecord> records_of(const std::vector<LayerKernels>& layers) {
   for (const LayerKernels& layer : layers) {
     for (const BucketKernel& bk : layer.buckets) out.push_back(bk.record);
     if (layer.permute) out.push_back(layer.permute_record);
-    out.insert(out.end(), layer.image_records.begin(), layer.image_records.end());
+    out.insert(out.end(), layer.extra_records.begin(), layer.extra_records.end());
   }
   return out;
 }
@@ -986,13 +999,13 @@ std::vector<KernelRecord> records_of(const std::vector<LayerKernels>& layers) {
 std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& problem,
                                           const std::vector<int64_t>& m_values,
                                           const std::optional<WqGemmConfig>& config) {
-  return records_of(compile_layers(rt.context(), {problem}, m_values, config));
+  return records_of(compile_layers(rt.context(), {problem}, m_values, config, XImage::kBoth));
 }
 
 std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<WqGemmProblem>& problems,
                                                  const std::vector<int64_t>& m_values,
                                                  const std::optional<WqGemmConfig>& config) {
-  return records_of(compile_layers(rt.context(), problems, m_values, config));
+  return records_of(compile_layers(rt.context(), problems, m_values, config, XImage::kBoth));
 }
 
 WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vector<int64_t>& m_values,
@@ -1005,7 +1018,9 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   impl_->ctx = &ctx;
   impl_->problem = problem;
   const LayerKernels layer =
-      std::move(compile_layers(ctx, {problem}, m_values, options.config, options.x_image).front());
+      std::move(compile_layers(ctx, {problem}, m_values, options.config,
+                               options.allocate_workspace ? XImage::kAsChosen : XImage::kCleared)
+                    .front());
   std::size_t image_bytes = 0;
   for (const BucketKernel& bk : layer.buckets) {
     const int64_t bucket = bk.bucket;
@@ -1177,8 +1192,7 @@ void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, 
   const std::string key = "wq_gemm|" + key_problem.str();
   auto plan = rt.context().memo<WqGemmPlan>(key, [&] {
     WqGemmPlanOptions o;
-    o.allocate_workspace = false;
-    o.x_image = false;  // one plan serves every call, on any stream: no buffer of its own
+    o.allocate_workspace = false;  // one plan serves every call, on any stream: no buffers of its own
     return std::make_shared<WqGemmPlan>(rt, key_problem, std::vector<int64_t>{key_problem.m}, o);
   });
   if (plan->workspace_bytes() > 0) {

@@ -220,17 +220,18 @@ TEST_CASE("wq_gemm x_image: repeated calls and graph replay with new activations
   check_clean_workspace(with_image(wgmma_config(8, 2, 8, 2, 3)));
 }
 
-TEST_CASE("wq_gemm x_image off: the plan runs the config without the image", "[gpu]") {
+TEST_CASE("wq_gemm x_image: a plan without its own workspace runs the config without the image", "[gpu]") {
+  // It owns no buffer, so one plan may serve several streams (the functional API's plans).
   if (skipped_without_wgmma()) return;
   Runtime& rt = gpu_runtime();
   auto L = make_layer(problem(1032, 2048, 128, 40), false);
   WqGemmPlanOptions o;
-  o.config = with_image(stream_k_config(4, 2, 8, 3));
-  o.x_image = false;
+  o.config = with_image(wgmma_config(4, 2, 8, 1, 3));  // no K split: no workspace needed
+  o.allocate_workspace = false;
   WqGemmPlan plan(rt, L->problem, {40}, o);
   CHECK_FALSE(plan.config_for(40).x_image);
   run_and_check(*L, plan, 40, false);
-  o.x_image = true;
+  o.allocate_workspace = true;
   WqGemmPlan with(rt, L->problem, {40}, o);
   CHECK(with.config_for(40).x_image);
   run_and_check(*L, with, 40, false);
