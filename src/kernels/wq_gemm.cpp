@@ -930,8 +930,13 @@ struct LayerKernels {
   std::optional<jit::KernelSpec> permute;
   KernelRecord permute_record;
   // x_image: the arranging kernel per rows-per-block the buckets use, and (XImage::kBoth) each such
-  // bucket's kernel without the image.
-  std::vector<jit::KernelSpec> extra;
+  // bucket's kernel without the image (its bucket and config go into its record).
+  struct Extra {
+    jit::KernelSpec spec;
+    int64_t bucket = 0;
+    std::optional<WqGemmConfig> config;
+  };
+  std::vector<Extra> extra;
   std::vector<KernelRecord> extra_records;
 };
 
@@ -944,9 +949,9 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
   std::vector<jit::KernelSpec> specs;
   for (std::size_t l = 0; l < problems.size(); ++l) {
     auto& extra = out[l].extra;
-    auto add_extra = [&](jit::KernelSpec spec) {
-      if (std::none_of(extra.begin(), extra.end(), [&](const auto& s) { return s.name == spec.name; }))
-        extra.push_back(std::move(spec));
+    auto add_extra = [&](jit::KernelSpec spec, int64_t bucket = 0, std::optional<WqGemmConfig> c = {}) {
+      if (std::none_of(extra.begin(), extra.end(), [&](const auto& e) { return e.spec.name == spec.name; }))
+        extra.push_back({std::move(spec), bucket, c});
     };
     for (int64_t bucket : buckets_for(m_values)) {
       BucketKernel bk{bucket, {}, {}, {}, {}};
@@ -959,13 +964,13 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
         if (x_image == XImage::kBoth) {
           WqGemmConfig plain = bk.config;
           plain.x_image = false;
-          add_extra(wq::kernel_spec(problems[l], plain, bucket));
+          add_extra(wq::kernel_spec(problems[l], plain, bucket), bucket, plain);
         }
       }
       out[l].buckets.push_back(std::move(bk));
     }
     if (problems[l].act_order) specs.push_back(*(out[l].permute = wq::permute_spec(problems[l])));
-    specs.insert(specs.end(), extra.begin(), extra.end());
+    for (const auto& e : extra) specs.push_back(e.spec);
   }
   std::vector<KernelRecord> records;
   for (const std::exception_ptr& e : ctx.compile_all(specs, &records))
@@ -979,7 +984,15 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       bk.record.m_bucket = bk.bucket;
     }
     if (layer.permute) layer.permute_record = records[i++];
-    for (std::size_t j = 0; j < layer.extra.size(); ++j) layer.extra_records.push_back(records[i++]);
+    for (const auto& e : layer.extra) {
+      KernelRecord r = records[i++];
+      if (e.config) {
+        r.config = e.config->str();
+        r.config_source = "the x_image config without the image (plans without their own workspace)";
+        r.m_bucket = e.bucket;
+      }
+      layer.extra_records.push_back(std::move(r));
+    }
   }
   return out;
 }
