@@ -6,7 +6,7 @@
 # base and new alternate for $ROUNDS rounds (default 2), so drift shows. Results in $OUT/summary.txt.
 # Usage: AB_ENV="LOWBIT_NO_PDL=1" [SKIP_TESTS=1] [ROUNDS=2] [BENCHES=$'args\nargs'] scripts/device_env_ab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
-: "${AB_ENV:?set AB_ENV to the base side's environment assignments}"
+: "${AB_ENV:?set AB_ENV to the environment assignments of the base side}"
 echo "== gpu" | tee -a "$S"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$S"
 if [ "${SKIP_TESTS:-0}" = 1 ]; then device_build lowbit_cli; else device_build lowbit_cli lowbit_gpu_tests lowbit_unit_tests; fi
