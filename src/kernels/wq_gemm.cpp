@@ -654,21 +654,26 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       wave.warps_n = 8, wave.wgmma = true, wave.x_image = true;
       if (can_implement(p, wave, arch)) return wave;
     }
-    if (mid_wgmma && bucket == 128) {
-      WqGemmConfig s = make(8, 2, 1, 3);
-      s.warps_n = 8, s.wgmma = true, s.stream_k = true;
-      if (can_implement(p, s, arch)) return s;
-    }
-    if (w.split_k > 1 && chunks / w.split_k <= 32) {
-      WqGemmConfig s = w;
-      s.split_k = 1, s.n_tiles = 2, s.stream_k = true;
-      if (can_implement(p, s, arch)) return s;
-    }
     // - Heuristic v14 (twenty-first session, H100 A/B of every shipped wgmma entry with and without
     //   x_image, four formats, standard layers): the activations from an image wherever K is not
     //   cut into stream-K pieces: all 12 such entries ran 1.6-28 % faster (28672×4096 M = 128 W4 f16
     //   75.3 → 56.3 µs); the stream-K ones on the smaller layers ran up to 12 % slower (the extra
     //   launch and its M·K·2 bytes there weigh more than the loop's gain).
+    // - Heuristic v16 (twenty-second session): since the GEMM overlaps the image kernel (programmatic
+    //   dependent launch) the image costs 1-1.6 µs less, and stream K with it ran 1.5-3 % faster than
+    //   without on the small layers too (H100 W4 f16: 4096² M = 128 16.22 against 16.46 µs,
+    //   6144×4096 M = 64 15.05 against 15.33, 4096×14336 M = 64 24.67 against 25.42): the image on
+    //   every wgmma config.
+    if (mid_wgmma && bucket == 128) {
+      WqGemmConfig s = make(8, 2, 1, 3);
+      s.warps_n = 8, s.wgmma = true, s.stream_k = true, s.x_image = true;
+      if (can_implement(p, s, arch)) return s;
+    }
+    if (w.split_k > 1 && chunks / w.split_k <= 32) {
+      WqGemmConfig s = w;
+      s.split_k = 1, s.n_tiles = 2, s.stream_k = true, s.x_image = true;
+      if (can_implement(p, s, arch)) return s;
+    }
     w.x_image = true;
     if (can_implement(p, w, arch)) return w;
   }
