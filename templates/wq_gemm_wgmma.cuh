@@ -36,6 +36,7 @@
 // Scales: every weight is dequantized completely (scale included) before the MMA, except
 // per-channel integer scales, which multiply the fp32 sums once at the end.
 #pragma once
+#include "common/grid_dependency.cuh"
 #include "common/mbarrier.cuh"
 #include "common/stream_k.cuh"
 #include "common/wgmma.cuh"
@@ -64,6 +65,7 @@ __device__ __forceinline__ u32 word_of(const uint4& v, int w) {  // w unrolled: 
 template <int kK, int kTok>
 __global__ void __launch_bounds__(kTok * 4)
     wq_x_image_kernel(const u16* __restrict__ x, u8* __restrict__ image, int M) {
+  allow_dependent_launch();  // the GEMM's blocks may start their weight copies meanwhile
   constexpr int kChunks = (kK + 127) / 128;
   const int n = threadIdx.x / 4, p = threadIdx.x % 4, c = blockIdx.x;
   const int row = blockIdx.y * kTok + n;
@@ -239,13 +241,9 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     const u32 base = smem0 + stage * kStageBytes + kXBytes;
     if (pt == 0) {
       const u32 w_bytes = min(kBlockTiles, kTilesTotal - btile0) * kTileBytes;
-      mbar_arrive_expect_tx(full_bar(stage), w_bytes + (kXImage ? kXBytes : 0));
+      mbar_arrive_expect_tx(full_bar(stage), w_bytes + (kXImage ? kXBytes : 0));  // issue_x's too
       bulk_copy(base, qweight + (static_cast<i64>(c) * kTilesTotal + btile0) * kTileWords, w_bytes,
                 full_bar(stage));
-      if constexpr (kXImage)
-        bulk_copy(base - kXBytes,
-                  reinterpret_cast<const u8*>(x) + (static_cast<i64>(m0 / kTok) * kChunks + c) * kXBytes,
-                  kXBytes, full_bar(stage));
     }
     if constexpr (kMetaRows > 0) {
       if (pt < kMetaRows) {
@@ -260,6 +258,15 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
           cp_async_8(meta + kMetaRows * 16, zeros8 + at);
       }
     }
+  };
+
+  // kXImage: the stage's activations, from the image, completing on the same barrier (issue_w counted
+  // their bytes).
+  auto issue_x = [&](int c, int stage) {
+    if (kXImage && pt == 0)
+      bulk_copy(smem0 + stage * kStageBytes,
+                reinterpret_cast<const u8*>(x) + (static_cast<i64>(m0 / kTok) * kChunks + c) * kXBytes,
+                kXBytes, full_bar(stage));
   };
 
   // Per-channel zero points (and, in the float-zero modes, scales): read once per column block. Lane
@@ -339,6 +346,15 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       issue_w(pos_c, j);
       mbar_arrive_cp_async(full_bar(j));
     }
+    if constexpr (kXImage) {
+      // The image kernel runs just before this one, which the host may launch early (programmatic
+      // dependent launch): the weight copies above overlap it; the image is read only once it is done.
+      wait_for_previous_grid();
+      for (int j = 0; j < kStages && j < n_steps; ++j) {
+        seek(j);
+        issue_x(pos_c, j);
+      }
+    }
     uint4 xv[kXItems][4];
     if (n_steps > 0) {
       seek(0);
@@ -351,6 +367,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         mbar_wait(empty_bar(stage), phase ^ 1);
         seek(j);
         issue_w(pos_c, stage);
+        issue_x(pos_c, stage);
         mbar_arrive_cp_async(full_bar(stage));
       }
       if constexpr (!kXImage) store_x(stage, xv);

@@ -27,7 +27,7 @@ namespace lowbit::jit {
                                   X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate) X(cuEventRecord) \
                                       X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)         \
                                           X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                    \
-                                              X(cuLaunchCooperativeKernel)
+                                              X(cuLaunchCooperativeKernel) X(cuLaunchKernelEx)
 
 struct Driver {
 #define LOWBIT_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;

@@ -2,6 +2,8 @@
 // decompositions, outputs poisoned before every launch.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 
 #include "gpu/gpu_fixture.hpp"
 #include "jit/driver.hpp"
@@ -218,6 +220,45 @@ TEST_CASE("wq_gemm x_image: repeated calls and graph replay with new activations
   if (skipped_without_wgmma()) return;
   check_clean_workspace(with_image(stream_k_config(4, 2, 8, 3)));
   check_clean_workspace(with_image(wgmma_config(8, 2, 8, 2, 3)));
+}
+
+TEST_CASE("wq_gemm x_image: the GEMM overlapping the image kernel gives the results of one launched after it",
+          "[gpu]") {
+  // By default the GEMM starts while the image kernel runs (programmatic dependent launch) and waits
+  // for it before it reads the image; LOWBIT_NO_PDL=1 (read at plan build) launches it after. With no
+  // K split both are bit for bit the same computation. Several calls, each with new activations, so
+  // a GEMM that read the image early would see the previous call's.
+  if (skipped_without_wgmma()) return;
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(1032, 2048, 128, 40), false);
+  for (const WqGemmConfig& c : {with_image(wgmma_config(4, 2, 8, 1, 3)), with_image(wgmma_config(8, 2, 8, 1, 3))}) {
+    INFO(c.str());
+    WqGemmPlanOptions o;
+    o.config = c;
+    WqGemmPlan overlapped(rt, L->problem, {40}, o);
+    ::setenv("LOWBIT_NO_PDL", "1", 1);
+    std::unique_ptr<WqGemmPlan> after;
+    try {
+      after = std::make_unique<WqGemmPlan>(rt, L->problem, std::vector<int64_t>{40}, o);
+    } catch (...) {
+      ::unsetenv("LOWBIT_NO_PDL");
+      throw;
+    }
+    ::unsetenv("LOWBIT_NO_PDL");
+    for (int call = 0; call < 3; ++call) {
+      auto fresh = make_layer(problem(1032, 2048, 128, 40), false);
+      L->x_dev.upload(fresh->x.data(), fresh->x.size() * 2);
+      L->qweight.upload(fresh->packed.qweight.data(), fresh->packed.qweight.size() * 4);
+      L->scales.upload(fresh->packed.scales.data(), fresh->packed.scales.size() * 2);
+      L->zeros.upload(fresh->packed.zeros.data(), fresh->packed.zeros.size());
+      L->ref = fresh->ref;
+      CAPTURE(call);
+      run_and_check(*L, overlapped, 40, false);
+      const std::vector<double> y_overlapped = download_y(*L, 40);
+      run_and_check(*L, *after, 40, false);
+      REQUIRE(download_y(*L, 40) == y_overlapped);
+    }
+  }
 }
 
 TEST_CASE("wq_gemm x_image: a plan without its own workspace runs the config without the image", "[gpu]") {
