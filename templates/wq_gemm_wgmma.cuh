@@ -56,9 +56,6 @@ __device__ __forceinline__ u32 word_of(const uint4& v, int w) {  // w unrolled: 
   return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
 
-// Variant switch for device_variants.sh (A/B of the consumer's wgmma grouping, below).
-#define WQ_HALF_PIPE 2
-
 // WqGemmConfig::x_image: every stage's activations arranged once per call, so that the kernel below
 // fills a stage's with one bulk copy: image [ceil(M / kTok)][chunks][kTok·256 B], each block of bytes
 // exactly what one stage holds (x_chunk_offset), rows past M and k past K zero. The producer's loads,
@@ -102,10 +99,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   static_assert(!kStreamK || kSplitK == 1, "stream K replaces split K");
   constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
   constexpr int kM64 = kNTiles / 2;         // m64 tiles per warpgroup
-  // A pairs (two k16 steps each) per wgmma group: 2 = two groups per step, one dequantized while the
-  // other runs (below); 4 = one group per step. WQ_HALF_PIPE: 0 never, 1 always, 2 with one m64 tile
-  // per warpgroup (with two, the overlap keeps both halves' A registers live: W8 spilled 64 B at 168).
-  constexpr int kPairsPerGroup = WQ_HALF_PIPE == 1 || (WQ_HALF_PIPE == 2 && kM64 == 1) ? 2 : 4;
   constexpr int kConsumers = 32 * kWarpsN;  // the MMA warpgroups; then the producer warpgroup
   constexpr int kBlockTiles = 8 * kM64 * (kWarpsN / 4);
   constexpr int kNPad = (kN + 7) / 8 * 8;
@@ -420,59 +413,39 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
               zq[i][h] = kHasZeros ? ld_shared_u8<kZ>(meta + g) : (1u << (kBits - 1));
           }
         });
+#pragma unroll
+        for (int i = 0; i < kM64; ++i)
+#pragma unroll
+          for (int p = 0; p < 4; ++p)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd>(wv[i][h], p, zq[i][h], s2[i][h], a[i][p][h]);
+#pragma unroll
+              for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
+            }
+        wgmma_fence();
         const u64 desc0 = wgmma_desc_sw128(st, 1024);
-        // Dequantizes k16 steps [2·p0, 2·p0 + 4) (A pairs p0, p0 + 1) and issues their wgmmas as one
-        // group: each m64 tile's steps in order (with the two accumulators taken in turn, the MMA warps
-        // alone ran 5-8 % slower; 16384² M = 64 73.2 vs 67.0 µs; sixteenth session).
-        auto half_step = [&](auto p0_c) {
-          constexpr int p0 = decltype(p0_c)::value;
+        // One accumulator's 8 k16 steps, then the next m64 tile's: with the two accumulators taken in
+        // turn, the MMA warps alone ran 5-8 % slower (16384² M = 64: 73.2 vs 67.0 µs; sixteenth session).
 #pragma unroll
-          for (int i = 0; i < kM64; ++i)
+        for (int i = 0; i < kM64; ++i)
 #pragma unroll
-            for (int p = p0; p < p0 + kPairsPerGroup; ++p)
+          for (int p = 0; p < 4; ++p)
 #pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd>(wv[i][h], p, zq[i][h], s2[i][h], a[i][p][h]);
-#pragma unroll
-                for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
-              }
-          wgmma_fence();
-#pragma unroll
-          for (int i = 0; i < kM64; ++i)
-#pragma unroll
-            for (int p = p0; p < p0 + kPairsPerGroup; ++p)
-#pragma unroll
-              for (int hs = 0; hs < 2; ++hs) {
-                // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
-                const int off = (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4);
-                const u64 desc = wgmma_desc_advance(desc0, off);
-                wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
-                                      a[i][p][1][2 * hs + 1], desc);
-              }
-          wgmma_commit();
-        };
-        if constexpr (kPairsPerGroup == 2) {
-          // Two groups per step, so that dequantizing one overlaps the tensor cores' work on the other:
-          // before a group rewrites its A registers only the group that read them (issued two groups
-          // earlier) must be done, and once the previous step's second group is, so is its stage.
-          wgmma_wait<1>();
-          half_step(Const<0>{});
-          wgmma_wait<1>();
-          if (j > 0) mbar_arrive(empty_bar(stage == 0 ? kStages - 1 : stage - 1));
-          half_step(Const<2>{});
-        } else {
-          half_step(Const<0>{});
-          // Wait before the next step's dequantization writes A registers again (ptxas serializes
-          // every wgmma if they are written while one is in flight); other blocks and warpgroups keep
-          // the tensor cores busy meanwhile.
-          wgmma_wait<0>();
-          mbar_arrive(empty_bar(stage));  // this thread's reads of the stage, its wgmma's included, are done
-        }
+            for (int hs = 0; hs < 2; ++hs) {
+              // Step s = 2p + hs: half s / 4 of the chunk, 32·(s % 4) bytes into its rows.
+              const int off = (p / 2) * kXHalf + 32 * ((2 * p + hs) % 4);
+              const u64 desc = wgmma_desc_advance(desc0, off);
+              wgmma_rs<kTok, kBf16>(acc[i], a[i][p][0][2 * hs], a[i][p][1][2 * hs], a[i][p][0][2 * hs + 1],
+                                    a[i][p][1][2 * hs + 1], desc);
+            }
+        wgmma_commit();
+        // Wait before the next step's dequantization writes A registers again (ptxas serializes every
+        // wgmma if they are written while one is in flight); other blocks and warpgroups keep the
+        // tensor cores busy meanwhile.
+        wgmma_wait<0>();
+        mbar_arrive(empty_bar(stage));  // this thread's reads of the stage, its wgmma's included, are done
         if (++stage == kStages) stage = 0, phase ^= 1;
-      }
-      if constexpr (kPairsPerGroup == 2) {
-        wgmma_wait<0>();  // (outside any branch: ptxas serializes every wgmma otherwise)
-        if (steps > 0) mbar_arrive(empty_bar(stage == 0 ? kStages - 1 : stage - 1));
       }
 #pragma unroll
       for (int i = 0; i < kM64; ++i)
