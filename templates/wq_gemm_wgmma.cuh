@@ -83,16 +83,9 @@ __global__ void __launch_bounds__(kTok * 4)
         make_uint4(word_of(v[0], w), word_of(v[1], w), word_of(v[2], w), word_of(v[3], w));
 }
 
-// Variant switch for device_variants.sh: 1 = stream-K x_image configs with one m64 tile per
-// warpgroup and at most 64 rows run two blocks per SM, the producer handing registers to the MMA
-// warps (setmaxnreg). (Without the image the producer's activation registers spill at 32.)
-#define WQ_REG_SPLIT 1
-#define WQ_TWO_BLOCKS(kStreamK, kXImage, kNTiles, kTokTiles) \
-  (WQ_REG_SPLIT && (kStreamK) && (kXImage) && (kNTiles) == 2 && (kTokTiles) <= 4)
-
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
           int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK, bool kXImage>
-__global__ void __launch_bounds__((kWarpsN + 4) * 32, WQ_TWO_BLOCKS(kStreamK, kXImage, kNTiles, kTokTiles) ? 2 : 1)
+__global__ void __launch_bounds__((kWarpsN + 4) * 32)
     wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                          const void* __restrict__ zeros, const u16* __restrict__ x,
                          const u16* __restrict__ bias, void* __restrict__ y, float* __restrict__ ws,
@@ -347,12 +340,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32, WQ_TWO_BLOCKS(kStreamK, kX
   // themselves (a named barrier) while the producer goes on into the next tile's steps. Producer: the
   // weights of the first kStages steps at once, then per step: wait until the stage is free (its step
   // kStages earlier consumed), fill it, and load the next step's activations.
-  // Two blocks per SM: 80 registers per thread at launch (the launch bounds); the producer keeps 32,
-  // the MMA warps take the rest (2 × 128 × 104 + 128 × 32 = 384 × 80). Only with stream K, where the
-  // producer never runs code after its loop.
-  constexpr bool kRegSplit = WQ_TWO_BLOCKS(kStreamK, kXImage, kNTiles, kTokTiles);
   if (producer) {
-    if constexpr (kRegSplit) setmaxnreg_dec<32>();
     for (int j = 0; j < kStages && j < n_steps; ++j) {
       seek(j);
       issue_w(pos_c, j);
@@ -394,7 +382,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32, WQ_TWO_BLOCKS(kStreamK, kX
     cp_async_wait<0>();
     if constexpr (kAccInBranch) zero_acc();  // never stored
   } else {
-    if constexpr (kRegSplit) setmaxnreg_inc<104>();
     int stage = 0;
     u32 phase = 0;
     // The steps of one tile (stream K: of one piece of a tile).

@@ -1057,11 +1057,6 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
                                                      static_cast<int>(wq::smem_bytes(pb, c))));
     int64_t resident = 0;
     if (c.stream_k) {
-      // The cooperative launch needs every block the occupancy query below counts resident at once:
-      // ask for the shared-memory carveout that query assumes (two blocks per SM where the kernel's
-      // registers allow it, templates/wq_gemm_wgmma.cuh).
-      LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(
-          k.function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED));
       const wq::Geometry geo = wq::geometry(problem, c, bucket, bucket, 1);
       int per_sm = 0;
       LOWBIT_CU_CHECK(jit::driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(

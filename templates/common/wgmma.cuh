@@ -34,16 +34,6 @@ __device__ __forceinline__ u64 wgmma_desc_advance(u64 d, u32 off) {
   asm("mov.b64 %0, {%1, %2};" : "=l"(r) : "r"(lo + (off >> 4)), "r"(hi));  // a register pair: no instruction
   return r;
 }
-// Register reallocation between warpgroups (sm_90a; every warp of the warpgroup, counts a multiple
-// of 8 in [24, 256]): dec returns registers to the block's pool, inc blocks until the pool has them.
-template <int kRegs>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
-}
-template <int kRegs>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
-}
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
