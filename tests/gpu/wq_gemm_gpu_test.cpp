@@ -231,7 +231,8 @@ TEST_CASE("wq_gemm x_image: the GEMM overlapping the image kernel gives the resu
   if (skipped_without_wgmma()) return;
   Runtime& rt = gpu_runtime();
   auto L = make_layer(problem(1032, 2048, 128, 40), false);
-  for (const WqGemmConfig& c : {with_image(wgmma_config(4, 2, 8, 1, 3)), with_image(wgmma_config(8, 2, 8, 1, 3))}) {
+  for (const WqGemmConfig& c :
+       {with_image(wgmma_config(4, 2, 8, 1, 3)), with_image(wgmma_config(8, 2, 8, 1, 3))}) {
     INFO(c.str());
     WqGemmPlanOptions o;
     o.config = c;
