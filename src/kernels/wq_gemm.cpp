@@ -1181,7 +1181,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const void* iargs[] = {&x, &image, &mi};
     const int rows = 16 * b->config.m_tiles;
     jit::LaunchShape shape;
-    shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128)),
+    shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128));
     shape.grid_y = static_cast<unsigned>(ceil_div(m, rows));
     shape.block = static_cast<unsigned>(4 * rows);
     jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs));
