@@ -187,7 +187,7 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int6
   g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k + (c.wgmma ? 128 : 0));
   WqGemmProblem pb = p;
   pb.m = bucket;
-  g.smem = smem_bytes(pb, c);
+  g.smem = static_cast<unsigned>(smem_bytes(pb, c));
   return g;
 }
 
@@ -1191,9 +1191,6 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
   const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi};
-  jit::LaunchShape shape;
-  shape.grid_x = geo.grid_x, shape.grid_y = geo.grid_y, shape.grid_z = geo.grid_z;
-  shape.block = geo.block, shape.smem = static_cast<unsigned>(geo.smem);
   jit::LaunchOptions options;
   // A stream-K block may wait for a later block (templates/wq_gemm_wgmma.cuh), so all must be
   // resident at once: a cooperative launch guarantees it or fails (MPS limits, a smaller partition)
@@ -1202,7 +1199,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
   // is touched by the image kernel, and everything before that kernel in the stream has completed.
   options.overlap_previous = b->config.x_image && im.overlap_image;
-  jit::launch(b->kernel->function, shape, stream, const_cast<void**>(args), options);
+  jit::launch(b->kernel->function, geo, stream, const_cast<void**>(args), options);
 }
 
 // ---- functional API -----------------------------------------------------------------------------

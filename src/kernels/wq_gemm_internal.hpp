@@ -4,6 +4,7 @@
 #include <string>
 
 #include "jit/kernel_spec.hpp"
+#include "jit/launch.hpp"
 #include "lowbit/wq_gemm.hpp"
 #include "tune/tuning_db.hpp"
 
@@ -37,11 +38,7 @@ inline bool may_run_wgmma(const WqGemmProblem& p) {
 }
 
 // Launch geometry of one config for one M, run by the kernel of M bucket `bucket`.
-struct Geometry {
-  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
-  unsigned block = 32;
-  std::size_t smem = 0;  // dynamic shared memory bytes
-};
+using Geometry = jit::LaunchShape;
 // Stream-K configs launch min(their steps, resident_blocks) blocks: as many as the device holds at once.
 Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m, int64_t bucket,
                   int64_t resident_blocks = 0);

@@ -169,6 +169,23 @@ TEST_CASE("wq_gemm groups, modes, outputs, bias: bf16 activations", "[gpu]") {
 }
 
 namespace {
+// New random weights and activations for the same problem, uploaded into the layer's buffers (so
+// plans and captured graphs that hold those pointers see them), with their reference.
+void refill_layer(DeviceLayer& L) {
+  auto fresh = make_layer(L.problem, false);
+  L.x_dev.upload(fresh->x.data(), fresh->x.size() * 2);
+  L.qweight.upload(fresh->packed.qweight.data(), fresh->packed.qweight.size() * 4);
+  L.scales.upload(fresh->packed.scales.data(), fresh->packed.scales.size() * 2);
+  L.zeros.upload(fresh->packed.zeros.data(), fresh->packed.zeros.size());
+  L.ref = fresh->ref;
+}
+// Sets an environment variable for its lifetime.
+struct ScopedEnv {
+  const char* name;
+  ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name); }
+};
+
 void check_clean_workspace(const WqGemmConfig& config) {
   INFO(config.str());
   Runtime& rt = gpu_runtime();
@@ -188,12 +205,7 @@ void check_clean_workspace(const WqGemmConfig& config) {
   LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &graph));
   LOWBIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
   for (int replay = 0; replay < 3; ++replay) {
-    auto fresh = make_layer(problem(1032, 2048, 128, 40), false);  // new weights and x with their reference
-    L->x_dev.upload(fresh->x.data(), fresh->x.size() * 2);
-    L->qweight.upload(fresh->packed.qweight.data(), fresh->packed.qweight.size() * 4);
-    L->scales.upload(fresh->packed.scales.data(), fresh->packed.scales.size() * 2);
-    L->zeros.upload(fresh->packed.zeros.data(), fresh->packed.zeros.size());
-    L->ref = fresh->ref;
+    refill_layer(*L);  // new weights and x with their reference
     L->y_dev.fill_bytes(0xff);
     LOWBIT_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
     stream.synchronize();
@@ -237,22 +249,12 @@ TEST_CASE("wq_gemm x_image: the GEMM overlapping the image kernel gives the resu
     WqGemmPlanOptions o;
     o.config = c;
     WqGemmPlan overlapped(rt, L->problem, {40}, o);
-    ::setenv("LOWBIT_NO_PDL", "1", 1);
-    std::unique_ptr<WqGemmPlan> after;
-    try {
-      after = std::make_unique<WqGemmPlan>(rt, L->problem, std::vector<int64_t>{40}, o);
-    } catch (...) {
-      ::unsetenv("LOWBIT_NO_PDL");
-      throw;
-    }
-    ::unsetenv("LOWBIT_NO_PDL");
+    const std::unique_ptr<WqGemmPlan> after = [&] {
+      ScopedEnv serial("LOWBIT_NO_PDL", "1");
+      return std::make_unique<WqGemmPlan>(rt, L->problem, std::vector<int64_t>{40}, o);
+    }();
     for (int call = 0; call < 3; ++call) {
-      auto fresh = make_layer(problem(1032, 2048, 128, 40), false);
-      L->x_dev.upload(fresh->x.data(), fresh->x.size() * 2);
-      L->qweight.upload(fresh->packed.qweight.data(), fresh->packed.qweight.size() * 4);
-      L->scales.upload(fresh->packed.scales.data(), fresh->packed.scales.size() * 2);
-      L->zeros.upload(fresh->packed.zeros.data(), fresh->packed.zeros.size());
-      L->ref = fresh->ref;
+      refill_layer(*L);
       CAPTURE(call);
       run_and_check(*L, overlapped, 40, false);
       const std::vector<double> y_overlapped = download_y(*L, 40);
