@@ -101,17 +101,28 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
                        : 0;
 }
 
+std::size_t stage_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
+  // kStageBytes in templates/wq_gemm_wgmma.cuh: 16·m_tiles activation rows × 128 k, the block's
+  // warps_n·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group, rounded
+  // up to 1 KiB (the swizzled activations).
+  const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
+  const std::size_t tiles = static_cast<std::size_t>(c.warps_n) * c.n_tiles;
+  const std::size_t stage = 16 * static_cast<std::size_t>(c.m_tiles) * 256 + tiles * 128 * p.bits +
+                            2 * tiles * groups_per_chunk * 16;
+  return (stage + 1023) / 1024 * 1024;
+}
+std::size_t cluster_sums_bytes(const WqGemmConfig& c) {
+  // kSplitK · kOwnVecs · kConsumers · 16 B in templates/wq_gemm_wgmma.cuh: each MMA thread's
+  // accumulators in 16-byte vectors (m_tiles·n_tiles of them), dealt out to the split's ranks.
+  const std::size_t vecs = static_cast<std::size_t>(c.m_tiles) * c.n_tiles;
+  const std::size_t own = (vecs + c.split_k - 1) / c.split_k;
+  return static_cast<std::size_t>(c.split_k) * own * 32 * c.warps_n * 16;
+}
 std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
   if (c.wgmma) {
-    // Per stage (kStageBytes in templates/wq_gemm_wgmma.cuh): 16·m_tiles activation rows × 128 k,
-    // the block's warps_n·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group.
-    // Stages are 1024-byte aligned (the swizzled activations), plus 1 KiB to align the first, plus
-    // two 8-byte mbarriers per stage (full and empty).
-    const std::size_t tiles = static_cast<std::size_t>(c.warps_n) * c.n_tiles;
-    const std::size_t stage = 16 * static_cast<std::size_t>(c.m_tiles) * 256 + tiles * 128 * p.bits +
-                              2 * tiles * groups_per_chunk * 16;
-    return static_cast<std::size_t>(c.stages) * ((stage + 1023) / 1024 * 1024 + 16) + 1024;
+    // The stages, plus 1 KiB to align the first, plus two 8-byte mbarriers per stage (full and empty).
+    return static_cast<std::size_t>(c.stages) * (stage_bytes(p, c) + 16) + 1024;
   }
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
@@ -484,6 +495,17 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
     if (p.accum != DType::F32)
       return fail(why, fmt::format("{}: accum = {} problems do not run wgmma (it accumulates in fp32 here)",
                                    c.str(), to_string(p.accum)));
+    // Its K split is one thread-block cluster per tile (at most 8 blocks, the portable size), whose
+    // pieces' sums pass through the receiving block's stages.
+    if (c.split_k > 8)
+      return fail(why,
+                  fmt::format("split_k = {}: wgmma splits K over a thread-block cluster, at most 8 blocks",
+                              c.split_k));
+    if (c.split_k > 1 && wq::cluster_sums_bytes(c) > wq::stage_bytes(p, c) * c.stages)
+      return fail(why,
+                  fmt::format("{}: the K split's {} bytes of partial sums per block do not fit in its {} "
+                              "stages of {} bytes (more stages)",
+                              c.str(), wq::cluster_sums_bytes(c), c.stages, wq::stage_bytes(p, c)));
   }
   if (c.x_image && !c.wgmma)
     return fail(
@@ -1199,6 +1221,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
   // is touched by the image kernel, and everything before that kernel in the stream has completed.
   options.overlap_previous = b->config.x_image && im.overlap_image;
+  // The wgmma kernel's K split adds its pieces through the cluster's shared memory.
+  if (b->config.wgmma && !b->config.stream_k) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   jit::launch(b->kernel->function, geo, stream, const_cast<void**>(args), options);
 }
 
