@@ -644,7 +644,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool large = weights >= 48e6;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);
-  const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma;
+  // Heuristic v17: where 128-column blocks split in two along K (a cluster pair, below) make
+  // 0.7-1 wave, with at least 8 chunks per piece.
+  auto pair_blocks = [&](int mt) { return 2 * ceil_div(tiles, 16) * ceil_div(bucket, 16 * mt); };
+  auto pair_wave_at = [&](int mt) {
+    return mt * 16 <= bucket && pair_blocks(mt) >= 0.7 * sms && pair_blocks(mt) <= sms && chunks >= 16;
+  };
+  const bool pair_wave =
+      rows_64_128 && weights >= 8e6 && !(bucket == 64 && p.bits == 8) && (pair_wave_at(8) || pair_wave_at(4));
+  const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
@@ -669,6 +677,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   (20.6 against 22.8), all of them on 16384²; at 64 rows on 16384² (70.6 against 79.7 for two
     //   m64 tiles, K split in 2).
     const int64_t col_blocks = ceil_div(tiles, 16);
+    // - Heuristic v17 (twenty-third session): the K split now adds its two pieces through a
+    //   thread-block cluster's shared memory, not global memory. Where two-way split blocks of
+    //   128 columns make 0.7-1 wave, that beat stream K and the one-wave data-parallel run (H100
+    //   W4 f16: 4096² M = 128 13.74 µs against 16.74 for stream K, 8192² M = 64 21.81 against 26.28,
+    //   6144×4096 M = 64 13.85 against 14.92; 8192² M = 128 with all 128 rows per block 31.62
+    //   against 35.52 for (4,2,8) in one wave). Four-way clusters ran 1.5-1.8× slower (4096×14336
+    //   M = 128 52.4 against 34.8 µs): 32 clusters of 4 do not all fit the GPCs at once.
+    for (int mt : {8, 4}) {
+      if (!pair_wave_at(mt)) continue;
+      WqGemmConfig pair = make(mt, 2, 1, 3);
+      pair.warps_n = 8, pair.wgmma = true, pair.x_image = true, pair.split_k = 2;
+      if (can_implement(p, pair, arch)) return pair;
+    }
     for (int mt : {8, 4}) {
       const int64_t blocks = col_blocks * ceil_div(bucket, 16 * mt);
       if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > 1.5 * sms) continue;
