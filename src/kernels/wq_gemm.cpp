@@ -871,6 +871,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // at 128 rows; H200 bench: bf16 4096² M = 64 14.23 µs against 11.79, M = 128 22.17 against 18.63).
     const bool narrow_long_k = narrow && chunks >= 32;
     if (narrow_long_k && bucket == 64) c.warps_k = 4;
+    // Heuristic v18 (twenty-third session): at 64 rows there, 2-, 3- and 4-bit weights stage per warp, one
+    // row tile × 8 column tiles × 4 warps along K: the best config in the H100's re-tunes of W4 f16, bf16
+    // and W2 and the H200's of W4 f16 and bf16 (H100 bench: W2 4096² M = 64 11.06 µs against 12.87 for
+    // (2,4,2,4), bf16 11.48 against 12.86); W8 keeps (2,4,2,4), the H200's best.
+    if (narrow_long_k && bucket == 64 && p.bits != 8 && stage_per_warp) {
+      c = make(1, 8, 4, 3);
+      c.x_shared = true;
+    }
     if (narrow_long_k && bucket == 128 && !wide) c.m_tiles = 4;
     // Heuristic v10: 8-bit weights at 64 rows (4-6 tiles per SM) take all 64 rows per block (H200
     // re-tune of 6144×4096 after the fifteenth session: 20.15 µs against 24.08 for 2 row tiles).

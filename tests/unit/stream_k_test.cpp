@@ -13,6 +13,7 @@
 #include "unit/unit_helpers.hpp"
 
 using lowbit::Arch;
+using lowbit::DType;
 using lowbit::WqGemmConfig;
 using lowbit::WqGemmProblem;
 namespace kern = lowbit::kern;
@@ -173,4 +174,19 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
   WqGemmProblem p;
   p.m = 64, p.n = 8192, p.k = 8192, p.bits = 4, p.group_size = 128;
   CHECK_FALSE(lowbit::choose_config(p, Arch::parse("sm_89"), 128).stream_k);
+}
+
+TEST_CASE("choose_config v18: 4096² at 64 rows stages per warp, one row tile (not 8-bit)", "[heuristic]") {
+  WqGemmProblem p;
+  p.m = 64, p.n = 4096, p.k = 4096, p.group_size = 128;
+  for (int bits : {2, 4, 8})
+    for (DType act : {DType::F16, DType::BF16}) {
+      if (bits != 4 && act == DType::BF16) continue;
+      p.bits = bits, p.act = act, p.out = act;
+      const WqGemmConfig c = lowbit::choose_config(p, Arch::parse("sm_90a"), 132);
+      CAPTURE(bits, c.str());
+      CHECK(c.x_shared);
+      CHECK(!c.wgmma);
+      CHECK((c.m_tiles == 1 && c.n_tiles == 8 && c.warps_n == 1 && c.warps_k == 4) == (bits != 8));
+    }
 }
