@@ -13,9 +13,11 @@
 // 64·kM64 weight columns (8-column
 // tiles btile0 + 8·kM64·v ..) of the block and all its kTok activation rows; warp w of it
 // dequantizes tiles 8i + 2w and 8i + 2w + 1 of each of its m64 tiles i (A rows 16w .. 16w + 15).
-// Split K: the kSplitK blocks of a tile are one thread-block cluster and add their sums through
-// distributed shared memory at the end (the host launches clusters of (1, kSplitK, 1)); stream K
-// (below) shares tiles among any blocks, through global memory.
+// Split K: two or three blocks of a tile are one thread-block cluster and add their sums through
+// distributed shared memory at the end (the host launches clusters of (1, kSplitK, 1)); more add
+// them through the workspace as in wq_gemm.cuh (write_outputs): clusters of four ran in two waves on
+// the H100 (docs/perf-notes.md, twenty-third session). Stream K (below) shares tiles among any
+// blocks, through global memory.
 //
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. A producer warpgroup
@@ -100,10 +102,10 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
   static_assert(kStages >= 2, "the producer fills one stage while the MMA warps read another");
   static_assert(!kStreamK || kSplitK == 1, "stream K replaces split K");
-  static_assert(kSplitK <= 8, "split K over a cluster of at most 8 blocks");
-  constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
-  constexpr int kM64 = kNTiles / 2;         // m64 tiles per warpgroup
-  constexpr int kConsumers = 32 * kWarpsN;  // the MMA warpgroups; then the producer warpgroup
+  constexpr bool kClusterK = kSplitK == 2 || kSplitK == 3;  // wq::cluster_split in wq_gemm.cpp
+  constexpr int kTok = 16 * kTokTiles;                      // activation rows per block: wgmma's N
+  constexpr int kM64 = kNTiles / 2;                         // m64 tiles per warpgroup
+  constexpr int kConsumers = 32 * kWarpsN;                  // the MMA warpgroups; then the producer warpgroup
   constexpr int kBlockTiles = 8 * kM64 * (kWarpsN / 4);
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
@@ -128,7 +130,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   constexpr int kStageBytes = (kXBytes + kWBytes + 2 * kMetaRows * 16 + 1023) / 1024 * 1024;
   const u8* zeros8 = static_cast<const u8*>(zeros);
   const u16* zeros16 = static_cast<const u16*>(zeros);
-  (void)ws;  // split K adds through the cluster; stream K uses the scratch before the counters
 
   extern __shared__ uint4 smem[];
   const u32 smem0 = (smem_addr(smem) + 1023) & ~1023u;  // the host adds 1 KiB for this
@@ -350,7 +351,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // rank order (the same order every call, whatever M) and writes those outputs. No workspace, no
   // counters, no atomics; two cluster barriers, which every thread of every block passes.
   constexpr int kOwnVecs = (kVecs + kSplitK - 1) / kSplitK;
-  static_assert(kSplitK == 1 || kSplitK * kOwnVecs * kConsumers * 16 <= kStages * kStageBytes,
+  static_assert(!kClusterK || kSplitK * kOwnVecs * kConsumers * 16 <= kStages * kStageBytes,
                 "the other pieces' sums fit in the stages (the host checks this too)");
   auto add_cluster_pieces_and_store = [&] {
     const int rank = static_cast<int>(cluster_rank());
@@ -391,7 +392,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   };
 
   // The two roles run separate loops (so neither holds the other's registers). Without stream K both
-  // run exactly n_steps iterations and neither returns early, since the split-K epilogue's cluster
+  // run exactly n_steps iterations and neither returns early, since the split-K epilogue's (cluster)
   // barriers involve every thread; with it the MMA warps write each tile they finish among
   // themselves (a named barrier) while the producer goes on into the next tile's steps. Producer: the
   // weights of the first kStages steps at once, then per step: wait until the stage is free (its step
@@ -593,11 +594,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   }
   if constexpr (!kStreamK) {
     scale_at_end();
-    if constexpr (kSplitK > 1)
+    if constexpr (kClusterK)
       add_cluster_pieces_and_store();
     else
-      for_each_output(
-          [&](int row, int col, float v) { store_output<kN, kOutF32, kBf16>(row, col, v, bias, y); });
+      write_outputs<kN, kSplitK, /*kDeterministic=*/false, kOutF32, kBf16>(for_each_output, bias, y, ws,
+                                                                           counters, M);
   }
 }
 

@@ -111,6 +111,9 @@ std::size_t stage_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
                             2 * tiles * groups_per_chunk * 16;
   return (stage + 1023) / 1024 * 1024;
 }
+bool cluster_split(const WqGemmConfig& c) {
+  return c.wgmma && !c.stream_k && (c.split_k == 2 || c.split_k == 3);  // kClusterK in the template
+}
 std::size_t cluster_sums_bytes(const WqGemmConfig& c) {
   // kSplitK · kOwnVecs · kConsumers · 16 B in templates/wq_gemm_wgmma.cuh: each MMA thread's
   // accumulators in 16-byte vectors (m_tiles·n_tiles of them), dealt out to the split's ranks.
@@ -495,13 +498,9 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
     if (p.accum != DType::F32)
       return fail(why, fmt::format("{}: accum = {} problems do not run wgmma (it accumulates in fp32 here)",
                                    c.str(), to_string(p.accum)));
-    // Its K split is one thread-block cluster per tile (at most 8 blocks, the portable size), whose
-    // pieces' sums pass through the receiving block's stages.
-    if (c.split_k > 8)
-      return fail(why,
-                  fmt::format("split_k = {}: wgmma splits K over a thread-block cluster, at most 8 blocks",
-                              c.split_k));
-    if (c.split_k > 1 && wq::cluster_sums_bytes(c) > wq::stage_bytes(p, c) * c.stages)
+    // A two- or three-way K split is one thread-block cluster per tile, whose pieces' sums pass
+    // through the receiving block's stages.
+    if (wq::cluster_split(c) && wq::cluster_sums_bytes(c) > wq::stage_bytes(p, c) * c.stages)
       return fail(why,
                   fmt::format("{}: the K split's {} bytes of partial sums per block do not fit in its {} "
                               "stages of {} bytes (more stages)",
@@ -1250,8 +1249,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
   // is touched by the image kernel, and everything before that kernel in the stream has completed.
   options.overlap_previous = b->config.x_image && im.overlap_image;
-  // The wgmma kernel's K split adds its pieces through the cluster's shared memory.
-  if (b->config.wgmma && !b->config.stream_k) options.cluster_y = static_cast<unsigned>(b->config.split_k);
+  // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
+  if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   jit::launch(b->kernel->function, geo, stream, const_cast<void**>(args), options);
 }
 

@@ -96,6 +96,9 @@ std::size_t smem_bytes(const WqGemmProblem& problem, const WqGemmConfig& config)
 // receives from the others of its cluster (they must fit in its stages).
 std::size_t stage_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
 std::size_t cluster_sums_bytes(const WqGemmConfig& config);
+// Whether a config's K split is a thread-block cluster adding through shared memory (wgmma, split_k 2
+// or 3; larger splits, and mma.sync, add through the workspace).
+bool cluster_split(const WqGemmConfig& config);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);
 
