@@ -13,7 +13,11 @@
 // 64·kM64 weight columns (8-column
 // tiles btile0 + 8·kM64·v ..) of the block and all its kTok activation rows; warp w of it
 // dequantizes tiles 8i + 2w and 8i + 2w + 1 of each of its m64 tiles i (A rows 16w .. 16w + 15).
-// Split K as in wq_gemm.cuh (write_outputs).
+// Split K: two or three blocks of a tile are one thread-block cluster and add their sums through
+// distributed shared memory at the end (the host launches clusters of (1, kSplitK, 1)); more add
+// them through the workspace as in wq_gemm.cuh (write_outputs): clusters of four ran in two waves on
+// the H100 (docs/perf-notes.md, twenty-third session). Stream K (below) shares tiles among any
+// blocks, through global memory.
 //
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. A producer warpgroup
@@ -36,6 +40,7 @@
 // Scales: every weight is dequantized completely (scale included) before the MMA, except
 // per-channel integer scales, which multiply the fp32 sums once at the end.
 #pragma once
+#include "common/cluster.cuh"
 #include "common/grid_dependency.cuh"
 #include "common/mbarrier.cuh"
 #include "common/stream_k.cuh"
@@ -97,9 +102,10 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
   static_assert(kStages >= 2, "the producer fills one stage while the MMA warps read another");
   static_assert(!kStreamK || kSplitK == 1, "stream K replaces split K");
-  constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
-  constexpr int kM64 = kNTiles / 2;         // m64 tiles per warpgroup
-  constexpr int kConsumers = 32 * kWarpsN;  // the MMA warpgroups; then the producer warpgroup
+  constexpr bool kClusterK = kSplitK == 2 || kSplitK == 3;  // wq::cluster_split in wq_gemm.cpp
+  constexpr int kTok = 16 * kTokTiles;                      // activation rows per block: wgmma's N
+  constexpr int kM64 = kNTiles / 2;                         // m64 tiles per warpgroup
+  constexpr int kConsumers = 32 * kWarpsN;                  // the MMA warpgroups; then the producer warpgroup
   constexpr int kBlockTiles = 8 * kM64 * (kWarpsN / 4);
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;
@@ -301,6 +307,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   };
 
   if constexpr (!kAccInBranch) zero_acc();
+  // The accumulators as 16-byte vectors: q holds acc elements 4q .. 4q + 3 (of one m64 tile).
+  constexpr int kVecs = kM64 * kTok / 8;
+  auto vec = [&](int q) -> float(&)[4] {
+    return *reinterpret_cast<float(*)[4]>(&acc[4 * q / (kTok / 2)][4 * q % (kTok / 2)]);
+  };
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -334,9 +345,55 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     }
   };
 
+  // Split K: the cluster's kSplitK blocks each hold a piece of the tile's sums. 16-byte vector q of
+  // every MMA thread's accumulators belongs to rank q % kSplitK, which receives it from the other
+  // ranks in its freed stages, at [sender rank][q / kSplitK][thread] (coalesced), adds the pieces in
+  // rank order (the same order every call, whatever M) and writes those outputs. No workspace, no
+  // counters, no atomics; two cluster barriers, which every thread of every block passes.
+  constexpr int kOwnVecs = (kVecs + kSplitK - 1) / kSplitK;
+  static_assert(!kClusterK || kSplitK * kOwnVecs * kConsumers * 16 <= kStages * kStageBytes,
+                "the other pieces' sums fit in the stages (the host checks this too)");
+  auto add_cluster_pieces_and_store = [&] {
+    const int rank = static_cast<int>(cluster_rank());
+    auto received = [&](int from, int q) {
+      return smem0 + static_cast<u32>((from * kOwnVecs + q / kSplitK) * kConsumers + threadIdx.x) * 16;
+    };
+    cluster_sync();  // every block of the cluster is done with its stages
+    if (!producer) {
+#pragma unroll
+      for (int q = 0; q < kVecs; ++q) {
+        const float(&a)[4] = vec(q);
+        if (q % kSplitK != rank)
+          st_cluster_v4(cluster_map(received(rank, q), q % kSplitK), a[0], a[1], a[2], a[3]);
+      }
+    }
+    cluster_sync();  // every piece has landed
+    if (producer) return;
+#pragma unroll
+    for (int q = 0; q < kVecs; ++q) {
+      if (q % kSplitK != rank) continue;
+      float(&a)[4] = vec(q);
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int r = 0; r < kSplitK; ++r) {
+        const float4 v = r == rank ? make_float4(a[0], a[1], a[2], a[3]) : ld_shared_f4(received(r, q));
+        sum = r == 0 ? v : make_float4(sum.x + v.x, sum.y + v.y, sum.z + v.z, sum.w + v.w);
+      }
+      a[0] = sum.x, a[1] = sum.y, a[2] = sum.z, a[3] = sum.w;
+    }
+#pragma unroll
+    for (int i = 0; i < kM64; ++i)
+#pragma unroll
+      for (int e = 0; e < kTok / 2; ++e) {
+        const int row = row_of(e), col = column(i, e & 3);
+        if ((i * (kTok / 2) + e) / 4 % kSplitK == rank && holds(row, col))
+          store_output<kN, kOutF32, kBf16>(row, col, acc[i][e], bias, y);
+      }
+  };
+
   // The two roles run separate loops (so neither holds the other's registers). Without stream K both
-  // run exactly n_steps iterations and neither returns early, since the split-K epilogue's barriers
-  // (write_outputs) involve every thread; with it the MMA warps write each tile they finish among
+  // run exactly n_steps iterations and neither returns early, since the split-K epilogue's (cluster)
+  // barriers involve every thread; with it the MMA warps write each tile they finish among
   // themselves (a named barrier) while the producer goes on into the next tile's steps. Producer: the
   // weights of the first kStages steps at once, then per step: wait until the stage is free (its step
   // kStages earlier consumed), fill it, and load the next step's activations.
@@ -480,12 +537,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         // slice of M = 2: the GPU tests caught it). (Before the slot took every piece count,
         // three or more pieces added scalar atomics per output into the fp32 slice: 4096² M = 64 ran
         // 14.4 µs with ~9 µs of it fixed cost; eighteenth session.)
-        constexpr int kVecs = kM64 * kTok / 8;  // 16-byte vectors of accumulators per thread
         float4* slot =
             reinterpret_cast<float4*>(counters) + (u - sk_tiles) * kVecs * kConsumers + threadIdx.x;
-        auto vec = [&](int q) -> float(&)[4] {  // accumulators 4q .. 4q + 3 (one m64 tile's)
-          return *reinterpret_cast<float(*)[4]>(&acc[4 * q / (kTok / 2)][4 * q % (kTok / 2)]);
-        };
         if (pieces > 1 && w != u * kChunks) {  // a later piece
           if (pieces == 2) {
 #pragma unroll
@@ -541,8 +594,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   }
   if constexpr (!kStreamK) {
     scale_at_end();
-    write_outputs<kN, kSplitK, /*kDeterministic=*/false, kOutF32, kBf16>(for_each_output, bias, y, ws,
-                                                                         counters, M);
+    if constexpr (kClusterK)
+      add_cluster_pieces_and_store();
+    else
+      write_outputs<kN, kSplitK, /*kDeterministic=*/false, kOutF32, kBf16>(for_each_output, bias, y, ws,
+                                                                           counters, M);
   }
 }
 

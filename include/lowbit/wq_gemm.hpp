@@ -64,7 +64,8 @@ struct WqGemmProblem {
 // One point of the configuration space. A block is warps_n × warps_k warps; each warp owns
 // n_tiles 8-column MMA tiles and m_tiles 16-row tiles; the warps_k warps of a block split its K
 // range and reduce through shared memory; split_k blocks split K across the grid and reduce
-// through an fp32 workspace (atomics; the last block to finish writes the output).
+// through an fp32 workspace (atomics; the last block to finish writes the output), or, with wgmma
+// and split_k 2 or 3, through the shared memory of a thread-block cluster (below).
 struct WqGemmConfig {
   int m_tiles = 1;  // 1..8
   int n_tiles = 4;  // 1, 2, 4, 8
@@ -87,7 +88,13 @@ struct WqGemmConfig {
   // side by side (warps_n 4 or 8, warps_k 1), each of n_tiles / 2 m64 tiles (n_tiles 2 or 4: 64 or 128 weight
   // columns per warpgroup), plus one warpgroup that loads the stages; 16·m_tiles rows per block (m_tiles 1,
   // 2, 4, 8; m_tiles·n_tiles ≤ 16); x_shared off (the activations are always staged); not in deterministic
-  // mode, nor with fp16 accumulation.
+  // mode, nor with fp16 accumulation. Its two- and three-way K splits run each tile's blocks as one
+  // thread-block cluster, which adds the pieces through distributed shared memory in a fixed order: no
+  // workspace traffic, atomics or counters (the received sums must fit in the stages: can_implement
+  // says when they do not). Two-way splits are the heuristic's choice where they make 0.7-1 wave of
+  // 128-column blocks (4096², 8192², 6144×4096 and 4096×14336 at 64/128 rows: 7-18 % faster than stream
+  // K on the H100). Larger splits add through the workspace: clusters of four ran in two waves on the
+  // H100 (1.5-1.8× slower).
   bool wgmma = false;
   // wgmma only, split_k 1: stream K. As many blocks as fit on the device at once (the SMs times the
   // blocks per SM) each take an equal share of the (row block, column block, 128-k chunk) steps, so no

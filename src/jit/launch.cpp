@@ -5,7 +5,7 @@
 namespace lowbit::jit {
 
 void launch(CUfunction f, const LaunchShape& shape, CUstream stream, void** args, LaunchOptions options) {
-  CUlaunchAttribute attrs[2] = {};
+  CUlaunchAttribute attrs[3] = {};
   unsigned n = 0;
   if (options.cooperative) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
@@ -14,6 +14,12 @@ void launch(CUfunction f, const LaunchShape& shape, CUstream stream, void** args
   if (options.overlap_previous) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  if (options.cluster_y > 1) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = 1;
+    attrs[n].value.clusterDim.y = options.cluster_y;
+    attrs[n++].value.clusterDim.z = 1;
   }
   CUlaunchConfig config = {};
   config.gridDimX = shape.grid_x, config.gridDimY = shape.grid_y, config.gridDimZ = shape.grid_z;

@@ -19,6 +19,9 @@ struct LaunchOptions {
   // launch_dependents (or exited). The kernel must execute griddepcontrol.wait before it reads
   // anything the previous kernel writes; kernels launched earlier than that one are complete.
   bool overlap_previous = false;
+  // Thread-block clusters of (1, cluster_y, 1) blocks (sm_90; grid_y a multiple of it): the blocks of
+  // a cluster run at the same time and share their shared memory.
+  unsigned cluster_y = 1;
 };
 
 // Throws lowbit::Error naming the driver's error code.

@@ -101,17 +101,31 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
                        : 0;
 }
 
+std::size_t stage_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
+  // kStageBytes in templates/wq_gemm_wgmma.cuh: 16·m_tiles activation rows × 128 k, the block's
+  // warps_n·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group, rounded
+  // up to 1 KiB (the swizzled activations).
+  const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
+  const std::size_t tiles = static_cast<std::size_t>(c.warps_n) * c.n_tiles;
+  const std::size_t stage = 16 * static_cast<std::size_t>(c.m_tiles) * 256 + tiles * 128 * p.bits +
+                            2 * tiles * groups_per_chunk * 16;
+  return (stage + 1023) / 1024 * 1024;
+}
+bool cluster_split(const WqGemmConfig& c) {
+  return c.wgmma && !c.stream_k && (c.split_k == 2 || c.split_k == 3);  // kClusterK in the template
+}
+std::size_t cluster_sums_bytes(const WqGemmConfig& c) {
+  // kSplitK · kOwnVecs · kConsumers · 16 B in templates/wq_gemm_wgmma.cuh: each MMA thread's
+  // accumulators in 16-byte vectors (m_tiles·n_tiles of them), dealt out to the split's ranks.
+  const std::size_t vecs = static_cast<std::size_t>(c.m_tiles) * c.n_tiles;
+  const std::size_t own = (vecs + c.split_k - 1) / c.split_k;
+  return static_cast<std::size_t>(c.split_k) * own * 32 * c.warps_n * 16;
+}
 std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
   if (c.wgmma) {
-    // Per stage (kStageBytes in templates/wq_gemm_wgmma.cuh): 16·m_tiles activation rows × 128 k,
-    // the block's warps_n·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group.
-    // Stages are 1024-byte aligned (the swizzled activations), plus 1 KiB to align the first, plus
-    // two 8-byte mbarriers per stage (full and empty).
-    const std::size_t tiles = static_cast<std::size_t>(c.warps_n) * c.n_tiles;
-    const std::size_t stage = 16 * static_cast<std::size_t>(c.m_tiles) * 256 + tiles * 128 * p.bits +
-                              2 * tiles * groups_per_chunk * 16;
-    return static_cast<std::size_t>(c.stages) * ((stage + 1023) / 1024 * 1024 + 16) + 1024;
+    // The stages, plus 1 KiB to align the first, plus two 8-byte mbarriers per stage (full and empty).
+    return static_cast<std::size_t>(c.stages) * (stage_bytes(p, c) + 16) + 1024;
   }
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
@@ -484,6 +498,13 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
     if (p.accum != DType::F32)
       return fail(why, fmt::format("{}: accum = {} problems do not run wgmma (it accumulates in fp32 here)",
                                    c.str(), to_string(p.accum)));
+    // A two- or three-way K split is one thread-block cluster per tile, whose pieces' sums pass
+    // through the receiving block's stages.
+    if (wq::cluster_split(c) && wq::cluster_sums_bytes(c) > wq::stage_bytes(p, c) * c.stages)
+      return fail(why,
+                  fmt::format("{}: the K split's {} bytes of partial sums per block do not fit in its {} "
+                              "stages of {} bytes (more stages)",
+                              c.str(), wq::cluster_sums_bytes(c), c.stages, wq::stage_bytes(p, c)));
   }
   if (c.x_image && !c.wgmma)
     return fail(
@@ -622,7 +643,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool large = weights >= 48e6;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);
-  const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma;
+  // Heuristic v17: where 128-column blocks split in two along K (a cluster pair, below) make
+  // 0.7-1 wave, with at least 8 chunks per piece.
+  auto pair_blocks = [&](int mt) { return 2 * ceil_div(tiles, 16) * ceil_div(bucket, 16 * mt); };
+  auto pair_wave_at = [&](int mt) {
+    return mt * 16 <= bucket && pair_blocks(mt) >= 0.7 * sms && pair_blocks(mt) <= sms && chunks >= 16;
+  };
+  const bool pair_wave =
+      rows_64_128 && weights >= 8e6 && !(bucket == 64 && p.bits == 8) && (pair_wave_at(8) || pair_wave_at(4));
+  const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
@@ -647,6 +676,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   (20.6 against 22.8), all of them on 16384²; at 64 rows on 16384² (70.6 against 79.7 for two
     //   m64 tiles, K split in 2).
     const int64_t col_blocks = ceil_div(tiles, 16);
+    // - Heuristic v17 (twenty-third session): the K split now adds its two pieces through a
+    //   thread-block cluster's shared memory, not global memory. Where two-way split blocks of
+    //   128 columns make 0.7-1 wave, that beat stream K and the one-wave data-parallel run (H100
+    //   W4 f16: 4096² M = 128 13.74 µs against 16.74 for stream K, 8192² M = 64 21.81 against 26.28,
+    //   6144×4096 M = 64 13.85 against 14.92; 8192² M = 128 with all 128 rows per block 31.62
+    //   against 35.52 for (4,2,8) in one wave). Four-way clusters ran 1.5-1.8× slower (4096×14336
+    //   M = 128 52.4 against 34.8 µs): 32 clusters of 4 do not all fit the GPCs at once.
+    for (int mt : {8, 4}) {
+      if (!pair_wave_at(mt)) continue;
+      WqGemmConfig pair = make(mt, 2, 1, 3);
+      pair.warps_n = 8, pair.wgmma = true, pair.x_image = true, pair.split_k = 2;
+      if (can_implement(p, pair, arch)) return pair;
+    }
     for (int mt : {8, 4}) {
       const int64_t blocks = col_blocks * ceil_div(bucket, 16 * mt);
       if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > 1.5 * sms) continue;
@@ -828,6 +870,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // at 128 rows; H200 bench: bf16 4096² M = 64 14.23 µs against 11.79, M = 128 22.17 against 18.63).
     const bool narrow_long_k = narrow && chunks >= 32;
     if (narrow_long_k && bucket == 64) c.warps_k = 4;
+    // Heuristic v18 (twenty-third session): at 64 rows there, 2-, 3- and 4-bit weights stage per warp, one
+    // row tile × 8 column tiles × 4 warps along K: the best config in the H100's re-tunes of W4 f16, bf16
+    // and W2 and the H200's of W4 f16 and bf16 (H100 bench: W2 4096² M = 64 11.06 µs against 12.87 for
+    // (2,4,2,4), bf16 11.48 against 12.86); W8 keeps (2,4,2,4), the H200's best.
+    if (narrow_long_k && bucket == 64 && p.bits != 8 && stage_per_warp) {
+      c = make(1, 8, 4, 3);
+      c.x_shared = true;
+    }
     if (narrow_long_k && bucket == 128 && !wide) c.m_tiles = 4;
     // Heuristic v10: 8-bit weights at 64 rows (4-6 tiles per SM) take all 64 rows per block (H200
     // re-tune of 6144×4096 after the fifteenth session: 20.15 µs against 24.08 for 2 row tiles).
@@ -1199,6 +1249,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
   // is touched by the image kernel, and everything before that kernel in the stream has completed.
   options.overlap_previous = b->config.x_image && im.overlap_image;
+  // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
+  if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   jit::launch(b->kernel->function, geo, stream, const_cast<void**>(args), options);
 }
 

@@ -92,6 +92,13 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& config);
 // Dynamic shared memory of a launch: the cp.async rings (and x_shared stages), reused for the
 // reduction, for the kernel of M bucket m_bucket(problem.m).
 std::size_t smem_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
+// wgmma configs: one pipeline stage's shared memory, and the partial sums a block of a K split
+// receives from the others of its cluster (they must fit in its stages).
+std::size_t stage_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
+std::size_t cluster_sums_bytes(const WqGemmConfig& config);
+// Whether a config's K split is a thread-block cluster adding through shared memory (wgmma, split_k 2
+// or 3; larger splits, and mma.sync, add through the workspace).
+bool cluster_split(const WqGemmConfig& config);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);
 

@@ -558,9 +558,9 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
     CHECK((h.wgmma && h.m_tiles == 8 && h.n_tiles == 2 && h.warps_n == 8));
   }
   // 5-7 tiles per SM below 48 M weights (6144×4096): 128-column wgmma blocks at 64 and 128 rows,
-  // except 8-bit at 64 rows, which stages all 64 rows per block with mma.sync; 128 rows take 64 rows
-  // per block, one wave of 96 blocks over all of K, the activations from an image (v15; v12 took
-  // all 128 rows per block with stream K).
+  // except 8-bit at 64 rows, which stages all 64 rows per block with mma.sync; K split in two over a
+  // cluster pair, 96 blocks, all of the bucket's rows per block, the activations from an image (v17;
+  // v15 ran 64 rows per block over all of K at 128 rows, v12 stream K).
   WqGemmProblem mid = p;
   mid.n = 6144, mid.k = 4096;
   for (int bits : {2, 4, 8})
@@ -570,11 +570,9 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
       INFO(bits << " " << m << " " << h.str());
       if (bits == 8 && m == 64) {
         CHECK((!h.wgmma && h.x_shared && h.m_tiles == 4));
-      } else if (m == 128) {
-        CHECK((h.wgmma && !h.stream_k && h.x_image && h.split_k == 1 && h.m_tiles == 4 && h.n_tiles == 2 &&
-               h.warps_n == 8));
       } else {
-        CHECK((h.wgmma && h.m_tiles == 4 && h.n_tiles == 2 && h.warps_n == 8));
+        CHECK((h.wgmma && !h.stream_k && h.x_image && h.split_k == 2 && h.m_tiles == m / 16 &&
+               h.n_tiles == 2 && h.warps_n == 8));
       }
       CHECK(lowbit::can_implement(mid, h, hopper));
     }

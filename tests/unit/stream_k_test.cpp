@@ -13,6 +13,7 @@
 #include "unit/unit_helpers.hpp"
 
 using lowbit::Arch;
+using lowbit::DType;
 using lowbit::WqGemmConfig;
 using lowbit::WqGemmProblem;
 namespace kern = lowbit::kern;
@@ -131,8 +132,8 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
     p.m = m, p.n = n, p.k = k, p.bits = 4, p.group_size = 128;
     return lowbit::choose_config(p, hopper, 132);
   };
-  for (auto [n, k, m] :
-       {std::tuple{8192, 8192, 64}, {4096, 14336, 64}, {4096, 14336, 128}, {6144, 4096, 64}}) {
+  // (v17 took 8192² M = 64, 4096×14336 M = 128 and 6144×4096 M = 64 to a cluster pair, below.)
+  for (auto [n, k, m] : {std::tuple{4096, 14336, 64}}) {
     const WqGemmConfig c = choice(n, k, m);
     CAPTURE(n, k, m, c.str());
     CHECK(c.wgmma);
@@ -148,16 +149,44 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
   // v15: where 128-column blocks over all of K make 0.7-1.5 blocks per SM, one such wave, no split,
   // the activations from an image (16384² at 64 rows; 8192² and 6144×4096 at 128 rows, 64 rows per
   // block; 16384² at 128 rows, all of them).
-  for (auto [n, k, m, mt] : {std::tuple{16384, 16384, 64, 4},
-                             {8192, 8192, 128, 4},
-                             {6144, 4096, 128, 4},
-                             {16384, 16384, 128, 8}}) {
+  for (auto [n, k, m, mt] : {std::tuple{16384, 16384, 64, 4}, {16384, 16384, 128, 8}}) {
     const WqGemmConfig c = choice(n, k, m);
     CAPTURE(n, k, m, c.str());
     CHECK((c.wgmma && c.x_image && !c.stream_k && c.split_k == 1 && c.n_tiles == 2 && c.m_tiles == mt));
   }
+  // v17: where 128-column blocks split in two along K make 0.7-1 wave (64-132 of them on 132 SMs),
+  // that pair, a thread-block cluster adding through shared memory: all 128 rows per block where
+  // that is enough blocks, else 64.
+  for (auto [n, k, m, mt] : {std::tuple{4096, 4096, 128, 4},
+                             {8192, 8192, 64, 4},
+                             {8192, 8192, 128, 8},
+                             {4096, 14336, 128, 4},
+                             {6144, 4096, 64, 4},
+                             {6144, 4096, 128, 8}}) {
+    const WqGemmConfig c = choice(n, k, m);
+    CAPTURE(n, k, m, c.str());
+    CHECK((c.wgmma && c.x_image && !c.stream_k && c.split_k == 2 && c.n_tiles == 2 && c.m_tiles == mt));
+  }
+  // Not where the pair is under 0.7 waves (4096² M = 64: 64 blocks) or over one (16384²).
+  CHECK(choice(4096, 4096, 64).split_k == 1);
+  CHECK(choice(16384, 16384, 64).split_k == 1);
   // Off sm_90a nothing changes: no wgmma, no stream K.
   WqGemmProblem p;
   p.m = 64, p.n = 8192, p.k = 8192, p.bits = 4, p.group_size = 128;
   CHECK_FALSE(lowbit::choose_config(p, Arch::parse("sm_89"), 128).stream_k);
+}
+
+TEST_CASE("choose_config v18: 4096² at 64 rows stages per warp, one row tile (not 8-bit)", "[heuristic]") {
+  WqGemmProblem p;
+  p.m = 64, p.n = 4096, p.k = 4096, p.group_size = 128;
+  for (int bits : {2, 4, 8})
+    for (DType act : {DType::F16, DType::BF16}) {
+      if (bits != 4 && act == DType::BF16) continue;
+      p.bits = bits, p.act = act, p.out = act;
+      const WqGemmConfig c = lowbit::choose_config(p, Arch::parse("sm_90a"), 132);
+      CAPTURE(bits, c.str());
+      CHECK(c.x_shared);
+      CHECK(!c.wgmma);
+      CHECK((c.m_tiles == 1 && c.n_tiles == 8 && c.warps_n == 1 && c.warps_k == 4) == (bits != 8));
+    }
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, the GPU test suite (unless SKIP_TESTS=1), then one
+# `lowbit bench wq_gemm` per non-empty line of $BENCH_FILE (ROUNDS times, default 1). Everything in
+# $OUT (summary.txt; tests.log). Usage: BENCH_FILE=path [SKIP_TESTS=1] [ROUNDS=n] scripts/device_tests_benches.sh
+source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
+: "${BENCH_FILE:?one bench argument list per line}"
+echo "== gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$S"
+if [ "${SKIP_TESTS:-0}" = 1 ]; then device_build lowbit_cli; else device_build lowbit_cli lowbit_gpu_tests lowbit_unit_tests; fi
+export LOWBIT_CACHE_DIR=$B/cache-run
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  (cd "$B" && timeout "${TEST_TIMEOUT:-480}" ctest -j 8 --output-on-failure 2>&1) >"$OUT/tests.log"
+  echo "== ctest rc=$?" | tee -a "$S"
+  grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion|err :=|seed" "$OUT/tests.log" | head -60 | tee -a "$S"
+fi
+for round in $(seq "${ROUNDS:-1}"); do
+  while IFS= read -r line; do
+    [ -z "$line" ] && continue
+    read -r -a args <<<"$line"
+    echo "-- round $round: $line" | tee -a "$S"
+    "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | grep -v "^#" | tee -a "$S"
+  done <"$ROOT/$BENCH_FILE"
+done

@@ -1,0 +1,41 @@
+// Thread-block clusters (sm_90): the blocks of one cluster run at the same time on one GPC and can
+// read and write each other's shared memory (distributed shared memory). wq_gemm_wgmma.cuh adds the
+// K-split pieces of a tile this way instead of through global memory.
+#pragma once
+#include "common/types.cuh"
+
+namespace lowbit::kern {
+
+// This block's rank in its cluster (0 .. cluster size − 1).
+__device__ __forceinline__ u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every block of the cluster arrives (release) and waits for all the others
+// (acquire): shared-memory writes before it, local or remote, are visible to every block after it.
+// All threads of a warp must call it together.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+// The address of the same shared-memory location (`addr`, this block's) in block `rank` of the cluster.
+__device__ __forceinline__ u32 cluster_map(u32 addr, u32 rank) {
+  u32 r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// 16 bytes into another block's shared memory (an address from cluster_map).
+__device__ __forceinline__ void st_cluster_v4(u32 addr, float a, float b, float c, float d) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d)
+               : "memory");
+}
+__device__ __forceinline__ float4 ld_shared_f4(u32 addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr));
+  return v;
+}
+
+}  // namespace lowbit::kern
