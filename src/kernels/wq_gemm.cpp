@@ -682,7 +682,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   W4 f16: 4096² M = 128 13.74 µs against 16.74 for stream K, 8192² M = 64 21.81 against 26.28,
     //   6144×4096 M = 64 13.85 against 14.92; 8192² M = 128 with all 128 rows per block 31.62
     //   against 35.52 for (4,2,8) in one wave). Four-way clusters ran 1.5-1.8× slower (4096×14336
-    //   M = 128 52.4 against 34.8 µs): 32 clusters of 4 do not all fit the GPCs at once.
+    //   M = 128 52.4 against 34.8 µs), apparently a second wave: 32 clusters of 4 one-block-per-SM CTAs
+    //   need 4 free SMs in one GPC each (not measured directly; such splits add through the workspace).
     for (int mt : {8, 4}) {
       if (!pair_wave_at(mt)) continue;
       WqGemmConfig pair = make(mt, 2, 1, 3);
