@@ -165,6 +165,19 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
   c = WqGemmConfig{8, 4, 4, 8, 1};  // warps_k reduction far over 48 KiB
   check_rejected(p, c, sm90a, "shared memory");
   check_rejected(p, good, Arch::parse("sm_75"), "sm_80");
+  // wgmma's two- and three-way K splits add through a cluster's shared memory: the other pieces' sums
+  // (2 × 8 vectors of 16 B per MMA thread here, 64 KiB) must fit in the stages (2-bit, 64 rows, two
+  // m64 tiles per warpgroup: 25 KiB a stage); four-way splits add through the workspace.
+  WqGemmProblem w2 = p;
+  w2.bits = 2, w2.m = 64;
+  c = WqGemmConfig{4, 4, 8, 1, 2, 2, false, true};
+  check_rejected(w2, c, sm90a, "partial sums");
+  c.stages = 3;
+  CHECK(lowbit::can_implement(w2, c, sm90a, &why));
+  c.stages = 2, c.split_k = 4;
+  CHECK(lowbit::can_implement(w2, c, sm90a, &why));
+  CHECK(lowbit::wq::cluster_split(WqGemmConfig{4, 4, 8, 1, 3, 3, false, true}));
+  CHECK_FALSE(lowbit::wq::cluster_split(c));
   // A bad problem is reported even with a good config.
   WqGemmProblem bad = p;
   bad.bits = 6;
