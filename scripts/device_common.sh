@@ -14,6 +14,13 @@ device_build() {
     exit 1
   fi
 }
+# device_ctest: the GPU suite (ctest shards side by side, TEST_TIMEOUT seconds, default 480) into
+# $OUT/tests.log; its return code and result lines into the summary.
+device_ctest() {
+  (cd "$B" && timeout "${TEST_TIMEOUT:-480}" ctest -j 8 --output-on-failure 2>&1) >"$OUT/tests.log"
+  echo "ctest rc=$?" | tee -a "$S"
+  grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion|err :=|seed" "$OUT/tests.log" | head -60 | tee -a "$S"
+}
 # for_each_profile FN: for each non-empty line of $PROFILE (bench arguments), in order, writes the
 # header "== N: line" into the summary and runs FN N LINE (the ncu scripts).
 for_each_profile() {

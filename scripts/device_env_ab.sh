@@ -13,9 +13,7 @@ if [ "${SKIP_TESTS:-0}" = 1 ]; then device_build lowbit_cli; else device_build l
 export LOWBIT_CACHE_DIR=$B/cache-ab
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== tests" | tee -a "$S"
-  (cd "$B" && timeout "${TEST_TIMEOUT:-480}" ctest -j 8 --output-on-failure 2>&1) >"$OUT/tests.log"
-  echo "ctest rc=$?" | tee -a "$S"
-  grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion|err :=|seed" "$OUT/tests.log" | head -60 | tee -a "$S"
+  device_ctest
 fi
 BENCHES=${BENCHES:---cases standard --m 64,128}
 read -r -a base_env <<<"$AB_ENV"

@@ -19,8 +19,7 @@ for m in 1 16 64 128; do "$B/lowbit" inspect wq_gemm --n 8192 --k 8192 --m $m --
 step "tests"
 ninja -C "$B" lowbit_unit_tests >>"$OUT/build.log" 2>&1 || echo "unit tests did not build (see build.log)" | tee -a "$S"
 # The GPU suite runs as shards side by side (tests/gpu_shards.sh): mostly NVRTC compiles.
-(cd "$B" && timeout "${TEST_TIMEOUT:-480}" ctest -j 8 --output-on-failure 2>&1) >"$OUT/tests.log"; echo "ctest rc=$?" | tee -a "$S"
-grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion|err :=|seed" "$OUT/tests.log" | head -60 | tee -a "$S"
+device_ctest
 fi
 step "bench"
 [ $# -eq 0 ] && set -- --cases standard --m 1,16,64

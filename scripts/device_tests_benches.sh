@@ -8,9 +8,7 @@ echo "== gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$S
 if [ "${SKIP_TESTS:-0}" = 1 ]; then device_build lowbit_cli; else device_build lowbit_cli lowbit_gpu_tests lowbit_unit_tests; fi
 export LOWBIT_CACHE_DIR=$B/cache-run
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  (cd "$B" && timeout "${TEST_TIMEOUT:-480}" ctest -j 8 --output-on-failure 2>&1) >"$OUT/tests.log"
-  echo "== ctest rc=$?" | tee -a "$S"
-  grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion|err :=|seed" "$OUT/tests.log" | head -60 | tee -a "$S"
+  device_ctest
 fi
 for round in $(seq "${ROUNDS:-1}"); do
   while IFS= read -r line; do

@@ -101,14 +101,17 @@ std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
                        : 0;
 }
 
+// Scale/zero groups per 128-wide K chunk (kGroupsPerChunk in the templates): 0 per channel.
+static int groups_per_chunk(const WqGemmProblem& p) {
+  return p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
+}
 std::size_t stage_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   // kStageBytes in templates/wq_gemm_wgmma.cuh: 16·m_tiles activation rows × 128 k, the block's
   // warps_n·n_tiles weight tiles, and a 16-byte scale row and zero row per tile and group, rounded
   // up to 1 KiB (the swizzled activations).
-  const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
   const std::size_t tiles = static_cast<std::size_t>(c.warps_n) * c.n_tiles;
   const std::size_t stage = 16 * static_cast<std::size_t>(c.m_tiles) * 256 + tiles * 128 * p.bits +
-                            2 * tiles * groups_per_chunk * 16;
+                            2 * tiles * groups_per_chunk(p) * 16;
   return (stage + 1023) / 1024 * 1024;
 }
 bool cluster_split(const WqGemmConfig& c) {
@@ -122,7 +125,6 @@ std::size_t cluster_sums_bytes(const WqGemmConfig& c) {
   return static_cast<std::size_t>(c.split_k) * own * 32 * c.warps_n * 16;
 }
 std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
-  const int groups_per_chunk = p.group_size == 0 ? 0 : (p.group_size >= 128 ? 1 : 128 / p.group_size);
   if (c.wgmma) {
     // The stages, plus 1 KiB to align the first, plus two 8-byte mbarriers per stage (full and empty).
     return static_cast<std::size_t>(c.stages) * (stage_bytes(p, c) + 16) + 1024;
@@ -130,7 +132,7 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
   const std::size_t slot =
-      (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk) * 16;
+      (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk(p)) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
   // x_shared: per stage the activations of 16·m_tiles rows (8 when it skips rows 8..15, 1 for the
   // kernel of M = 1) × warps_k chunks of 128 (kXStage).
@@ -645,7 +647,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);
   // Heuristic v17: where 128-column blocks split in two along K (a cluster pair, below) make
   // 0.7-1 wave, with at least 8 chunks per piece.
-  auto pair_blocks = [&](int mt) { return 2 * ceil_div(tiles, 16) * ceil_div(bucket, 16 * mt); };
+  const int64_t blocks_128 = ceil_div(tiles, 16);  // 128-column blocks
+  auto pair_blocks = [&](int mt) { return 2 * blocks_128 * ceil_div(bucket, 16 * mt); };
   auto pair_wave_at = [&](int mt) {
     return mt * 16 <= bucket && pair_blocks(mt) >= 0.7 * sms && pair_blocks(mt) <= sms && chunks >= 16;
   };
@@ -675,7 +678,6 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   rows per block on 8192² (W4 f16 36.7 µs against 43.1 for v14's stream K) and 6144×4096
     //   (20.6 against 22.8), all of them on 16384²; at 64 rows on 16384² (70.6 against 79.7 for two
     //   m64 tiles, K split in 2).
-    const int64_t col_blocks = ceil_div(tiles, 16);
     // - Heuristic v17 (twenty-third session): the K split now adds its two pieces through a
     //   thread-block cluster's shared memory, not global memory. Where two-way split blocks of
     //   128 columns make 0.7-1 wave, that beat stream K and the one-wave data-parallel run (H100
@@ -691,7 +693,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       if (can_implement(p, pair, arch)) return pair;
     }
     for (int mt : {8, 4}) {
-      const int64_t blocks = col_blocks * ceil_div(bucket, 16 * mt);
+      const int64_t blocks = blocks_128 * ceil_div(bucket, 16 * mt);
       if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > 1.5 * sms) continue;
       WqGemmConfig wave = make(mt, 2, 1, 4);
       wave.warps_n = 8, wave.wgmma = true, wave.x_image = true;
