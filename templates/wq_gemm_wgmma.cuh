@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kTok * 4)
 }
 
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
-          int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK, bool kXImage>
+          bool kClusterK, int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK, bool kXImage>
 __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                          const void* __restrict__ zeros, const u16* __restrict__ x,
@@ -102,10 +102,11 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
   static_assert(kStages >= 2, "the producer fills one stage while the MMA warps read another");
   static_assert(!kStreamK || kSplitK == 1, "stream K replaces split K");
-  constexpr bool kClusterK = kSplitK == 2 || kSplitK == 3;  // wq::cluster_split in wq_gemm.cpp
-  constexpr int kTok = 16 * kTokTiles;                      // activation rows per block: wgmma's N
-  constexpr int kM64 = kNTiles / 2;                         // m64 tiles per warpgroup
-  constexpr int kConsumers = 32 * kWarpsN;                  // the MMA warpgroups; then the producer warpgroup
+  // kClusterK (the host's wq::cluster_split): the split's blocks are one cluster and add through it.
+  static_assert(!kClusterK || kSplitK > 1, "a cluster split splits K");
+  constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
+  constexpr int kM64 = kNTiles / 2;         // m64 tiles per warpgroup
+  constexpr int kConsumers = 32 * kWarpsN;  // the MMA warpgroups; then the producer warpgroup
   constexpr int kBlockTiles = 8 * kM64 * (kWarpsN / 4);
   constexpr int kNPad = (kN + 7) / 8 * 8;
   constexpr int kTilesTotal = kNPad / 8;

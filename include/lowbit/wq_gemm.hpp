@@ -90,11 +90,11 @@ struct WqGemmConfig {
   // 2, 4, 8; m_tiles·n_tiles ≤ 16); x_shared off (the activations are always staged); not in deterministic
   // mode, nor with fp16 accumulation. Its two- and three-way K splits run each tile's blocks as one
   // thread-block cluster, which adds the pieces through distributed shared memory in a fixed order: no
-  // workspace traffic, atomics or counters (the received sums must fit in the stages: can_implement
-  // says when they do not). Two-way splits are the heuristic's choice where they make 0.7-1 wave of
-  // 128-column blocks (4096², 8192², 6144×4096 and 4096×14336 at 64/128 rows: 7-18 % faster than stream
-  // K on the H100). Larger splits add through the workspace: clusters of four ran in two waves on the
-  // H100 (1.5-1.8× slower).
+  // workspace (a plan of such configs needs none: workspace_bytes() 0), atomics or counters (the
+  // received sums must fit in the stages: can_implement says when they do not). Two-way splits are the
+  // heuristic's choice where they make 0.7-1 wave of 128-column blocks (4096², 8192², 6144×4096 and
+  // 4096×14336 at 64/128 rows: 7-18 % faster than stream K on the H100). Larger splits add through the
+  // workspace: clusters of four ran in two waves on the H100 (1.5-1.8× slower).
   bool wgmma = false;
   // wgmma only, split_k 1: stream K. As many blocks as fit on the device at once (the SMs times the
   // blocks per SM) each take an equal share of the (row block, column block, 128-k chunk) steps, so no
@@ -137,13 +137,13 @@ struct WqGemmArgs {
   WqWeights w;
   const void* bias = nullptr;  // [N] act dtype, or null
   void* y = nullptr;           // [M, N] row-major, out dtype
-  // Workspace of workspace_bytes(problem) bytes (or plan.workspace_bytes()), needed to split K and
-  // for act-order layers (their activations are permuted into it first): zero-filled once before
-  // its first use; every call leaves it as it must be for the next. One workspace may not serve
-  // two calls running at once. An act-order call leaves its permuted activations at the start of it:
-  // a workspace an act-order plan uses must not be shared with any other plan (act-order or not:
-  // stream-K slots and split-K counters there must start zero); the functional API gives its
-  // act-order plans a segment per M bucket.
+  // Workspace of workspace_bytes(problem) bytes (or plan.workspace_bytes()), needed to split K (except
+  // over a cluster: WqGemmConfig::wgmma), for stream K and for act-order layers (their activations are
+  // permuted into it first): zero-filled once before its first use; every call leaves it as it must be for
+  // the next. One workspace may not serve two calls running at once. An act-order call leaves its permuted
+  // activations at the start of it: a workspace an act-order plan uses must not be shared with any other plan
+  // (act-order or not: stream-K slots and split-K counters there must start zero); the functional API gives
+  // its act-order plans a segment per M bucket.
   void* workspace = nullptr;
 };
 
@@ -187,7 +187,8 @@ class WqGemmPlan {
   void run(const WqGemmArgs& args, int64_t m, Stream stream) const;
 
   int64_t max_m() const;
-  // Workspace this plan's configs need when it does not own one (0 when no bucket splits K).
+  // Workspace this plan's configs need when it does not own one (0 when no bucket splits K through
+  // global memory, i.e. none runs split-K but over a cluster, nor stream K, nor act-order).
   std::size_t workspace_bytes() const;
   const WqGemmConfig& config_for(int64_t m) const;
   const std::vector<KernelRecord>& records() const;  // one per bucket, as built

@@ -115,7 +115,12 @@ std::size_t stage_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   return (stage + 1023) / 1024 * 1024;
 }
 bool cluster_split(const WqGemmConfig& c) {
-  return c.wgmma && !c.stream_k && (c.split_k == 2 || c.split_k == 3);  // kClusterK in the template
+  // The wgmma kernel's kClusterK (a template argument, so the rule lives here only). Four-way
+  // clusters ran in two waves on the H100 (docs/perf-notes.md, twenty-third session).
+  return c.wgmma && !c.stream_k && (c.split_k == 2 || c.split_k == 3);
+}
+bool needs_split_workspace(const WqGemmConfig& c) {
+  return c.split_k > 1 && !cluster_split(c);  // a cluster adds in shared memory, stream K in its scratch
 }
 std::size_t cluster_sums_bytes(const WqGemmConfig& c) {
   // kSplitK · kOwnVecs · kConsumers · 16 B in templates/wq_gemm_wgmma.cuh: each MMA thread's
@@ -279,17 +284,18 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                        c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
                        c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "");
   s.name_expression =
-      c.wgmma
-          ? fmt::format(
-                "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
-                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k, c.stages, b(bf16),
-                b(p.out == DType::F32), static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
-          : fmt::format(
-                "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                "{}, {}, {}, {}>",
-                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
-                static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
+      c.wgmma ? fmt::format(
+                    "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                    "{}, {}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k,
+                    b(wq::cluster_split(c)), c.stages, b(bf16), b(p.out == DType::F32),
+                    static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
+              : fmt::format(
+                    "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                    "{}, {}, {}, {}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                    c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
+                    static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
@@ -1126,10 +1132,11 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     impl_->records.push_back(bk.record);
     impl_->buckets.push_back({bucket, c, &k, resident, image});
     // Stream K needs only the counters there (its sums go through the scratch below them); split K
-    // also the fp32 sums.
+    // also the fp32 sums, unless a cluster adds the pieces (nothing).
     impl_->workspace_bytes =
-        std::max(impl_->workspace_bytes,
-                 c.stream_k ? wq::counter_bytes(pb.n, pb.m) : wq::workspace_bytes(pb, c.split_k));
+        std::max(impl_->workspace_bytes, c.stream_k                     ? wq::counter_bytes(pb.n, pb.m)
+                                         : wq::needs_split_workspace(c) ? wq::workspace_bytes(pb, c.split_k)
+                                                                        : 0);
     impl_->stream_k_bytes = std::max(impl_->stream_k_bytes, wq::stream_k_scratch_bytes(pb, c));
   }
   if (layer.permute) {
@@ -1201,7 +1208,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y,
                dtype_bytes(p.out));
   void* ws = a.workspace;
-  if (b->config.split_k > 1 || b->config.stream_k || p.act_order) {
+  if (wq::needs_split_workspace(b->config) || b->config.stream_k || p.act_order) {
     if (ws == nullptr) ws = im.workspace.get();
     LOWBIT_CHECK(
         ws != nullptr,

@@ -99,6 +99,9 @@ std::size_t cluster_sums_bytes(const WqGemmConfig& config);
 // Whether a config's K split is a thread-block cluster adding through shared memory (wgmma, split_k 2
 // or 3; larger splits, and mma.sync, add through the workspace).
 bool cluster_split(const WqGemmConfig& config);
+// Whether a config adds its K pieces through the workspace's counters and fp32 sums (a K split that
+// is not a cluster one); stream K needs its own scratch and counters instead.
+bool needs_split_workspace(const WqGemmConfig& config);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);
 

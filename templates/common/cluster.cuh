@@ -2,6 +2,7 @@
 // read and write each other's shared memory (distributed shared memory). wq_gemm_wgmma.cuh adds the
 // K-split pieces of a tile this way instead of through global memory.
 #pragma once
+#include "common/ptx.cuh"
 #include "common/types.cuh"
 
 namespace lowbit::kern {
@@ -30,12 +31,10 @@ __device__ __forceinline__ void st_cluster_v4(u32 addr, float a, float b, float 
   asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d)
                : "memory");
 }
+// 16 bytes of this block's shared memory as four floats (what st_cluster_v4 put there).
 __device__ __forceinline__ float4 ld_shared_f4(u32 addr) {
-  float4 v;
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(addr));
-  return v;
+  const uint4 v = ld_shared_v4(addr);
+  return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
 }
 
 }  // namespace lowbit::kern

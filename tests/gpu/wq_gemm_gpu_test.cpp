@@ -281,6 +281,28 @@ TEST_CASE("wq_gemm x_image: a plan without its own workspace runs the config wit
   run_and_check(*L, with, 40, false);
 }
 
+TEST_CASE("wq_gemm wgmma: a cluster K split needs no workspace; a four-way split does", "[gpu]") {
+  // Two- and three-way splits add their pieces in the cluster's shared memory: the plan asks for no
+  // workspace and runs with none (args.workspace null, the plan owning none). Four-way splits still
+  // add through the workspace, so the same call is refused before anything is written.
+  if (skipped_without_wgmma()) return;
+  Runtime& rt = gpu_runtime();
+  auto L = make_layer(problem(1032, 2048, 128, 65), false);
+  WqGemmPlanOptions o;
+  o.allocate_workspace = false;
+  for (int split : {2, 3}) {
+    o.config = with_image(wgmma_config(4, 2, 8, split, 3));  // (the image is dropped: no buffers)
+    WqGemmPlan plan(rt, L->problem, {65}, o);
+    INFO(plan.config_for(65).str());
+    REQUIRE(plan.workspace_bytes() == 0);
+    for (int64_t m : {1, 64, 65}) run_and_check(*L, plan, m, false);
+  }
+  o.config = wgmma_config(4, 2, 8, 4, 3);
+  WqGemmPlan four(rt, L->problem, {65}, o);
+  REQUIRE(four.workspace_bytes() > 0);
+  require_refused(*L, four, L->args(false), 65, "args.workspace is null", 65);
+}
+
 TEST_CASE("wq_gemm plans sharing one workspace: a stream-K plan leaves it zero for a split-K plan", "[gpu]") {
   // A stream-K plan's scratch lies where another plan may keep its counters; each call must leave
   // the workspace zero (a review's repro: the split-K plan then left its outputs unwritten).
