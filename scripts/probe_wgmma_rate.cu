@@ -1,0 +1,103 @@
+// Probe (not part of the library): the rate of wgmma m64nNk16 with A from registers, as the
+// wq_gemm wgmma kernel issues it (kM64 accumulators × 8 k16 steps per batch, then commit and, with
+// kWaitEach, wait for the batch). One block per SM, kWG warpgroups per block, no data movement.
+// Prints clocks per wgmma per SM and the resulting TFLOP/s. Run: scripts/device_probe_wgmma_rate.sh
+// (nvcc -gencode arch=compute_90a,code=sm_90a -std=c++20 -I templates scripts/probe_wgmma_rate.cu).
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#define CHECK(call)                                                                              \
+  do {                                                                                           \
+    const cudaError_t e = (call);                                                                \
+    if (e != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+#include "common/wgmma.cuh"
+using namespace lowbit::kern;
+
+template <int kN, int kWG, int kM64, bool kWaitEach>
+__global__ void __launch_bounds__(kWG * 128) rate(long long* cycles, float* sink, int reps) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  for (int i = threadIdx.x; i < kN * 256 / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(smem)[i] = make_uint4(0, 0, 0, 0);
+  fence_proxy_async_shared();
+  __syncthreads();
+  const u32 st = static_cast<u32>(__cvta_generic_to_shared(smem));
+  float acc[kM64][kN / 2];
+  for (int i = 0; i < kM64; ++i)
+    for (int e = 0; e < kN / 2; ++e) acc[i][e] = 0.f;
+  const u32 a = 0x3c003c00u ^ (threadIdx.x & 31);
+  const u64 desc0 = wgmma_desc_sw128(st, 1024);
+  __syncthreads();
+  const long long t0 = clock64();
+  for (int r = 0; r < reps; ++r) {
+    wgmma_fence();
+#pragma unroll
+    for (int i = 0; i < kM64; ++i)
+#pragma unroll
+      for (int s = 0; s < 8; ++s)
+        wgmma_rs<kN, false>(acc[i], a, a ^ 1, a ^ 2, a ^ 3,
+                            wgmma_desc_advance(desc0, (s / 4) * kN * 128 + 32 * (s % 4)));
+    wgmma_commit();
+    if constexpr (kWaitEach) wgmma_wait<0>();
+  }
+  wgmma_wait<0>();
+  const long long t1 = clock64();
+  if (threadIdx.x % 128 == 0) cycles[blockIdx.x * kWG + threadIdx.x / 128] = t1 - t0;
+  float s = 0.f;
+  for (int i = 0; i < kM64; ++i)
+    for (int e = 0; e < kN / 2; ++e) s += acc[i][e];
+  if (s == 12345.f) sink[threadIdx.x] = s;
+}
+
+template <int kN, int kWG, int kM64, bool kWaitEach>
+void run(int sms) {
+  const int reps = 2000;
+  long long* cyc;
+  float* sink;
+  CHECK(cudaMalloc(&cyc, sms * kWG * sizeof(long long)));
+  CHECK(cudaMalloc(&sink, 4096));
+  auto k = rate<kN, kWG, kM64, kWaitEach>;
+  const int smem = kN * 256 + 1024;
+  CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  k<<<sms, kWG * 128, smem>>>(cyc, sink, 10);
+  CHECK(cudaGetLastError());
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  CHECK(cudaEventRecord(e0));
+  k<<<sms, kWG * 128, smem>>>(cyc, sink, reps);
+  CHECK(cudaEventRecord(e1));
+  CHECK(cudaEventSynchronize(e1));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  long long host[1024];
+  CHECK(cudaMemcpy(host, cyc, sms * kWG * sizeof(long long), cudaMemcpyDeviceToHost));
+  long long mx = 0;
+  for (int i = 0; i < sms * kWG; ++i) mx = host[i] > mx ? host[i] : mx;
+  const double wgmmas_per_sm = double(reps) * kM64 * 8 * kWG;
+  const double flops = 2.0 * 64 * kN * 16 * wgmmas_per_sm * sms;
+  printf("N=%3d WG=%d m64=%d wait_each=%d: %6.1f clk per wgmma per SM (ideal %d), %6.1f TFLOP/s\n", kN, kWG,
+         kM64, int(kWaitEach), mx / wgmmas_per_sm, kN / 2, flops / (ms * 1e-3) / 1e12);
+  cudaFree(cyc), cudaFree(sink);
+}
+
+int main() {
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  run<64, 1, 1, true>(sms);
+  run<64, 2, 1, true>(sms);
+  run<64, 1, 2, true>(sms);
+  run<64, 2, 2, true>(sms);
+  run<64, 3, 2, true>(sms);
+  run<64, 2, 2, false>(sms);
+  run<128, 1, 1, true>(sms);
+  run<128, 2, 1, true>(sms);
+  run<128, 2, 1, false>(sms);
+  run<32, 2, 2, true>(sms);
+  run<16, 2, 2, true>(sms);
+  return 0;
+}
