@@ -5,7 +5,7 @@
 # merged file to $OUT (bring it back and commit it), then bench the standard cases of all four
 # formats with it (FORMATS=1 scripts/device_run.sh, no tests: run them in the call that changed a
 # template). Results: $OUT/summary.txt, $OUT/<file>.json; logs under $OUT/tune and $OUT/run.
-# Usage: [TUNE_M=1,16] [FORMATS=";--act bf16;--bits 2;--bits 8" (set but empty: W4 f16 only)] [LIMIT_S=360]
+# Usage: [TUNE_M=1,16] [SHAPES=file (layers instead of the standard ones)] [FORMATS=";--act bf16;--bits 2;--bits 8" (set but empty: W4 f16 only)] [LIMIT_S=360]
 #        scripts/device_retune_bench.sh [bench args, default --cases standard --m 1,16,64,128]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 R=$OUT
