@@ -18,7 +18,10 @@
 #include "common/wgmma.cuh"
 using namespace lowbit::kern;
 
-template <int kN, int kWG, int kM64, bool kWaitEach>
+// kAlu: f16x2 FMAs per thread and batch on registers the wgmmas do not use, 0 none; issued between
+// the batch's commit and its wait (kAluAfter false: under the warpgroup's own wgmmas) or after the
+// wait (true: in series).
+template <int kN, int kWG, int kM64, bool kWaitEach, int kAlu = 0, bool kAluAfter = false>
 __global__ void __launch_bounds__(kWG * 128) rate(long long* cycles, float* sink, int reps) {
   extern __shared__ __align__(1024) unsigned char smem[];
   for (int i = threadIdx.x; i < kN * 256 / 16; i += blockDim.x)
@@ -31,6 +34,15 @@ __global__ void __launch_bounds__(kWG * 128) rate(long long* cycles, float* sink
     for (int e = 0; e < kN / 2; ++e) acc[i][e] = 0.f;
   const u32 a = 0x3c003c00u ^ (threadIdx.x & 31);
   const u64 desc0 = wgmma_desc_sw128(st, 1024);
+  u32 alu[16];
+  for (int i = 0; i < 16; ++i) alu[i] = 0x3c003c00u + i + threadIdx.x;
+  auto alu_work = [&] {
+#pragma unroll
+    for (int k = 0; k < kAlu / 16; ++k)
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        asm volatile("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(alu[i]) : "r"(0x3bff3bffu), "r"(0x00010001u));
+  };
   __syncthreads();
   const long long t0 = clock64();
   for (int r = 0; r < reps; ++r) {
@@ -42,7 +54,9 @@ __global__ void __launch_bounds__(kWG * 128) rate(long long* cycles, float* sink
         wgmma_rs<kN, false>(acc[i], a, a ^ 1, a ^ 2, a ^ 3,
                             wgmma_desc_advance(desc0, (s / 4) * kN * 128 + 32 * (s % 4)));
     wgmma_commit();
+    if constexpr (!kAluAfter) alu_work();
     if constexpr (kWaitEach) wgmma_wait<0>();
+    if constexpr (kAluAfter) alu_work();
   }
   wgmma_wait<0>();
   const long long t1 = clock64();
@@ -50,17 +64,18 @@ __global__ void __launch_bounds__(kWG * 128) rate(long long* cycles, float* sink
   float s = 0.f;
   for (int i = 0; i < kM64; ++i)
     for (int e = 0; e < kN / 2; ++e) s += acc[i][e];
+  for (int i = 0; i < 16; ++i) s += __uint_as_float(alu[i]);
   if (s == 12345.f) sink[threadIdx.x] = s;
 }
 
-template <int kN, int kWG, int kM64, bool kWaitEach>
+template <int kN, int kWG, int kM64, bool kWaitEach, int kAlu = 0, bool kAluAfter = false>
 void run(int sms) {
   const int reps = 2000;
   long long* cyc;
   float* sink;
   CHECK(cudaMalloc(&cyc, sms * kWG * sizeof(long long)));
   CHECK(cudaMalloc(&sink, 4096));
-  auto k = rate<kN, kWG, kM64, kWaitEach>;
+  auto k = rate<kN, kWG, kM64, kWaitEach, kAlu, kAluAfter>;
   const int smem = kN * 256 + 1024;
   CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   k<<<sms, kWG * 128, smem>>>(cyc, sink, 10);
@@ -80,8 +95,11 @@ void run(int sms) {
   for (int i = 0; i < sms * kWG; ++i) mx = host[i] > mx ? host[i] : mx;
   const double wgmmas_per_sm = double(reps) * kM64 * 8 * kWG;
   const double flops = 2.0 * 64 * kN * 16 * wgmmas_per_sm * sms;
-  printf("N=%3d WG=%d m64=%d wait_each=%d: %6.1f clk per wgmma per SM (ideal %d), %6.1f TFLOP/s\n", kN, kWG,
-         kM64, int(kWaitEach), mx / wgmmas_per_sm, kN / 2, flops / (ms * 1e-3) / 1e12);
+  printf(
+      "N=%3d WG=%d m64=%d wait_each=%d alu=%3d %s: %6.1f clk per wgmma per SM (ideal %d), %7.1f clk per "
+      "batch, %6.1f TFLOP/s\n",
+      kN, kWG, kM64, int(kWaitEach), kAlu, kAluAfter ? "after the wait " : "under the batch",
+      mx / wgmmas_per_sm, kN / 2, double(mx) / reps, flops / (ms * 1e-3) / 1e12);
   cudaFree(cyc), cudaFree(sink);
 }
 
@@ -99,5 +117,14 @@ int main() {
   run<128, 2, 1, false>(sms);
   run<32, 2, 2, true>(sms);
   run<16, 2, 2, true>(sms);
+  // A warpgroup's own f16x2 work under its in-flight wgmmas against the same work after its wait.
+  run<64, 1, 1, true, 128, false>(sms);
+  run<64, 1, 1, true, 128, true>(sms);
+  run<64, 1, 1, true, 256, false>(sms);
+  run<64, 1, 1, true, 256, true>(sms);
+  run<64, 2, 1, true, 256, false>(sms);
+  run<64, 2, 1, true, 256, true>(sms);
+  run<64, 2, 2, true, 256, false>(sms);
+  run<64, 2, 2, true, 256, true>(sms);
   return 0;
 }
