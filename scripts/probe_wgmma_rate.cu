@@ -21,7 +21,8 @@ using namespace lowbit::kern;
 // kAlu: f16x2 FMAs per thread and batch on registers the wgmmas do not use, 0 none; issued between
 // the batch's commit and its wait (kAluAfter false: under the warpgroup's own wgmmas) or after the
 // wait (true: in series).
-template <int kN, int kWG, int kM64, bool kWaitEach, int kAlu = 0, bool kAluAfter = false>
+template <int kN, int kWG, int kM64, bool kWaitEach, int kAlu = 0, bool kAluAfter = false,
+          bool kAluInt = false>
 __global__ void __launch_bounds__(kWG * 128) rate(long long* cycles, float* sink, int reps) {
   extern __shared__ __align__(1024) unsigned char smem[];
   for (int i = threadIdx.x; i < kN * 256 / 16; i += blockDim.x)
@@ -41,7 +42,10 @@ __global__ void __launch_bounds__(kWG * 128) rate(long long* cycles, float* sink
     for (int k = 0; k < kAlu / 16; ++k)
 #pragma unroll
       for (int i = 0; i < 16; ++i)
-        asm volatile("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(alu[i]) : "r"(0x3bff3bffu), "r"(0x00010001u));
+        if constexpr (kAluInt)  // the control: integer work (LOP3) instead of f16x2
+          asm volatile("lop3.b32 %0, %0, %1, %2, 0x6a;" : "+r"(alu[i]) : "r"(0x0f0f0f0fu), "r"(0x64006400u));
+        else
+          asm volatile("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(alu[i]) : "r"(0x3bff3bffu), "r"(0x00010001u));
   };
   __syncthreads();
   const long long t0 = clock64();
@@ -68,14 +72,15 @@ __global__ void __launch_bounds__(kWG * 128) rate(long long* cycles, float* sink
   if (s == 12345.f) sink[threadIdx.x] = s;
 }
 
-template <int kN, int kWG, int kM64, bool kWaitEach, int kAlu = 0, bool kAluAfter = false>
+template <int kN, int kWG, int kM64, bool kWaitEach, int kAlu = 0, bool kAluAfter = false,
+          bool kAluInt = false>
 void run(int sms) {
   const int reps = 2000;
   long long* cyc;
   float* sink;
   CHECK(cudaMalloc(&cyc, sms * kWG * sizeof(long long)));
   CHECK(cudaMalloc(&sink, 4096));
-  auto k = rate<kN, kWG, kM64, kWaitEach, kAlu, kAluAfter>;
+  auto k = rate<kN, kWG, kM64, kWaitEach, kAlu, kAluAfter, kAluInt>;
   const int smem = kN * 256 + 1024;
   CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   k<<<sms, kWG * 128, smem>>>(cyc, sink, 10);
@@ -96,10 +101,10 @@ void run(int sms) {
   const double wgmmas_per_sm = double(reps) * kM64 * 8 * kWG;
   const double flops = 2.0 * 64 * kN * 16 * wgmmas_per_sm * sms;
   printf(
-      "N=%3d WG=%d m64=%d wait_each=%d alu=%3d %s: %6.1f clk per wgmma per SM (ideal %d), %7.1f clk per "
+      "N=%3d WG=%d m64=%d wait_each=%d alu=%3d %s %s: %6.1f clk per wgmma per SM (ideal %d), %7.1f clk per "
       "batch, %6.1f TFLOP/s\n",
       kN, kWG, kM64, int(kWaitEach), kAlu, kAluAfter ? "after the wait " : "under the batch",
-      mx / wgmmas_per_sm, kN / 2, double(mx) / reps, flops / (ms * 1e-3) / 1e12);
+      kAluInt ? "lop3" : "hfma2", mx / wgmmas_per_sm, kN / 2, double(mx) / reps, flops / (ms * 1e-3) / 1e12);
   cudaFree(cyc), cudaFree(sink);
 }
 
@@ -126,5 +131,10 @@ int main() {
   run<64, 2, 1, true, 256, true>(sms);
   run<64, 2, 2, true, 256, false>(sms);
   run<64, 2, 2, true, 256, true>(sms);
+  // The control: the same with integer work.
+  run<64, 1, 1, true, 256, false, true>(sms);
+  run<64, 1, 1, true, 256, true, true>(sms);
+  run<64, 2, 2, true, 256, false, true>(sms);
+  run<64, 2, 2, true, 256, true, true>(sms);
   return 0;
 }
