@@ -653,8 +653,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);
   // Heuristic v17: where 128-column blocks split in two along K (a cluster pair, below) make
   // 0.7-1 wave, with at least 8 chunks per piece.
-  const int64_t blocks_128 = ceil_div(tiles, 16);  // 128-column blocks
-  auto pair_blocks = [&](int mt) { return 2 * blocks_128 * ceil_div(bucket, 16 * mt); };
+  // 128-column blocks of 16·mt rows over all of K, and split in two along K.
+  auto blocks_128 = [&](int mt) { return ceil_div(tiles, 16) * ceil_div(bucket, 16 * mt); };
+  auto pair_blocks = [&](int mt) { return 2 * blocks_128(mt); };
   auto pair_wave_at = [&](int mt) {
     return mt * 16 <= bucket && pair_blocks(mt) >= 0.7 * sms && pair_blocks(mt) <= sms && chunks >= 16;
   };
@@ -699,7 +700,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       if (can_implement(p, pair, arch)) return pair;
     }
     for (int mt : {8, 4}) {
-      const int64_t blocks = blocks_128 * ceil_div(bucket, 16 * mt);
+      const int64_t blocks = blocks_128(mt);
       if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > 1.5 * sms) continue;
       WqGemmConfig wave = make(mt, 2, 1, 4);
       wave.warps_n = 8, wave.wgmma = true, wave.x_image = true;
