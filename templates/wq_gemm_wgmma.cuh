@@ -88,7 +88,6 @@ __global__ void __launch_bounds__(kTok * 4)
         make_uint4(word_of(v[0], w), word_of(v[1], w), word_of(v[2], w), word_of(v[3], w));
 }
 
-#define WQ_UNIT_SCALE 1
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
           bool kClusterK, int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK, bool kXImage>
 __global__ void __launch_bounds__((kWarpsN + 4) * 32)
@@ -118,12 +117,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   constexpr bool kFloatZeros = kMode >= 2;
   constexpr bool kHasZeros = kMode != 1;
   constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;
-  // Integer modes with one scale per chunk (groups of 128 or more): the dequantization leaves the
-  // scale out (q − z, exact) and a column's accumulators count in units of its current scale, rescaled
-  // by old/new before a chunk's wgmmas and by the last unit at the end. One fp32 multiply per
-  // accumulator and step replaces one f16x2 multiply per weight pair, which (like every ALU
-  // instruction) does not overlap the warp's wgmmas (docs/perf-notes.md, twenty-fifth session).
-  constexpr bool kUnitScale = WQ_UNIT_SCALE && kIntMode && kGroup >= 128;
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;
   constexpr int kTileWords = 32 * kBits;
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
@@ -304,11 +297,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // (fifteenth session), so there they are zeroed before the roles split, as before.
   constexpr bool kAccInBranch = kTokTiles == 8 || kStreamK;
   float acc[kM64][kTok / 2];
-  // kUnitScale: the scale the accumulators of tiles 8i + 2w + h count in (column g). A zero scale
-  // becomes 2^-64, a unit that makes the chunk's sums vanish without dividing by zero.
-  float unit[kM64][2];
-#pragma unroll
-  for (int i = 0; i < kM64; ++i) unit[i][0] = unit[i][1] = 1.f;
   auto zero_acc = [&] {
 #pragma unroll
     for (int i = 0; i < kM64; ++i)
@@ -348,15 +336,14 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         if (holds(row, col)) fn(row, col, acc[i][e]);
       }
   };
-  auto scale_at_end = [&] {  // per-channel scales, or the last unit: one multiply per output
+  auto scale_at_end = [&] {  // per-channel scales: one multiply per output
+    if constexpr (kScaleAtEnd) {
 #pragma unroll
-    for (int i = 0; i < kM64; ++i)
+      for (int i = 0; i < kM64; ++i)
 #pragma unroll
-      for (int e = 0; e < kTok / 2; ++e) {
-        if constexpr (kScaleAtEnd)
+        for (int e = 0; e < kTok / 2; ++e)
           acc[i][e] *= to_f32<kBf16>(__ldg(scales + min(column(i, e & 3), kNPad - 1)));
-        if constexpr (kUnitScale) acc[i][e] *= unit[i][(e >> 1) & 1];
-      }
+    }
   };
 
   // Split K: the cluster's kSplitK blocks each hold a piece of the tile's sums. 16-byte vector q of
@@ -466,7 +453,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         // This warp's weight fragments and the scale and zero of its columns (lane t's 32 k values
         // never straddle a group).
         u32 wv[kM64][2][kBits], zq[kM64][2], s2[kM64][2];
-        float rescale[kM64][2];  // kUnitScale: old unit / new unit
         const u32 frag = st + kXBytes + ((wtile0 + 2 * warp) * kTileWords + lane * kV) * 4;
         const int gi = kGroup >= 128 || kGroup == 0 ? 0 : 32 * t / kGroup;
         const u32 meta = st + kXBytes + kWBytes + ((wtile0 + 2 * warp) * kGroupsPerChunk + gi) * 16;
@@ -478,13 +464,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
             s2[i][h] = s_channel[i][h];
           } else {
             constexpr int kS = (8 * i + h) * kGroupsPerChunk * 16, kZ = kS + kMetaRows * 16;
-            const u16 s = ld_shared_u16<kS>(meta + 2 * g);
-            s2[i][h] = splat2(s);
-            if constexpr (kUnitScale) {
-              const float sf = to_f32<kBf16>(s), next = sf != 0.f ? sf : 0x1p-64f;
-              rescale[i][h] = __fdividef(unit[i][h], next);
-              unit[i][h] = next;
-            }
+            s2[i][h] = splat2(ld_shared_u16<kS>(meta + 2 * g));
             if constexpr (kFloatZeros)
               zq[i][h] = splat2(ld_shared_u16<kZ>(meta + 2 * g));
             else
@@ -497,17 +477,10 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
           for (int p = 0; p < 4; ++p)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd && !kUnitScale>(wv[i][h], p, zq[i][h], s2[i][h],
-                                                                              a[i][p][h]);
+              dequant_pairs<kBits, kBf16, kMode, !kScaleAtEnd>(wv[i][h], p, zq[i][h], s2[i][h], a[i][p][h]);
 #pragma unroll
               for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
             }
-        if constexpr (kUnitScale) {  // the last step's wgmmas are done (waited for below)
-#pragma unroll
-          for (int i = 0; i < kM64; ++i)
-#pragma unroll
-            for (int e = 0; e < kTok / 2; ++e) acc[i][e] *= rescale[i][(e >> 1) & 1];
-        }
         wgmma_fence();
         const u64 desc0 = wgmma_desc_sw128(st, 1024);
         // One accumulator's 8 k16 steps, then the next m64 tile's: with the two accumulators taken in
