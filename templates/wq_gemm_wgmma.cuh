@@ -15,9 +15,9 @@
 // dequantizes tiles 8i + 2w and 8i + 2w + 1 of each of its m64 tiles i (A rows 16w .. 16w + 15).
 // Split K: two or three blocks of a tile are one thread-block cluster and add their sums through
 // distributed shared memory at the end (the host launches clusters of (1, kSplitK, 1)); more add
-// them through the workspace as in wq_gemm.cuh (write_outputs): clusters of four ran in two waves on
+// them in the workspace's scratch (add_split_pieces_and_store): clusters of four ran in two waves on
 // the H100 (docs/perf-notes.md, twenty-third session). Stream K (below) shares tiles among any
-// blocks, through global memory.
+// blocks, through the same scratch.
 //
 // Pipeline: kStages stages, each holding one 128-wide K chunk: the activations (kTok rows, in
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. A producer warpgroup
@@ -392,6 +392,47 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       }
   };
 
+  // Split K past a cluster's (four ways or more): every piece adds its accumulators as they lie in
+  // registers (16-byte vectors, side by side across the MMA threads: coalesced) into the tile's slot,
+  // in the scratch that ends where the counters begin (as stream K's), and counts itself in; the
+  // piece that counts in last reads the sums back, writes y and leaves slot and count zero. (Scalar
+  // atomics per output into the fp32 sums, as wq_gemm.cuh's split K adds, cost this kernel ~6-8 µs
+  // at 4096² M = 64 split 4; twenty-fifth session.)
+  auto add_split_pieces_and_store = [&] {
+    __shared__ u32 last_piece;
+    if (producer) return;
+    const int u = blockIdx.z * gridDim.x + blockIdx.x;
+    float4* slot = reinterpret_cast<float4*>(counters) -
+                   static_cast<i64>(gridDim.z * gridDim.x - u) * kVecs * kConsumers + threadIdx.x;
+#pragma unroll
+    for (int q = 0; q < kVecs; ++q) {
+      const float(&a)[4] = vec(q);
+      red_add_v4(slot + q * kConsumers, a[0], a[1], a[2], a[3]);
+    }
+    __threadfence();  // this thread's sums are visible device-wide before the block counts in
+    named_barrier<1, kConsumers>();
+    if (threadIdx.x == 0) last_piece = atomicAdd(counters + u, 1u) == kSplitK - 1;
+    named_barrier<1, kConsumers>();
+    if (!last_piece) return;
+    __threadfence();
+    // One m64 tile's loads at a time, all in flight before any is used (as stream K's head).
+#pragma unroll
+    for (int i = 0; i < kM64; ++i) {
+      float4 sum[kVecs / kM64];
+#pragma unroll
+      for (int q = 0; q < kVecs / kM64; ++q) sum[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
+#pragma unroll
+      for (int q = 0; q < kVecs / kM64; ++q) {
+        float(&a)[4] = vec(i * kVecs / kM64 + q);
+        a[0] = sum[q].x, a[1] = sum[q].y, a[2] = sum[q].z, a[3] = sum[q].w;
+        __stcg(slot + (i * kVecs / kM64 + q) * kConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
+      }
+    }
+    for_each_output(
+        [&](int row, int col, float v) { store_output<kN, kOutF32, kBf16>(row, col, v, bias, y); });
+    if (threadIdx.x == 0) counters[u] = 0;
+  };
+
   // The two roles run separate loops (so neither holds the other's registers). Without stream K both
   // run exactly n_steps iterations and neither returns early, since the split-K epilogue's (cluster)
   // barriers involve every thread; with it the MMA warps write each tile they finish among
@@ -597,6 +638,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     scale_at_end();
     if constexpr (kClusterK)
       add_cluster_pieces_and_store();
+    else if constexpr (kSplitK > 1)
+      add_split_pieces_and_store();
     else
       write_outputs<kN, kSplitK, /*kDeterministic=*/false, kOutF32, kBf16>(for_each_output, bias, y, ws,
                                                                            counters, M);

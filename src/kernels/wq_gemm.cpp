@@ -122,6 +122,9 @@ bool cluster_split(const WqGemmConfig& c) {
 bool needs_split_workspace(const WqGemmConfig& c) {
   return c.split_k > 1 && !cluster_split(c);  // a cluster adds in shared memory, stream K in its scratch
 }
+bool adds_in_scratch(const WqGemmConfig& c) {
+  return c.stream_k || (c.wgmma && needs_split_workspace(c));
+}
 std::size_t cluster_sums_bytes(const WqGemmConfig& c) {
   // kSplitK · kOwnVecs · kConsumers · 16 B in templates/wq_gemm_wgmma.cuh: each MMA thread's
   // accumulators in 16-byte vectors (m_tiles·n_tiles of them), dealt out to the split's ranks.
@@ -548,7 +551,7 @@ std::size_t workspace_bytes(const WqGemmProblem& p, int split_k) {
   return counter_bytes(p.n, p.m) + slices * static_cast<std::size_t>(p.m) * p.n * 4;
 }
 std::size_t stream_k_scratch_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
-  if (!c.stream_k) return 0;
+  if (!adds_in_scratch(c)) return 0;
   const std::size_t rows = static_cast<std::size_t>(ceil_div(p.m, 16 * c.m_tiles)) * 16 * c.m_tiles;
   const std::size_t cols =
       static_cast<std::size_t>(ceil_div(ceil_div(p.n, 8), c.n_tiles * c.warps_n)) * 8 * c.n_tiles * c.warps_n;
@@ -938,7 +941,7 @@ struct WqGemmPlan::Impl {
   jit::DeviceBuffer workspace;
   const jit::LoadedKernel* permute = nullptr;  // act-order: x → packed K order, into the workspace
   std::size_t permuted_x_bytes = 0;            // act-order: the first bytes of the workspace
-  std::size_t stream_k_bytes = 0;              // stream K: the scratch after them
+  std::size_t stream_k_bytes = 0;              // stream K, wgmma K splits: the scratch after them
   std::size_t workspace_bytes = 0;             // the above + what the splitting buckets need
   jit::DeviceBuffer x_image;                   // x_image configs: the activations' stage image
   // x_image configs: the GEMM starts its weight copies while the image kernel runs (programmatic
@@ -1132,10 +1135,10 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     }
     impl_->records.push_back(bk.record);
     impl_->buckets.push_back({bucket, c, &k, resident, image});
-    // Stream K needs only the counters there (its sums go through the scratch below them); split K
-    // also the fp32 sums, unless a cluster adds the pieces (nothing).
+    // Stream K and wgmma K splits need only the counters there (their sums go through the scratch
+    // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
-        std::max(impl_->workspace_bytes, c.stream_k                     ? wq::counter_bytes(pb.n, pb.m)
+        std::max(impl_->workspace_bytes, wq::adds_in_scratch(c)         ? wq::counter_bytes(pb.n, pb.m)
                                          : wq::needs_split_workspace(c) ? wq::workspace_bytes(pb, c.split_k)
                                                                         : 0);
     impl_->stream_k_bytes = std::max(impl_->stream_k_bytes, wq::stream_k_scratch_bytes(pb, c));
@@ -1219,11 +1222,11 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
   const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m, b->resident_blocks);
-  // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | stream-K scratch (the
-  // plan's largest) | counters | fp32 sums]. Counters and sums are laid out for this M; where they
-  // fall does not matter between calls: every call leaves them zero (counters, atomic sums and
-  // deterministic slices), and the stream-K scratch (its heads zero what they read; slots of three
-  // or more pieces are added into, so they must start zero).
+  // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | scratch of stream K
+  // and wgmma K splits (the plan's largest) | counters | fp32 sums]. Counters and sums are laid out
+  // for this M; where they fall does not matter between calls: every call leaves them zero
+  // (counters, atomic sums and deterministic slices), and the scratch (the piece that reads a slot
+  // zeroes it; slots are added into, so they must start zero).
   char* base = static_cast<char*>(ws);
   const void* x = a.x;
   int mi = static_cast<int>(m);

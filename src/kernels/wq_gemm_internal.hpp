@@ -80,10 +80,11 @@ constexpr const char* mode_tag(DequantMode m) {
 constexpr int kMaxDeterministicSplit = 16;
 std::size_t counter_bytes(int64_t n, int64_t m);
 std::size_t workspace_bytes(const WqGemmProblem& problem, int split_k);  // 0 without split
-// Stream K also needs a scratch slot per output tile, right before the counters (templates/
-// wq_gemm_wgmma.cuh): a plan reserves the most any of its buckets needs there, so the counters (and a
-// split-K bucket's fp32 slice after them) sit at the same place for every M. stream_k_scratch_bound covers
-// every config (at most 128 rows × 256 columns per tile).
+// Stream K, and the wgmma kernel's K splits past a cluster's, add their pieces in a scratch slot per
+// output tile, right before the counters (templates/wq_gemm_wgmma.cuh): a plan reserves the most any
+// of its buckets needs there, so the counters (and a split-K bucket's fp32 slice after them) sit at
+// the same place for every M. stream_k_scratch_bound covers every config (at most 128 rows × 256
+// columns per tile).
 std::size_t stream_k_scratch_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
 std::size_t stream_k_scratch_bound(const WqGemmProblem& problem);
 
@@ -99,9 +100,12 @@ std::size_t cluster_sums_bytes(const WqGemmConfig& config);
 // Whether a config's K split is a thread-block cluster adding through shared memory (wgmma, split_k 2
 // or 3; larger splits, and mma.sync, add through the workspace).
 bool cluster_split(const WqGemmConfig& config);
-// Whether a config adds its K pieces through the workspace's counters and fp32 sums (a K split that
-// is not a cluster one); stream K needs its own scratch and counters instead.
+// Whether a config adds its K pieces through the workspace (a K split that is not a cluster one):
+// mma.sync through its counters and fp32 sums, wgmma through its counters and the scratch slots.
+// Stream K needs the scratch and counters too.
 bool needs_split_workspace(const WqGemmConfig& config);
+// Whether a config's pieces meet in the scratch slots (stream K, wgmma K splits through the workspace).
+bool adds_in_scratch(const WqGemmConfig& config);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);
 

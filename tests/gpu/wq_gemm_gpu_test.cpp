@@ -61,11 +61,12 @@ bool skipped_without_wgmma() {
 // Every M of kMs through seven plans: the library's choice, data-parallel, split-K, three with
 // block-shared activations (warps stepping through K in pairs, split; 4 × 8 tiles per warp, which
 // dequantizes before the MMA with one accumulator chain; one row tile, which swaps operands) and
-// one with per-warp staged activations (one warp along N, split); on sm_90a six more with
+// one with per-warp staged activations (one warp along N, split); on sm_90a seven more with
 // warpgroup MMA (N = 16 rows, split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
 // tiles; 128 rows, split, 6 stages; stream K at 64 rows × 256 columns and 128 rows × 128 columns, whose
 // tiles are split among up to a dozen blocks on the small layers, and whose steps cross row blocks;
-// the 128-row split one and the 64-row stream-K one with their activations from an image).
+// the 128-row split one and the 64-row stream-K one with their activations from an image; a four-way
+// split at 64 rows, whose pieces add in the workspace's scratch).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
@@ -83,9 +84,10 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_warp})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
-    for (const WqGemmConfig& c : {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5),
-                                  wgmma_config(2, 4, 8, 1, 4), with_image(wgmma_config(8, 2, 4, split, 6)),
-                                  with_image(stream_k_config(4, 4, 8, 3)), stream_k_config(8, 2, 8, 3)}) {
+    for (const WqGemmConfig& c :
+         {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5), wgmma_config(2, 4, 8, 1, 4),
+          with_image(wgmma_config(8, 2, 4, split, 6)), with_image(stream_k_config(4, 4, 8, 3)),
+          stream_k_config(8, 2, 8, 3), wgmma_config(4, 2, 8, 4, 4)}) {
       WqGemmPlanOptions o;
       o.config = c;
       plans.emplace_back(rt, L->problem, kMs, o);
@@ -357,16 +359,19 @@ TEST_CASE("wq_gemm wgmma: zero, tiny and large scales", "[gpu]") {
 }
 
 TEST_CASE("wq_gemm plans sharing one workspace: a stream-K plan leaves it zero for a split-K plan", "[gpu]") {
-  // A stream-K plan's scratch lies where another plan may keep its counters; each call must leave
-  // the workspace zero (a review's repro: the split-K plan then left its outputs unwritten).
+  // A stream-K plan's scratch (and a wgmma four-way split's, which adds in the same slots) lies where
+  // another plan may keep its counters; each call must leave the workspace zero (a review's repro:
+  // the split-K plan then left its outputs unwritten).
   if (skipped_without_wgmma()) return;
   Runtime& rt = gpu_runtime();
   auto L = make_layer(problem(16384, 2048, 128, 128), false);
-  WqGemmPlanOptions sk, split;
+  WqGemmPlanOptions sk, split, wgmma_split;
   sk.config = stream_k_config(8, 2, 8, 3);
   split.config = config(1, 4, 1, 2, 5);
-  sk.allocate_workspace = split.allocate_workspace = false;
-  WqGemmPlan stream_plan(rt, L->problem, {128}, sk), split_plan(rt, L->problem, {16}, split);
+  wgmma_split.config = wgmma_config(4, 2, 8, 4, 3);
+  sk.allocate_workspace = split.allocate_workspace = wgmma_split.allocate_workspace = false;
+  WqGemmPlan stream_plan(rt, L->problem, {128}, sk), split_plan(rt, L->problem, {16}, split),
+      wgmma_split_plan(rt, L->problem, {128}, wgmma_split);
   jit::DeviceBuffer ws(workspace_bytes(L->problem));
   ws.fill_bytes(0);
   WqGemmArgs a = L->args(false);
@@ -383,7 +388,9 @@ TEST_CASE("wq_gemm plans sharing one workspace: a stream-K plan leaves it zero f
   for (int round = 0; round < 2; ++round) {
     check(split_plan, 16);
     check(stream_plan, 16);
+    check(wgmma_split_plan, 65);
     check(stream_plan, 128);
+    check(wgmma_split_plan, 128);
   }
   check(split_plan, 16);
 }
