@@ -71,6 +71,8 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
   Runtime& rt = gpu_runtime();
   const int split = static_cast<int>(std::min<int64_t>(3, (k + 127) / 128));
+  const int split4 =
+      static_cast<int>(std::min<int64_t>(4, (k + 127) / 128));  // past a cluster where K allows
   WqGemmPlan chosen(rt, L->problem, kMs);
   WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_warp;
   dp.config = config(2, 4, 1, 4, 1);
@@ -87,7 +89,7 @@ void sweep(int64_t n, int64_t k, int group = 128) {
     for (const WqGemmConfig& c :
          {wgmma_config(1, 2, 4, split, 2), wgmma_config(4, 2, 8, 1, 5), wgmma_config(2, 4, 8, 1, 4),
           with_image(wgmma_config(8, 2, 4, split, 6)), with_image(stream_k_config(4, 4, 8, 3)),
-          stream_k_config(8, 2, 8, 3), wgmma_config(4, 2, 8, 4, 4)}) {
+          stream_k_config(8, 2, 8, 3), wgmma_config(4, 2, 8, split4, 4)}) {
       WqGemmPlanOptions o;
       o.config = c;
       plans.emplace_back(rt, L->problem, kMs, o);
