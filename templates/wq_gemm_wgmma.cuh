@@ -313,6 +313,26 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   auto vec = [&](int q) -> float(&)[4] {
     return *reinterpret_cast<float(*)[4]>(&acc[4 * q / (kTok / 2)][4 * q % (kTok / 2)]);
   };
+  // A tile's slot in the scratch (stream K, K splits past a cluster's): vector q of MMA thread i at
+  // slot + q·kConsumers (`slot` already offset by the thread). Reads it into the accumulators (adds
+  // to them with `add`) and leaves it zero, one m64 tile's loads at a time, all in flight before any
+  // is used (with the zeroing stores in between, each load waited for the one before: 38 → 64 µs at
+  // 28672×4096 M = 64; all 64 at once spilled).
+  auto take_slot = [&](float4* slot, bool add) {
+#pragma unroll
+    for (int i = 0; i < kM64; ++i) {
+      float4 v[kVecs / kM64];
+#pragma unroll
+      for (int q = 0; q < kVecs / kM64; ++q) v[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
+#pragma unroll
+      for (int q = 0; q < kVecs / kM64; ++q) {
+        float(&a)[4] = vec(i * kVecs / kM64 + q);
+        const float4 b = add ? make_float4(a[0] + v[q].x, a[1] + v[q].y, a[2] + v[q].z, a[3] + v[q].w) : v[q];
+        a[0] = b.x, a[1] = b.y, a[2] = b.z, a[3] = b.w;
+        __stcg(slot + (i * kVecs / kM64 + q) * kConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
+      }
+    }
+  };
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -415,19 +435,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     named_barrier<1, kConsumers>();
     if (!last_piece) return;
     __threadfence();
-    // One m64 tile's loads at a time, all in flight before any is used (as stream K's head).
-#pragma unroll
-    for (int i = 0; i < kM64; ++i) {
-      float4 sum[kVecs / kM64];
-#pragma unroll
-      for (int q = 0; q < kVecs / kM64; ++q) sum[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
-#pragma unroll
-      for (int q = 0; q < kVecs / kM64; ++q) {
-        float(&a)[4] = vec(i * kVecs / kM64 + q);
-        a[0] = sum[q].x, a[1] = sum[q].y, a[2] = sum[q].z, a[3] = sum[q].w;
-        __stcg(slot + (i * kVecs / kM64 + q) * kConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
-      }
-    }
+    take_slot(slot, false);  // the slot holds every piece's sums, this one's too
     for_each_output(
         [&](int row, int col, float v) { store_output<kN, kOutF32, kBf16>(row, col, v, bias, y); });
     if (threadIdx.x == 0) counters[u] = 0;
@@ -606,22 +614,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
               while (ld_acquire_u32(counters + u) != pieces - 1) {
               }
             named_barrier<1, kConsumers>();
-            // One m64 tile's loads at a time, all in flight before any is added (with the zeroing
-            // stores in between, each load waited for the one before: 38 → 64 µs at 28672×4096
-            // M = 64; all 64 at once spilled).
-#pragma unroll
-            for (int i = 0; i < kM64; ++i) {
-              float4 other[kVecs / kM64];
-#pragma unroll
-              for (int q = 0; q < kVecs / kM64; ++q)
-                other[q] = __ldcg(slot + (i * kVecs / kM64 + q) * kConsumers);
-#pragma unroll
-              for (int q = 0; q < kVecs / kM64; ++q) {
-                float(&a)[4] = vec(i * kVecs / kM64 + q);
-                a[0] += other[q].x, a[1] += other[q].y, a[2] += other[q].z, a[3] += other[q].w;
-                __stcg(slot + (i * kVecs / kM64 + q) * kConsumers, make_float4(0.f, 0.f, 0.f, 0.f));
-              }
-            }
+            take_slot(slot, true);
           }
           for_each_output(
               [&](int row, int col, float v) { store_output<kN, kOutF32, kBf16>(row, col, v, bias, y); });
