@@ -64,8 +64,9 @@ struct WqGemmProblem {
 // One point of the configuration space. A block is warps_n × warps_k warps; each warp owns
 // n_tiles 8-column MMA tiles and m_tiles 16-row tiles; the warps_k warps of a block split its K
 // range and reduce through shared memory; split_k blocks split K across the grid and reduce
-// through an fp32 workspace (atomics; the last block to finish writes the output), or, with wgmma
-// and split_k 2 or 3, through the shared memory of a thread-block cluster (below).
+// through an fp32 workspace (atomics; the last block to finish writes the output), or, with wgmma,
+// through the shared memory of a thread-block cluster (split_k 2 or 3) or the workspace's scratch
+// slots (larger splits; below).
 struct WqGemmConfig {
   int m_tiles = 1;  // 1..8
   int n_tiles = 4;  // 1, 2, 4, 8
@@ -94,7 +95,9 @@ struct WqGemmConfig {
   // received sums must fit in the stages: can_implement says when they do not). Two-way splits are the
   // heuristic's choice where they make 0.7-1 wave of 128-column blocks (4096², 8192², 6144×4096 and
   // 4096×14336 at 64/128 rows: 7-18 % faster than stream K on the H100). Larger splits add through the
-  // workspace: clusters of four ran in two waves on the H100 (1.5-1.8× slower).
+  // workspace: clusters of four ran in two waves on the H100 (1.5-1.8× slower). There each block adds its
+  // sums as 16-byte vectors (atomic fp32 adds) into a scratch slot per tile, and the last one to count in
+  // writes the output (the tuned choice for K-heavy layers such as 4096×14336 at 64/128 rows).
   bool wgmma = false;
   // wgmma only, split_k 1: stream K. As many blocks as fit on the device at once (the SMs times the
   // blocks per SM) each take an equal share of the (row block, column block, 128-k chunk) steps, so no
