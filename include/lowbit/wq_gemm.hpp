@@ -97,7 +97,8 @@ struct WqGemmConfig {
   // 4096×14336 at 64/128 rows: 7-18 % faster than stream K on the H100). Larger splits add through the
   // workspace: clusters of four ran in two waves on the H100 (1.5-1.8× slower). There each block adds its
   // sums as 16-byte vectors (atomic fp32 adds) into a scratch slot per tile, and the last one to count in
-  // writes the output (the tuned choice for K-heavy layers such as 4096×14336 at 64/128 rows).
+  // writes the output (the tuned choice for K-heavy layers such as 4096×14336 at 64/128 rows, and the
+  // heuristic's at 64 rows where four pieces of 128-column blocks make 0.7-1 wave of 16 chunks or more).
   bool wgmma = false;
   // wgmma only, split_k 1: stream K. As many blocks as fit on the device at once (the SMs times the
   // blocks per SM) each take an equal share of the (row block, column block, 128-k chunk) steps, so no

@@ -719,6 +719,21 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   without on the small layers too (H100 W4 f16: 4096² M = 128 16.22 against 16.46 µs,
     //   6144×4096 M = 64 15.05 against 15.33, 4096×14336 M = 64 24.67 against 25.42): the image on
     //   every wgmma config.
+    // - Heuristic v18 (twenty-fifth session, after the wgmma kernel's four-way splits moved to the
+    //   scratch slots; H100 re-tune of the K-heavy layers at 64/128 rows): at 64 rows, where a
+    //   four-way K split of 128-column blocks makes 0.7-1 wave and each piece keeps 16 chunks or more
+    //   (4096×14336, 3584×18944), that split: the tuned best in all four formats on 4096×14336 (W4
+    //   f16 22.47 µs against 24.72 for stream K, bf16 24.09 against 26.36, W2 21.72 against 22.99, W8
+    //   30.69 against 31.75) and W4 f16 3584×18944 (27.36 against 28.73). Not at 128 rows: the
+    //   cluster pair of 64-row blocks is within 6 % there, and stream K won on 3584×18944.
+    if (bucket == 64) {
+      const int64_t four_way = 4 * blocks_128(4);
+      if (four_way >= 0.7 * sms && four_way <= sms && chunks >= 4 * 16) {
+        WqGemmConfig s = make(4, 2, 1, 4);
+        s.warps_n = 8, s.wgmma = true, s.x_image = true, s.split_k = 4;
+        if (can_implement(p, s, arch)) return s;
+      }
+    }
     if (mid_wgmma && bucket == 128) {
       WqGemmConfig s = make(8, 2, 1, 3);
       s.warps_n = 8, s.wgmma = true, s.stream_k = true, s.x_image = true;

@@ -132,8 +132,9 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
     p.m = m, p.n = n, p.k = k, p.bits = 4, p.group_size = 128;
     return lowbit::choose_config(p, hopper, 132);
   };
-  // (v17 took 8192² M = 64, 4096×14336 M = 128 and 6144×4096 M = 64 to a cluster pair, below.)
-  for (auto [n, k, m] : {std::tuple{4096, 14336, 64}}) {
+  // (v17 took 8192² M = 64, 4096×14336 M = 128 and 6144×4096 M = 64 to a cluster pair, below; v18
+  // 4096×14336 M = 64 to a four-way split, below.)
+  for (auto [n, k, m] : {std::tuple{5120, 13824, 64}}) {
     const WqGemmConfig c = choice(n, k, m);
     CAPTURE(n, k, m, c.str());
     CHECK(c.wgmma);
@@ -174,6 +175,35 @@ TEST_CASE("choose_config v11: stream K where a K split would leave blocks 32 chu
   WqGemmProblem p;
   p.m = 64, p.n = 8192, p.k = 8192, p.bits = 4, p.group_size = 128;
   CHECK_FALSE(lowbit::choose_config(p, Arch::parse("sm_89"), 128).stream_k);
+}
+
+TEST_CASE("choose_config v18: a four-way K split of 128-column blocks on K-heavy layers at 64 rows",
+          "[stream_k]") {
+  // Where four pieces of each 128-column block make 0.7-1 wave and keep 16 chunks or more each: the
+  // split adds in the workspace's scratch slots (no cluster). Not where the pieces get shorter
+  // (4096²: 8 chunks each) or the blocks make more than a wave (5120 columns), nor at 128 rows.
+  const Arch hopper = Arch::parse("sm_90a");
+  for (int bits : {4, 2, 8})
+    for (auto [n, k] : {std::pair{4096, 14336}, {3584, 18944}}) {
+      WqGemmProblem p;
+      p.m = 64, p.n = n, p.k = k, p.bits = bits, p.group_size = 128;
+      const WqGemmConfig c = lowbit::choose_config(p, hopper, 132);
+      CAPTURE(bits, n, k, c.str());
+      CHECK((c.wgmma && c.x_image && !c.stream_k && c.split_k == 4 && c.n_tiles == 2 && c.m_tiles == 4));
+      CHECK(lowbit::wq::needs_split_workspace(c));
+      CHECK(lowbit::wq::adds_in_scratch(c));
+      // Its slots (one per 64 × 128 tile, before the counters) fit in what the functional API asks for.
+      const std::size_t scratch = lowbit::wq::stream_k_scratch_bytes(p, c);
+      CHECK(scratch >= static_cast<std::size_t>(p.m * p.n * 4));
+      CHECK(lowbit::workspace_bytes(p) >= lowbit::wq::counter_bytes(p.n, p.m) + scratch);
+    }
+  for (auto [n, k, m] : {std::tuple{4096, 4096, 64}, {5120, 13824, 64}, {4096, 14336, 128}}) {
+    WqGemmProblem p;
+    p.m = m, p.n = n, p.k = k, p.bits = 4, p.group_size = 128;
+    const WqGemmConfig c = lowbit::choose_config(p, hopper, 132);
+    CAPTURE(n, k, m, c.str());
+    CHECK_FALSE((c.wgmma && c.split_k == 4));
+  }
 }
 
 TEST_CASE("choose_config v18: 4096² at 64 rows stages per warp, one row tile (not 8-bit)", "[heuristic]") {
