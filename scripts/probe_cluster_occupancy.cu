@@ -1,6 +1,6 @@
 // Probe (not part of the library): how many thread-block clusters of 2, 3, 4, 8 blocks the device
 // holds at once for a block shaped like the wgmma kernel's (384 threads; 1 block per SM by shared
-// memory), from cudaOccupancyMaxActiveClusters. Answers whether four-way K-split clusters fit one
+// memory at 120 KB; two at 100 KB), from cudaOccupancyMaxActiveClusters. Answers whether four-way K-split clusters fit one
 // wave of 128 blocks on 132 SMs (docs/perf-notes.md, twenty-third and twenty-fifth sessions).
 // Run: scripts/device_probe_cluster_occupancy.sh
 #include <cuda_runtime.h>
@@ -16,7 +16,7 @@ __global__ void __launch_bounds__(384) dummy(int* p) {
 int main() {
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) return 1;
-  for (int smem_kb : {100, 60}) {
+  for (int smem_kb : {120, 100}) {
     const int smem = smem_kb * 1024;
     if (cudaFuncSetAttribute(dummy, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess ||
         cudaFuncSetAttribute(dummy, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
