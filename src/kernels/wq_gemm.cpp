@@ -695,7 +695,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   6144×4096 M = 64 13.85 against 14.92; 8192² M = 128 with all 128 rows per block 31.62
     //   against 35.52 for (4,2,8) in one wave). Four-way clusters ran 1.5-1.8× slower (4096×14336
     //   M = 128 52.4 against 34.8 µs), apparently a second wave: 32 clusters of 4 one-block-per-SM CTAs
-    //   need 4 free SMs in one GPC each (not measured directly; such splits add through the workspace).
+    //   need 4 free SMs in one GPC each: the H100 holds 30 such clusters at once
+    //   (cudaOccupancyMaxActiveClusters, twenty-fifth session), so 32 take two waves. Such splits add through
+    //   the workspace's scratch.
     for (int mt : {8, 4}) {
       if (!pair_wave_at(mt)) continue;
       WqGemmConfig pair = make(mt, 2, 1, 3);
