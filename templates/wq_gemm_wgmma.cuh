@@ -90,7 +90,9 @@ __global__ void __launch_bounds__(kTok * 4)
 
 // Probe only (docs/perf-notes.md, twenty-fifth session): WQ_STAMPS 1 records, for block 0 of the
 // fifth launch, each MMA warpgroup's clock at four points of its first 64 steps (stage landed,
-// dequantized, wgmmas issued, wgmmas done) and prints them at the end. Off (0) in the library.
+// dequantized, wgmmas issued, wgmmas done) and prints them at the end; 2 only the first and last
+// (the middle two are scheduling barriers: with them the loop ran 30-40 % slower). Off (0) in the
+// library.
 #define WQ_STAMPS 0
 #if WQ_STAMPS
 __device__ unsigned wq_stamp_calls;
@@ -360,7 +362,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
 #if WQ_STAMPS
   const bool stamping = stamp_block && !producer && threadIdx.x % 128 == 0 && kConsumers == 256;
   auto stamp = [&](int j, int point) {
-    if (stamping && j < 64) wq_stamps[threadIdx.x / 128][j][point] = clock64() - stamp_t0;
+    if (stamping && j < 64 && (WQ_STAMPS == 1 || point == 0 || point == 3))
+      wq_stamps[threadIdx.x / 128][j][point] = clock64() - stamp_t0;
   };
 #else
   auto stamp = [](int, int) {};
