@@ -88,16 +88,6 @@ __global__ void __launch_bounds__(kTok * 4)
         make_uint4(word_of(v[0], w), word_of(v[1], w), word_of(v[2], w), word_of(v[3], w));
 }
 
-// Probe only (docs/perf-notes.md, twenty-fifth session): WQ_STAMPS 1 records, for block 0 of the
-// fifth launch, each MMA warpgroup's clock at four points of its first 64 steps (stage landed,
-// dequantized, wgmmas issued, wgmmas done) and prints them at the end; 2 only the first and last
-// (the middle two are scheduling barriers: with them the loop ran 30-40 % slower). Off (0) in the
-// library.
-#define WQ_STAMPS 0
-#if WQ_STAMPS
-__device__ unsigned wq_stamp_calls;
-__device__ long long wq_stamps[2][64][4];
-#endif
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
           bool kClusterK, int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK, bool kXImage>
 __global__ void __launch_bounds__((kWarpsN + 4) * 32)
@@ -343,6 +333,17 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       }
     }
   };
+  // Tile u's slot (of `tiles`), in the scratch that ends where the counters begin, at this thread.
+  auto slot_of = [&](i64 u, i64 tiles) {
+    return reinterpret_cast<float4*>(counters) + (u - tiles) * kVecs * kConsumers + threadIdx.x;
+  };
+  auto add_to_slot = [&](float4* slot) {  // atomic fp32 adds, 16 bytes each
+#pragma unroll
+    for (int q = 0; q < kVecs; ++q) {
+      const float(&a)[4] = vec(q);
+      red_add_v4(slot + q * kConsumers, a[0], a[1], a[2], a[3]);
+    }
+  };
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -351,23 +352,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     }
     fence_mbarrier_init();  // the bulk copies signal them through the async proxy
   }
-#if WQ_STAMPS
-  __shared__ bool stamp_block;
-  const long long stamp_t0 = clock64();
-  if (threadIdx.x == 0)
-    stamp_block =
-        blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && atomicAdd(&wq_stamp_calls, 1u) == 4;
-#endif
   block_barrier();
-#if WQ_STAMPS
-  const bool stamping = stamp_block && !producer && threadIdx.x % 128 == 0 && kConsumers == 256;
-  auto stamp = [&](int j, int point) {
-    if (stamping && j < 64 && (WQ_STAMPS == 1 || point == 0 || point == 3))
-      wq_stamps[threadIdx.x / 128][j][point] = clock64() - stamp_t0;
-  };
-#else
-  auto stamp = [](int, int) {};
-#endif
 
   // acc[i][4j + r]: column (btile0 + wtile0 + 8i + 2w + r / 2)·8 + g, row m0 + 8j + 2t + r % 2.
   auto column = [&](int i, int r) { return (btile0 + wtile0 + 8 * i + 2 * warp + (r >> 1)) * 8 + g; };
@@ -448,13 +433,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     __shared__ u32 last_piece;
     if (producer) return;
     const int u = blockIdx.z * gridDim.x + blockIdx.x;
-    float4* slot = reinterpret_cast<float4*>(counters) -
-                   static_cast<i64>(gridDim.z * gridDim.x - u) * kVecs * kConsumers + threadIdx.x;
-#pragma unroll
-    for (int q = 0; q < kVecs; ++q) {
-      const float(&a)[4] = vec(q);
-      red_add_v4(slot + q * kConsumers, a[0], a[1], a[2], a[3]);
-    }
+    float4* slot = slot_of(u, static_cast<i64>(gridDim.z) * gridDim.x);
+    add_to_slot(slot);
     __threadfence();  // this thread's sums are visible device-wide before the block counts in
     named_barrier<1, kConsumers>();
     if (threadIdx.x == 0) last_piece = atomicAdd(counters + u, 1u) == kSplitK - 1;
@@ -521,7 +501,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     auto consume = [&](int steps) {
       for (int j = 0; j < steps; ++j) {
         mbar_wait(full_bar(stage), phase);
-        stamp(j, 0);
         const u32 st = smem0 + stage * kStageBytes;
         // A operands of all 8 k16 steps: a[i][p][h][e] holds pairs e of tile 8i + 2w + h (e = 0, 1: step
         // 2p; 2, 3: step 2p + 1).
@@ -557,7 +536,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
 #pragma unroll
               for (int e = 0; e < 4; ++e) reg_fence(a[i][p][h][e]);
             }
-        stamp(j, 1);
         wgmma_fence();
         const u64 desc0 = wgmma_desc_sw128(st, 1024);
         // One accumulator's 8 k16 steps, then the next m64 tile's: with the two accumulators taken in
@@ -575,12 +553,10 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
                                     a[i][p][1][2 * hs + 1], desc);
             }
         wgmma_commit();
-        stamp(j, 2);
         // Wait before the next step's dequantization writes A registers again (ptxas serializes every
         // wgmma if they are written while one is in flight); other blocks and warpgroups keep the
         // tensor cores busy meanwhile.
         wgmma_wait<0>();
-        stamp(j, 3);
         mbar_arrive(empty_bar(stage));  // this thread's reads of the stage, its wgmma's included, are done
         if (++stage == kStages) stage = 0, phase ^= 1;
       }
@@ -617,8 +593,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         // slice of M = 2: the GPU tests caught it). (Before the slot took every piece count,
         // three or more pieces added scalar atomics per output into the fp32 slice: 4096² M = 64 ran
         // 14.4 µs with ~9 µs of it fixed cost; eighteenth session.)
-        float4* slot =
-            reinterpret_cast<float4*>(counters) + (u - sk_tiles) * kVecs * kConsumers + threadIdx.x;
+        float4* slot = slot_of(u, sk_tiles);
         if (pieces > 1 && w != u * kChunks) {  // a later piece
           if (pieces == 2) {
 #pragma unroll
@@ -627,11 +602,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
               __stcg(slot + q * kConsumers, make_float4(a[0], a[1], a[2], a[3]));
             }
           } else {
-#pragma unroll
-            for (int q = 0; q < kVecs; ++q) {
-              const float(&a)[4] = vec(q);
-              red_add_v4(slot + q * kConsumers, a[0], a[1], a[2], a[3]);
-            }
+            add_to_slot(slot);
           }
           named_barrier<1, kConsumers>();  // every MMA thread's sums are stored ...
           if (threadIdx.x == 0) {
@@ -667,15 +638,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       write_outputs<kN, kSplitK, /*kDeterministic=*/false, kOutF32, kBf16>(for_each_output, bias, y, ws,
                                                                            counters, M);
   }
-#if WQ_STAMPS
-  if (stamping && threadIdx.x == 0) {
-    __threadfence();
-    for (int j = 0; j < min(n_steps, 64); ++j)
-      printf("stamp step %2d wg0 %7lld %7lld %7lld %7lld wg1 %7lld %7lld %7lld %7lld\n", j,
-             wq_stamps[0][j][0], wq_stamps[0][j][1], wq_stamps[0][j][2], wq_stamps[0][j][3],
-             wq_stamps[1][j][0], wq_stamps[1][j][1], wq_stamps[1][j][2], wq_stamps[1][j][3]);
-  }
-#endif
 }
 
 }  // namespace lowbit::kern

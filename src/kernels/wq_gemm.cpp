@@ -672,6 +672,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     WqGemmConfig w = make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
+    // 128-column blocks of 16·mt rows (two warpgroups of one m64 tile) with the image: the rules below.
+    auto blocks_128_config = [&](int mt, int stages) {
+      WqGemmConfig c = make(mt, 2, 1, stages);
+      c.warps_n = 8, c.wgmma = true, c.x_image = true;
+      return c;
+    };
     // - Heuristic v11 (seventeenth session, `lowbit tune` with stream-K candidates, standard layers at
     //   64/128 rows, both GPUs): where that split leaves each block 32 chunks or fewer, stream K over
     //   128-column blocks instead; the tuned best on 8192² (M 64 and 128), 4096×14336 and 6144×4096
@@ -700,15 +706,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   the workspace's scratch.
     for (int mt : {8, 4}) {
       if (!pair_wave_at(mt)) continue;
-      WqGemmConfig pair = make(mt, 2, 1, 3);
-      pair.warps_n = 8, pair.wgmma = true, pair.x_image = true, pair.split_k = 2;
+      WqGemmConfig pair = blocks_128_config(mt, 3);
+      pair.split_k = 2;
       if (can_implement(p, pair, arch)) return pair;
     }
     for (int mt : {8, 4}) {
       const int64_t blocks = blocks_128(mt);
       if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > 1.5 * sms) continue;
-      WqGemmConfig wave = make(mt, 2, 1, 4);
-      wave.warps_n = 8, wave.wgmma = true, wave.x_image = true;
+      const WqGemmConfig wave = blocks_128_config(mt, 4);
       if (can_implement(p, wave, arch)) return wave;
     }
     // - Heuristic v14 (twenty-first session, H100 A/B of every shipped wgmma entry with and without
@@ -731,14 +736,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     if (bucket == 64) {
       const int64_t four_way = 4 * blocks_128(4);
       if (four_way >= 0.7 * sms && four_way <= sms && chunks >= 4 * 16) {
-        WqGemmConfig s = make(4, 2, 1, 4);
-        s.warps_n = 8, s.wgmma = true, s.x_image = true, s.split_k = 4;
+        WqGemmConfig s = blocks_128_config(4, 4);
+        s.split_k = 4;
         if (can_implement(p, s, arch)) return s;
       }
     }
     if (mid_wgmma && bucket == 128) {
-      WqGemmConfig s = make(8, 2, 1, 3);
-      s.warps_n = 8, s.wgmma = true, s.stream_k = true, s.x_image = true;
+      WqGemmConfig s = blocks_128_config(8, 3);
+      s.stream_k = true;
       if (can_implement(p, s, arch)) return s;
     }
     if (w.split_k > 1 && chunks / w.split_k <= 32) {

@@ -315,49 +315,56 @@ TEST_CASE("wq_gemm wgmma: zero, tiny and large scales", "[gpu]") {
   // scale gives inf or NaN). Data parallel, a cluster split and stream K; groups of 128 and 256
   // (one scale per chunk or per two), zero points and symmetric.
   if (skipped_without_wgmma()) return;
-  Runtime& rt = gpu_runtime();
+  const std::vector<WqGemmConfig> configs = {
+      wgmma_config(4, 2, 8, 1, 3), with_image(wgmma_config(8, 2, 8, 2, 3)), stream_k_config(4, 2, 8, 3)};
+  std::vector<WqGemmProblem> problems;  // each layer's problem once per config
+  std::vector<WqGemmPlanOptions> options;
   for (DType act : {DType::F16, DType::BF16})
     for (int group : {128, 256})
-      for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric}) {
-        WqGemmProblem p = problem(1032, 2048, group, 65);
-        p.act = p.out = act;
-        p.mode = mode;
-        const int64_t dead_column = 77;  // every scale of it zero
-        auto L = make_layer(p, false, [&](RandomLayer& w, std::vector<uint16_t>&) {
-          std::uniform_int_distribution<int> pick(0, 5);
-          auto bits_of = [&](float f) {
-            return act == DType::BF16 ? ref::float_to_bf16(f) : ref::float_to_f16(f);
-          };
-          auto value_of = [&](uint16_t h) {
-            return act == DType::BF16 ? ref::bf16_to_float(h) : ref::f16_to_float(h);
-          };
-          const int64_t groups = p.k / group;
-          for (int64_t gi = 0; gi < groups; ++gi) {
-            const int kind = pick(gpu_rng());  // per group row: 0 zero, 1 tiny, 2 large, else as drawn
-            for (int64_t n = 0; n < p.n; ++n) {
-              uint16_t& s = w.scales[gi * p.n + n];
-              const float v = value_of(s);
-              s = n == dead_column || kind == 0 ? bits_of(0.f)
-                  : kind == 1                   ? bits_of(v * 0x1p-7f)
-                  : kind == 2                   ? bits_of(v * 0x1p+5f)
-                                                : s;
-            }
-          }
-        });
-        for (const WqGemmConfig& c : {wgmma_config(4, 2, 8, 1, 3), with_image(wgmma_config(8, 2, 8, 2, 3)),
-                                      stream_k_config(4, 2, 8, 3)}) {
-          WqGemmPlanOptions o;
-          o.config = c;
-          WqGemmPlan plan(rt, L->problem, {65}, o);
-          INFO(plan.config_for(65).str()
-               << " " << to_string(act) << " group " << group << " mode " << static_cast<int>(mode));
-          for (int64_t m : {1, 64, 65}) {
-            run_and_check(*L, plan, m, false);
-            const std::vector<double> y = download_y(*L, m);
-            for (int64_t r = 0; r < m; ++r) REQUIRE(y[r * p.n + dead_column] == 0.0);
-          }
+      for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+        for (const WqGemmConfig& c : configs) {
+          WqGemmProblem p = problem(1032, 2048, group, 65);
+          p.act = p.out = act;
+          p.mode = mode;
+          problems.push_back(p);
+          options.emplace_back().config = c;
+        }
+  const auto plans = build_plans(problems, {65}, options);
+  const int64_t dead_column = 77;  // every scale of it zero
+  for (std::size_t i = 0; i < problems.size(); i += configs.size()) {
+    const WqGemmProblem& p = problems[i];
+    auto L = make_layer(p, false, [&](RandomLayer& w, std::vector<uint16_t>&) {
+      std::uniform_int_distribution<int> pick(0, 5);
+      auto bits_of = [&](float f) {
+        return p.act == DType::BF16 ? ref::float_to_bf16(f) : ref::float_to_f16(f);
+      };
+      auto value_of = [&](uint16_t h) {
+        return p.act == DType::BF16 ? ref::bf16_to_float(h) : ref::f16_to_float(h);
+      };
+      const int64_t groups = p.k / p.group_size;
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        const int kind = pick(gpu_rng());  // per group row: 0 zero, 1 tiny, 2 large, else as drawn
+        for (int64_t n = 0; n < p.n; ++n) {
+          uint16_t& s = w.scales[gi * p.n + n];
+          const float v = value_of(s);
+          s = n == dead_column || kind == 0 ? bits_of(0.f)
+              : kind == 1                   ? bits_of(v * 0x1p-7f)
+              : kind == 2                   ? bits_of(v * 0x1p+5f)
+                                            : s;
         }
       }
+    });
+    for (std::size_t j = i; j < i + configs.size(); ++j) {
+      const WqGemmPlan& plan = *plans[j];
+      INFO(plan.config_for(65).str() << " " << to_string(p.act) << " group " << p.group_size << " mode "
+                                     << static_cast<int>(p.mode));
+      for (int64_t m : {1, 64, 65}) {
+        run_and_check(*L, plan, m, false);
+        const std::vector<double> y = download_y(*L, m);
+        for (int64_t r = 0; r < m; ++r) REQUIRE(y[r * p.n + dead_column] == 0.0);
+      }
+    }
+  }
 }
 
 TEST_CASE("wq_gemm plans sharing one workspace: a stream-K plan leaves it zero for a split-K plan", "[gpu]") {
