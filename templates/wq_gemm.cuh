@@ -404,15 +404,32 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kMetaLinear = kGroup > 0 && kGroup <= 128;
   i64 meta_next =
       kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
+  // Under 4 bits a lane's fragment of a tile is under 16 bytes (2-bit: 8, copied by .ca, the only
+  // 8-byte cp.async); but the warp's tiles of one chunk lie side by side in global memory and in the
+  // slot (chunk-major), so the warp copies that band as 16-byte vectors, .cg, lane l vectors
+  // l, l + 32, ...: half the copies (2-bit), none through L1. Lanes then read each other's copies (a
+  // __syncwarp after each wait). H200, W2 at 1/16 rows: 0-3 % faster (docs/perf-notes.md, session 26).
+  constexpr bool kBandCopy = kV < 4 && (kNTiles * kBits) % 4 == 0;
+  constexpr int kBandCopies = kNTiles * kBits / 4;  // 16-byte copies per lane and chunk
+  const u32 band_addr = ring_base + lane * 16;
+  const u32* wband = qweight + (static_cast<i64>(c_begin) * kTilesTotal + tile0) * kTileWords + lane * 4;
   auto issue = [&](int j, int stage) {  // chunk j of this warp (the next in order) → slot `stage`
     const u32 slot = ring_addr + stage * (kSlot * 16);
+    if constexpr (kBandCopy) {
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt)
-      if (kAllTiles || tile0 + nt < kTilesTotal)
+      for (int i = 0; i < kBandCopies; ++i)
+        if (kAllTiles || tile0 + (32 * i + lane) / (8 * kBits) < kTilesTotal)
+          cp_async_16(band_addr + stage * (kSlot * 16) + i * 512, wband + i * 128);
+      wband += static_cast<i64>(kWarpsK) * kTilesTotal * kTileWords;
+    } else {
 #pragma unroll
-        for (int v = 0; v < kBits / kV; ++v)
-          cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4,
-                             wnext + nt * kTileWords + v * 32 * kV);
+      for (int nt = 0; nt < kNTiles; ++nt)
+        if (kAllTiles || tile0 + nt < kTilesTotal)
+#pragma unroll
+          for (int v = 0; v < kBits / kV; ++v)
+            cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4,
+                               wnext + nt * kTileWords + v * 32 * kV);
+    }
     wnext += static_cast<i64>(kWarpsK) * kTilesTotal * kTileWords;
     if constexpr (kMetaRows > 0) {
       static_assert(kMetaRows <= 32, "one scale/zero row per lane");
@@ -476,7 +493,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       cp_async_commit();
       if (j >= n_chunks) continue;  // this warp has no chunk in the block's last step
     } else {
-      if constexpr (kMetaRows > 0) __syncwarp();  // all lanes are done with the slot refilled next
+      if constexpr (kMetaRows > 0 || kBandCopy) __syncwarp();  // all lanes are done with the slot refilled next
       if (j + kStages - 1 < n_chunks) issue(j + kStages - 1, refill);
       cp_async_commit();
       if constexpr (kPrefetchX) {
@@ -485,7 +502,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         load_next_x(c, xa);
       }
       cp_async_wait<kStages - 1>();               // this lane's copies for this chunk have landed
-      if constexpr (kMetaRows > 0) __syncwarp();  // ... and the other lanes' scale and zero rows
+      if constexpr (kMetaRows > 0 || kBandCopy) __syncwarp();  // ... and the other lanes' copies
     }
     const u32 slot = ring_base + stage * (kSlot * 16);
     const u32 xstage = stage * (kXStage * 16);
