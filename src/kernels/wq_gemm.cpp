@@ -824,6 +824,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       if (2 * col_blocks >= sms)
         c.n_tiles = tiles_per_sm <= 6 && c.warps_k != 16 ? 2 : std::max(c.n_tiles, 4);
     }
+    // Heuristic v19 (twenty-sixth session; the W2 M = 1 entries of both GPUs, the H200's re-tuned
+    // with the band copies): 2-bit weights at one row, where a tile-chunk is 256 bytes, take 8 tiles
+    // per warp from 4.5 tiles per SM (6144×4096, 8192²), with 16 warps along K from 64 chunks: the
+    // tuned best or within 0.5 % on both GPUs (H200 8192² 8.68 µs against 10.02 for v18's
+    // (1,4,1,8), 6144×4096 5.74 against 6.25). On the wide layers that already take 8 tiles, 4 warps
+    // along K up to 32 chunks (28672×4096): the tuned best on both (H200 14.78 against 16.12 for 8
+    // warps; H100 16.08 against 18.22). 1 bit follows 2, unmeasured.
+    if (v5 && bucket == 1 && p.bits <= 2 && 2 * col_blocks >= sms) {
+      if (c.x_shared && tiles_per_sm > 4.5)
+        c.n_tiles = 8, c.warps_k = chunks >= 64 ? 16 : 8;
+      else if (!c.x_shared && c.n_tiles == 8 && chunks <= 32)
+        c.warps_k = 4;
+    }
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;

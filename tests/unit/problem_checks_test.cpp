@@ -329,6 +329,32 @@ TEST_CASE("choose_config v13: 2-bit weights take 8 tiles per warp at 16 rows ove
   }
 }
 
+TEST_CASE("choose_config v19: 2-bit weights at one row, 8 tiles per warp from 4.5 tiles per SM", "[config]") {
+  WqGemmProblem p = normal_problem();
+  p.m = 1, p.bits = 2;
+  const Arch hopper = Arch::parse("sm_90a");
+  struct Case {
+    int n, k, n_tiles, warps_k;
+    bool x_shared;
+  };
+  for (const Case& e : {Case{8192, 8192, 8, 16, true}, Case{6144, 4096, 8, 8, true}, Case{28672, 4096, 8, 4, false},
+                        Case{16384, 16384, 8, 8, false}, Case{4096, 4096, 2, 8, true}, Case{4096, 14336, 4, 16, true}}) {
+    p.n = e.n, p.k = e.k;
+    const WqGemmConfig c = lowbit::choose_config(p, hopper, 132);
+    INFO(e.n << "x" << e.k << ": " << c.str());
+    CHECK(c.n_tiles == e.n_tiles);
+    CHECK(c.warps_k == e.warps_k);
+    CHECK(c.x_shared == e.x_shared);
+    CHECK(lowbit::can_implement(p, c, hopper));
+  }
+  // 4 bits and 2 rows keep the v18 choices.
+  p.n = 8192, p.k = 8192;
+  p.bits = 4;
+  CHECK(lowbit::choose_config(p, hopper, 132).n_tiles == 4);
+  p.bits = 2, p.m = 2;
+  CHECK(lowbit::choose_config(p, hopper, 132).n_tiles != 8);
+}
+
 TEST_CASE("choose_config splits K only when the grid leaves most SMs idle", "[config]") {
   const Arch sm90a = Arch::parse("sm_90a");
   WqGemmProblem p = normal_problem();
