@@ -58,9 +58,6 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
-// Probe (session 26): bit 0 opaque Σ constants, bit 1 running activation copies.
-#define WQ_TRIMS 3
-
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -275,14 +272,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int cb0 = c_begin - wk;
   const int n_steps = cb0 < c_end ? (c_end - cb0 + kWarpsK - 1) / kWarpsK : 0;
 
-  // The in-place Σ MMAs' A operands are constants (ones and the bases), which ptxas re-creates in
-  // registers for every MMA it schedules (an IMAD.MOV each: ~20-30 of the loop's 330-610
-  // instructions per chunk at 1-16 rows). M >> 31 is 0 (M ≥ 1) but unknown to ptxas, so these sums
-  // stay in registers for the whole loop (+2-8 registers). Not where all four are the same one
-  // (the uniform Σx MMA of bf16 4-bit and fp16 8-bit): ptxas then copies one register into each
-  // slot instead, which measured more instructions, not fewer.
-  const u32 opaque_zero = (WQ_TRIMS & 1) && kInPlaceBases ? static_cast<u32>(M) >> 31 : 0u;
-  auto sigma_a = [&](u32 c) { return c + opaque_zero; };
   float acc[kAccM][kAccN][4], acc_odd[kAccM][kAccN][4];  // odd MMA steps: a second chain
   // ... except with many tiles of block-shared activations, where the registers matter more (there
   // is enough independent work); deterministic mode keeps two chains in every config.
@@ -374,24 +363,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // never stored (M = 3 copies three rows, not eight).
   const bool x_rows_full = m0 + kXRows <= M;
   const u16* x_thread = x + static_cast<i64>(x_rows_full && x_copier ? m0 + xr0 : 0) * kK + xv * 8;
-  // Per-warp staging with K a multiple of 128: a warp copies only its own chunks, which all lie
-  // inside K, so no copy needs the zero fill; the chunks come in order, so the copies run from one
-  // pointer that steps a chunk block at a time, the rows at constant offsets folded into the copy
-  // instructions (at 16 rows: ~20 fewer instructions per chunk than an address and a predicate per copy).
-  constexpr bool kXRunning = (WQ_TRIMS & 2) && kXPerWarp && !kKTail;
-  const u16* x_run = x_thread + cb0 * 128;
   auto issue_x = [&](int j, int stage) {  // block step j → stage; past K: zeros
     if (!x_copier) return;
     const int k0 = (cb0 + j * kWarpsK) * 128;
-    const bool valid = kXRunning || k0 + xv * 8 < kK;
+    const bool valid = k0 + xv * 8 < kK;
     const u32 dst = xs_addr + stage * (kXStage * 16) + xdst0;
-    if (kXRunning && x_rows_full) {
-      static_for<kXCopies>([&](auto i_c) {
-        constexpr int i = decltype(i_c)::value;
-        cp_async_16_at<i * kXRowStep * kK * 2>(dst + i * kXRowStep * kXRowVecs * 16, x_run);
-      });
-      x_run += kWarpsK * 128;
-    } else if (x_rows_full) {
+    if (x_rows_full) {
       const u16* src = x_thread + (valid ? k0 : 0);
 #pragma unroll
       for (int i = 0; i < kXCopies; ++i)
@@ -660,10 +637,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
           for (int hs = 0; hs < 2; ++hs)
 #pragma unroll
             for (int b = 0; b < kBTiles; ++b)
-              mma_16816<kBf16>(xsum[b], sigma_a(kOne2),
-                               sigma_a(kInPlaceBases ? InPlace<kBits, kBf16>::base2(4 * p + 2 * hs) : kOne2),
-                               sigma_a(kOne2),
-                               sigma_a(kInPlaceBases ? InPlace<kBits, kBf16>::base2(4 * p + 2 * hs + 1) : kOne2),
+              mma_16816<kBf16>(xsum[b], kOne2,
+                               kInPlaceBases ? InPlace<kBits, kBf16>::base2(4 * p + 2 * hs) : kOne2, kOne2,
+                               kInPlaceBases ? InPlace<kBits, kBf16>::base2(4 * p + 2 * hs + 1) : kOne2,
                                xb(b, hs, 0), xb(b, hs, 1));
       } else {
 #pragma unroll

@@ -17,12 +17,6 @@ __device__ __forceinline__ void cp_async_16_or_zero(u32 smem, const void* gmem, 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(gmem), "r"(valid ? 16 : 0)
                : "memory");
 }
-// A 16-byte copy from gmem + kOff bytes: the constant offset folds into the instruction instead of
-// a 64-bit add per copy.
-template <int kOff>
-__device__ __forceinline__ void cp_async_16_at(u32 smem, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1+%2], 16;" ::"r"(smem), "l"(gmem), "n"(kOff) : "memory");
-}
 // 8-byte copies exist only with .ca (L1 + L2).
 __device__ __forceinline__ void cp_async_8(u32 smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem), "l"(gmem) : "memory");
