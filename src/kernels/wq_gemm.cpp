@@ -662,8 +662,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   auto pair_wave_at = [&](int mt) {
     return mt * 16 <= bucket && pair_blocks(mt) >= 0.7 * sms && pair_blocks(mt) <= sms && chunks >= 16;
   };
-  const bool pair_wave =
-      rows_64_128 && weights >= 8e6 && !(bucket == 64 && p.bits == 8) && (pair_wave_at(8) || pair_wave_at(4));
+  // Heuristic v20 (twenty-sixth session): 8-bit weights at 64 rows too. The exclusion dated from before
+  // the cluster pair (v10: wgmma 1.21× the best there); since, the pair ran 6144×4096 W8 M = 64 in 15.4
+  // µs on the H100 (stream K, its tuned entry, 17.2; block-shared, v19's choice, 18.8) and 14.5 on the
+  // H200 (its tuned best; v19's 19.3).
+  const bool pair_wave = rows_64_128 && weights >= 8e6 && (pair_wave_at(8) || pair_wave_at(4));
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);

@@ -596,10 +596,10 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
     INFO(bits << " " << h.str());
     CHECK((h.wgmma && h.m_tiles == 8 && h.n_tiles == 2 && h.warps_n == 8));
   }
-  // 5-7 tiles per SM below 48 M weights (6144×4096): 128-column wgmma blocks at 64 and 128 rows,
-  // except 8-bit at 64 rows, which stages all 64 rows per block with mma.sync; K split in two over a
-  // cluster pair, 96 blocks, all of the bucket's rows per block, the activations from an image (v17;
-  // v15 ran 64 rows per block over all of K at 128 rows, v12 stream K).
+  // 5-7 tiles per SM below 48 M weights (6144×4096): 128-column wgmma blocks at 64 and 128 rows, K
+  // split in two over a cluster pair, 96 blocks, all of the bucket's rows per block, the activations
+  // from an image (v17; v15 ran 64 rows per block over all of K at 128 rows, v12 stream K); 8-bit at
+  // 64 rows too since v20 (it staged all 64 rows per block with mma.sync before).
   WqGemmProblem mid = p;
   mid.n = 6144, mid.k = 4096;
   for (int bits : {2, 4, 8})
@@ -607,14 +607,14 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
       mid.bits = bits, mid.m = m;
       const WqGemmConfig h = lowbit::choose_config(mid, hopper, 132);
       INFO(bits << " " << m << " " << h.str());
-      if (bits == 8 && m == 64) {
-        CHECK((!h.wgmma && h.x_shared && h.m_tiles == 4));
-      } else {
-        CHECK((h.wgmma && !h.stream_k && h.x_image && h.split_k == 2 && h.m_tiles == m / 16 &&
-               h.n_tiles == 2 && h.warps_n == 8));
-      }
+      CHECK((h.wgmma && !h.stream_k && h.x_image && h.split_k == 2 && h.m_tiles == m / 16 && h.n_tiles == 2 &&
+             h.warps_n == 8));
       CHECK(lowbit::can_implement(mid, h, hopper));
     }
+  // 8-bit at 64 rows keeps block-shared mma.sync where the pair is under 0.7 waves (4096²).
+  mid.bits = 8, mid.m = 64, mid.n = 4096;
+  CHECK_FALSE(lowbit::choose_config(mid, hopper, 132).wgmma);
+  mid.n = 6144;
   mid.bits = 4, mid.m = 32;
   CHECK_FALSE(lowbit::choose_config(mid, hopper, 132).wgmma);
   // The tuner tries it from 32 rows on sm_90a only.
