@@ -66,13 +66,15 @@ __device__ __forceinline__ u32 word_of(const uint4& v, int w) {  // w unrolled: 
 // exactly what one stage holds (x_chunk_offset), rows past M and k past K zero. The producer's loads,
 // transposed stores and proxy fence leave the kernel's loop (ablation, H100: the kernel 4-26 % faster
 // at 64/128 rows without them; twenty-first session) for one more small launch that reads and writes
-// M·K·2 bytes. Thread (n, p) of block (chunk c, row block) moves row n's vectors (t, p) of chunk c.
+// M·K·2 bytes. Thread (n, p) of block (chunk c, row block, z) moves row n's vectors (t, p) of chunk c,
+// n counted from z · the block's rows (the host gives 128-row blocks' rows to 8 blocks of 16).
 template <int kK, int kTok>
 __global__ void __launch_bounds__(kTok * 4)
     wq_x_image_kernel(const u16* __restrict__ x, u8* __restrict__ image, int M) {
   allow_dependent_launch();  // the GEMM's blocks may start their weight copies meanwhile
   constexpr int kChunks = (kK + 127) / 128;
-  const int n = threadIdx.x / 4, p = threadIdx.x % 4, c = blockIdx.x;
+  // A block takes blockDim.x / 4 of the kTok rows (the host may split them over gridDim.z blocks).
+  const int n = blockIdx.z * (blockDim.x / 4) + threadIdx.x / 4, p = threadIdx.x % 4, c = blockIdx.x;
   const int row = blockIdx.y * kTok + n;
   uint4 v[4];
 #pragma unroll
