@@ -394,16 +394,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   uint4* ring = smem + kStages * kXStage + warp * (kStages * kSlot);
   const u32 ring_base = smem_addr(ring);
   const u32 ring_addr = ring_base + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
-  // Chunks are issued in order too: running pointers to the next chunk's weights and (groups of
-  // ≤ 128, where the group index grows by 128 / kGroup per chunk) this lane's scale/zero row.
-  // Chunk-major (pack.hpp): the tiles of one chunk lie side by side, so the warps of all blocks, which
-  // step through K at about the same pace, read one narrow band of the weights at a time.
-  const u32* wnext = qweight + (static_cast<i64>(c_begin) * kTilesTotal + tile0) * kTileWords + lane * kV;
-  const int meta_tile = min(tile0 + lane / max(kGroupsPerChunk, 1), kTilesTotal - 1);
-  const int meta_sub = lane % max(kGroupsPerChunk, 1);  // group within the chunk
-  constexpr bool kMetaLinear = kGroup > 0 && kGroup <= 128;
-  i64 meta_next =
-      kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
   // Under 4 bits a lane's fragment of a tile is under 16 bytes (2-bit: 8, copied by .ca, the only
   // 8-byte cp.async); but the warp's tiles of one chunk lie side by side in global memory and in the
   // slot (chunk-major), so the warp copies that band as 16-byte vectors, .cg, lane l vectors
@@ -412,15 +402,25 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kBandCopy = kV < 4 && (kNTiles * kBits) % 4 == 0;
   constexpr int kBandCopies = kNTiles * kBits / 4;  // 16-byte copies per lane and chunk
   const u32 band_addr = ring_base + lane * 16;
-  const u32* wband = qweight + (static_cast<i64>(c_begin) * kTilesTotal + tile0) * kTileWords + lane * 4;
+  // Chunks are issued in order too: running pointers to the next chunk's weights (this lane's first
+  // copy: its fragment of tile 0, or with band copies its vector of the band) and (groups of ≤ 128,
+  // where the group index grows by 128 / kGroup per chunk) this lane's scale/zero row.
+  // Chunk-major (pack.hpp): the tiles of one chunk lie side by side, so the warps of all blocks, which
+  // step through K at about the same pace, read one narrow band of the weights at a time.
+  const u32* wnext =
+      qweight + (static_cast<i64>(c_begin) * kTilesTotal + tile0) * kTileWords + lane * (kBandCopy ? 4 : kV);
+  const int meta_tile = min(tile0 + lane / max(kGroupsPerChunk, 1), kTilesTotal - 1);
+  const int meta_sub = lane % max(kGroupsPerChunk, 1);  // group within the chunk
+  constexpr bool kMetaLinear = kGroup > 0 && kGroup <= 128;
+  i64 meta_next =
+      kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
   auto issue = [&](int j, int stage) {  // chunk j of this warp (the next in order) → slot `stage`
     const u32 slot = ring_addr + stage * (kSlot * 16);
     if constexpr (kBandCopy) {
 #pragma unroll
       for (int i = 0; i < kBandCopies; ++i)
         if (kAllTiles || tile0 + (32 * i + lane) / (8 * kBits) < kTilesTotal)
-          cp_async_16(band_addr + stage * (kSlot * 16) + i * 512, wband + i * 128);
-      wband += static_cast<i64>(kWarpsK) * kTilesTotal * kTileWords;
+          cp_async_16(band_addr + stage * (kSlot * 16) + i * 512, wnext + i * 128);
     } else {
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt)
