@@ -38,8 +38,9 @@ def main():
             entries[key] = dict(e, config=h, us=heur_us, heuristic_us=heur_us, runners_up=runners[:6])
             changed += 1
             print(f"{key}: {us:.2f} -> {heur_us:.2f} us ({heur_us / us:.3f}), {h}")
-    json.dump(data, open(path, "w"), indent=2, sort_keys=True)
-    open(path, "a").write("\n")
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
     print(f"{changed} entries handed to the heuristic")
 
 
