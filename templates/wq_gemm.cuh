@@ -58,10 +58,6 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
-#ifndef WQ_EARLY
-#define WQ_EARLY 0
-#endif
-
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -349,10 +345,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // Per-warp staging (one warp along N): each warp copies the 16 vectors of its own chunk per row,
   // lane l vector l % 16 of rows l / 16, + 2, + 4, ...
   constexpr bool kXPerWarp = kXShared && kWarpsN == 1;
-  // Probe: a per-warp staged slot is refilled as soon as the warp has read it into registers
-  // (weights, scales, and all four activation quads), before the chunk's MMAs: kStages chunks in
-  // flight while it computes instead of kStages − 1.
-  constexpr bool kEarly = WQ_EARLY && kXPerWarp;
   constexpr int kXThreads = kXPerWarp ? 32 : 32 * kWarpsN * kWarpsK;   // threads that copy one stage
   constexpr int kXRowStep = kXThreads / (kXPerWarp ? 16 : kXRowVecs);  // rows between one thread's copies
   constexpr int kXTotal = kXPerWarp ? kXRows * 16 : kXStage;           // 16-byte copies per stage
@@ -456,7 +448,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     }
   };
 #pragma unroll
-  for (int j = 0; j < kStages - (kEarly ? 0 : 1); ++j) {
+  for (int j = 0; j < kStages - 1; ++j) {
     if (kXShared && j < (kXPerWarp ? n_chunks : n_steps)) issue_x(j, j);
     if (j < n_chunks) issue(j, j);
     cp_async_commit();  // empty groups keep the count uniform
@@ -484,10 +476,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     const int refill = kPow2Stages ? (j + kStages - 1) & (kStages - 1) : stage == 0 ? kStages - 1 : stage - 1;
     if constexpr (!kPow2Stages) next_stage = stage + 1 == kStages ? 0 : stage + 1;
     uint4 xn[4][kMTiles][kHalves];
-    if constexpr (kEarly) {
-      cp_async_wait<kStages - 1>();  // this lane's copies for chunk j have landed (j + 1.. may pend)
-      __syncwarp();                  // ... and the other lanes'
-    } else if constexpr (kXPerWarp) {
+    if constexpr (kXPerWarp) {
       __syncwarp();  // all lanes are done with the slot and stage refilled next
       if (j + kStages - 1 < n_chunks) {
         issue_x(j + kStages - 1, refill);
@@ -570,20 +559,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         for (int i = 0; i < kBits; ++i) wv[nt][i] = 0u;
       }
     });
-    uint4 xall[4][kMTiles][kHalves];  // kEarly: the chunk's activations, read before the refill
-    if constexpr (kEarly) {
-      static_for<4 * kMTiles * kHalves>([&](auto i_c) {
-        constexpr int i = decltype(i_c)::value;
-        constexpr int p = i / (kMTiles * kHalves), mt = i / kHalves % kMTiles, h = i % kHalves;
-        xall[p][mt][h] = ld_shared_v4<(16 * mt + 8 * h) * kXRowVecs * 16>(xs_lane[p] + xstage);
-      });
-      __syncwarp();  // every lane is done reading the slot: refill it with chunk j + kStages
-      if (j + kStages < n_chunks) {
-        issue_x(j + kStages, stage);
-        issue(j + kStages, stage);
-      }
-      cp_async_commit();
-    }
 
     // This chunk's sums when the scale comes after the MMA; with few tiles, even and odd MMA steps
     // accumulate into separate sets so consecutive MMAs of a tile do not wait on each other (with 8
@@ -634,14 +609,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       uint4 xsh[kMTiles][kHalves];
-      if constexpr (kXShared && !kEarly) {
+      if constexpr (kXShared) {
         const u32 xp_addr = xs_lane[p] + xstage;
         static_for<kMTiles * kHalves>([&](auto i_c) {
           constexpr int mt = decltype(i_c)::value / kHalves, h = decltype(i_c)::value % kHalves;
           xsh[mt][h] = ld_shared_v4<(16 * mt + 8 * h) * kXRowVecs * 16>(xp_addr);
         });
       }
-      const uint4(&xp)[kMTiles][kHalves] = kEarly ? xall[p] : kXShared ? xsh : xa[p];
+      const uint4(&xp)[kMTiles][kHalves] = kXShared ? xsh : xa[p];
       // Swapped: the B pair of slice b and step 2p + hs is row 8·b + g's words 2·hs, 2·hs + 1.
       auto xb = [&](int b, int hs, int i) { return word(xp[b / kHalves][b % kHalves], 2 * hs + i); };
       if constexpr (kSwap) {
