@@ -8,6 +8,10 @@ S=$OUT/summary.txt
 : >"$S"
 # device_build TARGET...: configure and build; on failure print the errors into the summary and exit.
 device_build() {
+  # The device keeps build-dev between calls of one lease, but the synced tree may carry older
+  # mtimes than a template a variant script rewrote there: touch them so ninja re-embeds them
+  # (session 28: a tune ran on the last variant's templates).
+  find "$ROOT/templates" -type f -exec touch {} +
   if ! (cmake -S "$ROOT" -B "$B" -G Ninja -DLOWBIT_WERROR=ON >"$OUT/build.log" 2>&1 &&
         ninja -C "$B" "$@" >>"$OUT/build.log" 2>&1); then
     grep -E "error|Error" -A5 "$OUT/build.log" | head -60 | tee -a "$S"

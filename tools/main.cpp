@@ -59,6 +59,12 @@ int main(int argc, char** argv) {
   double budget = 0;
   tune->add_option("--db", db_path, "tuning file to merge into (created if missing)")->required();
   tune->add_option("--budget", budget, "seconds per layer (0 = try every candidate)")->default_val(0);
+  int refine = 3;
+  tune->add_option("--refine", refine,
+                   "rounds of timing the best config's untried one-field neighbours after the candidate list "
+                   "(0 = the list only)")
+      ->default_val(3)
+      ->check(CLI::Range(0, 10));
   std::string devices;
   tune->add_option("--devices", devices,
                    "GPUs to tune on at once, e.g. 0,1,2,3 (one worker each; default --device)");
@@ -83,7 +89,7 @@ int main(int argc, char** argv) {
     if (*compile) return run_compile(common, wq, family);
     if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources, want_explain);
     if (*bench) return run_bench(common, wq, replays, save);
-    if (*tune) return run_tune(common, wq, db_path, budget, devices, resume);
+    if (*tune) return run_tune(common, wq, db_path, budget, refine, devices, resume);
     if (*cache) return run_cache(common, action, prune_all, older_than);
   } catch (const lowbit::Error& e) {
     std::fprintf(stderr, "lowbit: error: %s\n", e.what());

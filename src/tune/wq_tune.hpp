@@ -16,6 +16,9 @@ struct WqTuneOptions {
   double budget_s = 0;  // per layer; 0 = no limit (the heuristic is always timed first)
   int replays = 10;
   int rounds = 2;
+  // After the candidate list: time the best config's untried one-field neighbours (wq_neighbours),
+  // and again around each new best, at most this many times (0: the list only).
+  int refine_rounds = 3;
 };
 
 // Each entry keeps up to kRunnersUp other configs within kRunnerUpWithin of the best, with times.
@@ -27,11 +30,18 @@ struct WqTuneResult {
   WqGemmConfig best, heuristic;
   double best_us = 0, heuristic_us = 0;
   int tried = 0, failed = 0;
+  int refined = 0;  // neighbour rounds that found a faster config than the list's best
 };
 
 // Candidate configs for one M bucket: the heuristic first, then its one-field neighbours.
 std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& problem_at_bucket, const Arch& arch,
                                         int sm_count);
+
+// The configs one field away from `config` that can run `problem_at_bucket`: stages ± 1; n_tiles,
+// m_tiles, split_k (not with stream K), and for mma.sync warps_k and warps_n, halved and doubled;
+// x_shared (mma.sync) or x_image (wgmma) toggled.
+std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& problem_at_bucket, const WqGemmConfig& config,
+                                        const Arch& arch);
 
 // Tunes one layer (all buckets of options.ms) and puts the winners into `db`.
 std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, const WqTuneOptions& options,

@@ -342,6 +342,43 @@ TEST_CASE("tune candidates: the heuristic first, then distinct configs that can 
     }
 }
 
+TEST_CASE("tune neighbours: one field away, distinct, runnable; stages both ways", "[tuning]") {
+  const lowbit::Arch arch = lowbit::Arch::parse("sm_90a");
+  lowbit::WqGemmProblem p;
+  p.m = 16, p.n = 8192, p.k = 8192;
+  lowbit::WqGemmConfig c;  // the H200's shipped 16-row config of this layer
+  c.m_tiles = 1, c.n_tiles = 8, c.warps_n = 1, c.warps_k = 8, c.split_k = 1, c.stages = 2, c.x_shared = true;
+  REQUIRE(lowbit::can_implement(p, c, arch));
+  const auto ns = lowbit::tune::wq_neighbours(p, c, arch);
+  auto fields = [](const lowbit::WqGemmConfig& x) {
+    return std::vector<int>{x.m_tiles, x.n_tiles, x.warps_n, x.warps_k, x.split_k, x.stages,
+                            x.x_shared,  x.wgmma,   x.stream_k, x.x_image};
+  };
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    INFO(ns[i].str());
+    CHECK(lowbit::can_implement(p, ns[i], arch));
+    const auto a = fields(c), b = fields(ns[i]);
+    int differ = 0;
+    for (std::size_t f = 0; f < a.size(); ++f) differ += a[f] != b[f];
+    CHECK(differ == 1);
+    for (std::size_t j = 0; j < i; ++j) CHECK_FALSE(ns[i] == ns[j]);
+  }
+  auto has = [&](auto&& pred) { return std::any_of(ns.begin(), ns.end(), pred); };
+  CHECK(has([](const auto& x) { return x.stages == 3; }));
+  CHECK(has([](const auto& x) { return x.warps_k == 4; }));
+  CHECK(has([](const auto& x) { return x.n_tiles == 4; }));
+  CHECK(has([](const auto& x) { return !x.x_shared; }));
+  CHECK_FALSE(has([](const auto& x) { return x.stages == 1 || x.wgmma; }));
+  // A wgmma config moves along its own fields (x_image, not x_shared or warps_k).
+  lowbit::WqGemmConfig w;
+  p.m = 64;
+  w.m_tiles = 4, w.n_tiles = 2, w.warps_n = 8, w.warps_k = 1, w.split_k = 2, w.stages = 4, w.wgmma = true;
+  REQUIRE(lowbit::can_implement(p, w, arch));
+  const auto wn = lowbit::tune::wq_neighbours(p, w, arch);
+  CHECK(std::any_of(wn.begin(), wn.end(), [](const auto& x) { return x.x_image; }));
+  CHECK(std::none_of(wn.begin(), wn.end(), [](const auto& x) { return x.x_shared || x.warps_k != 1; }));
+}
+
 TEST_CASE("shipped files of one arch: the one naming the device wins (offline: RuntimeOptions::device_name)",
           "[tuning]") {
   lowbit::test::TempDir dir;
