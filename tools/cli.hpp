@@ -59,7 +59,7 @@ int run_compile(const CommonFlags& f, const WqFlags& w, const std::string& famil
 int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, bool resources, bool explain);
 int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save);
 int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s,
-             int refine_rounds, const std::string& devices, bool resume);
+             int refine_rounds, int final_rounds, const std::string& devices, bool resume);
 // "[#####.....] 12/48 problems, 30 s elapsed, ETA 90 s" (ETA "?" before the first result).
 std::string progress_bar(std::size_t done, std::size_t total, double elapsed_s, int width);
 int run_cache(const CommonFlags& f, const std::string& action, bool all, double older_than_days);

@@ -49,7 +49,7 @@ tune::TuningMeta meta_of(Runtime& rt) {
 }  // namespace
 
 int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s,
-             int refine_rounds, const std::string& devices_list, bool resume) {
+             int refine_rounds, int final_rounds, const std::string& devices_list, bool resume) {
   LOWBIT_CHECK(!db_path.empty(), "--db is required: the tuning file to merge results into");
   std::vector<int64_t> devices =
       devices_list.empty() ? std::vector<int64_t>{f.device} : parse_int_list(devices_list, "--devices");
@@ -61,6 +61,7 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
   opt.ms.erase(std::unique(opt.ms.begin(), opt.ms.end()), opt.ms.end());
   opt.budget_s = budget_s;
   opt.refine_rounds = refine_rounds;
+  opt.final_rounds = final_rounds;
   const auto shapes = wq_shapes(w);
   // Work: a layer and the M values of it still to tune (one tuning call per layer, so its
   // candidates compile together and its weights are made once).
@@ -129,11 +130,14 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
                          {"heuristic_us", r.heuristic_us},
                          {"tried", r.tried},
                          {"failed", r.failed},
-                         {"refined", r.refined}});
+                         {"refined", r.refined},
+                         {"finalists", r.finalists}});
           if (f.json) return;
-          std::printf("%s%-36s best %8.2f us (heuristic %8.2f, %2d tried, %d failed%s)  %s%s\n",
+          std::printf("%s%-36s best %8.2f us (heuristic %8.2f, %2d tried, %d failed%s%s)  %s%s\n",
                       tty ? "\r\033[K" : "", r.key.c_str(), r.best_us, r.heuristic_us, r.tried, r.failed,
-                      r.refined ? fmt::format(", {} by neighbours", r.refined).c_str() : "", r.best.str().c_str(),
+                      r.refined ? fmt::format(", {} by neighbours", r.refined).c_str() : "",
+                      r.finalists ? fmt::format(", median of {} finalists", r.finalists).c_str() : "",
+                      r.best.str().c_str(),
                       devices.size() > 1 ? fmt::format("  [device {}]", devices[wi]).c_str() : "");
           if (tty)
             std::printf("%s", progress_bar(done, total, elapsed(), 30).c_str());

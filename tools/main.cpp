@@ -65,6 +65,12 @@ int main(int argc, char** argv) {
                    "(0 = the list only)")
       ->default_val(3)
       ->check(CLI::Range(0, 10));
+  int final_rounds = 3;
+  tune->add_option("--final", final_rounds,
+                   "more timings of each config within 5 % of the best (at most 4), in turns; the lowest "
+                   "median wins (0 = one timing decides)")
+      ->default_val(3)
+      ->check(CLI::Range(0, 20));
   std::string devices;
   tune->add_option("--devices", devices,
                    "GPUs to tune on at once, e.g. 0,1,2,3 (one worker each; default --device)");
@@ -89,7 +95,7 @@ int main(int argc, char** argv) {
     if (*compile) return run_compile(common, wq, family);
     if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources, want_explain);
     if (*bench) return run_bench(common, wq, replays, save);
-    if (*tune) return run_tune(common, wq, db_path, budget, refine, devices, resume);
+    if (*tune) return run_tune(common, wq, db_path, budget, refine, final_rounds, devices, resume);
     if (*cache) return run_cache(common, action, prune_all, older_than);
   } catch (const lowbit::Error& e) {
     std::fprintf(stderr, "lowbit: error: %s\n", e.what());

@@ -248,6 +248,40 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
       r.refined += r.best == before ? 0 : 1;
       if (r.best == before) break;
     }
+    // One timing moves by about ±2 % between calls (H200, twenty-eighth session), as much as many
+    // winners lead by: the configs within kFinalistWithin of the best are timed opt.final_rounds more
+    // times, in turns (so a drift of the clocks hits them alike), and the lowest median wins.
+    std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::pair<WqGemmConfig, std::vector<double>>> finalists;
+    for (const auto& [us, c] : timed)
+      if (finalists.size() < kFinalists && us <= kFinalistWithin * r.best_us) finalists.push_back({c, {us}});
+    if (finalists.size() > 1)
+      for (int round = 0; round < opt.final_rounds && !out_of_time(); ++round)
+        for (auto& [c, times] : finalists) {
+          try {
+            WqGemmPlanOptions po;
+            po.config = c;
+            WqGemmPlan p(rt, base, {bucket}, po);
+            times.push_back(setup.time_us(p, bucket, opt.rounds, opt.replays));
+          } catch (const Error&) {
+            times.push_back(1e300);  // it ran before: count a failure now as a loss
+          }
+        }
+    if (finalists.size() > 1) {
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      };
+      r.best_us = 1e300;
+      for (auto& [c, times] : finalists) {
+        const double m = median(times);
+        for (auto& [us, tc] : timed)
+          if (tc == c) us = m;
+        if (c == r.heuristic) r.heuristic_us = m;
+        if (m < r.best_us) r.best_us = m, r.best = c;
+      }
+      r.finalists = static_cast<int>(finalists.size());
+    }
     if (r.best_us < 1e300) {
       // Runners-up, for people and for fitting the heuristic; the lookup reads only "config".
       std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -19,18 +19,24 @@ struct WqTuneOptions {
   // After the candidate list: time the best config's untried one-field neighbours (wq_neighbours),
   // and again around each new best, at most this many times (0: the list only).
   int refine_rounds = 3;
+  // Then the configs within kFinalistWithin of the best (at most kFinalists) are timed this many more
+  // times each, in turns; the lowest median wins (0: the single timings decide).
+  int final_rounds = 3;
 };
 
 // Each entry keeps up to kRunnersUp other configs within kRunnerUpWithin of the best, with times.
 inline constexpr std::size_t kRunnersUp = 6;
 inline constexpr double kRunnerUpWithin = 1.20;
+inline constexpr std::size_t kFinalists = 4;
+inline constexpr double kFinalistWithin = 1.05;
 
 struct WqTuneResult {
   std::string key;
   WqGemmConfig best, heuristic;
   double best_us = 0, heuristic_us = 0;
   int tried = 0, failed = 0;
-  int refined = 0;  // neighbour rounds that found a faster config than the list's best
+  int refined = 0;    // neighbour rounds that found a faster config than the list's best
+  int finalists = 0;  // configs re-timed at the end (0: one was clearly best, or final_rounds 0)
 };
 
 // Candidate configs for one M bucket: the heuristic first, then its one-field neighbours.
