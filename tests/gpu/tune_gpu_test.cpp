@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "gpu/gpu_fixture.hpp"
 #include "support/catch.hpp"
 #include "tune/tuning_db.hpp"
@@ -72,4 +74,30 @@ TEST_CASE("lowbit tune: a tiny run writes a file that a second process uses", "[
   INFO(inspect << "\n" << text);
   REQUIRE(rc2 == 0);
   CHECK(text.find("tuned (exact, " + db) != std::string::npos);
+}
+
+TEST_CASE("lowbit tune: neighbour rounds and re-timed finalists agree with the file", "[gpu][tune]") {
+  const std::string cli = LOWBIT_CLI_PATH;
+  TempDir dir;
+  const std::string db = dir.path + "/tuned.json", out = dir.path + "/out.json", err = dir.path + "/err.txt";
+  const std::string tune = cli + " tune wq_gemm --n 520 --k 2048 --m 1 --refine 2 --final 2 --json --db " + db +
+                           " > " + out + " 2> " + err;
+  const int rc = std::system(tune.c_str());
+  const std::string text = read_all(out);
+  INFO(tune << "\n" << text << "\n" << read_all(err));
+  REQUIRE(rc == 0);
+  const auto report = nlohmann::json::parse(text);
+  REQUIRE(report["results"].size() == 1);
+  const auto& r = report["results"][0];
+  CHECK(r["refined"].get<int>() >= 0);
+  CHECK(r["finalists"].get<int>() >= 0);
+  CHECK(r["finalists"].get<int>() <= 4);
+  // The file holds the result's winner and its time (a median where it was re-timed).
+  std::vector<std::string> warnings;
+  const auto file = tune::TuningDb::load(db, gpu_runtime().arch(), &warnings).to_json()["wq_gemm"];
+  REQUIRE(file.size() == 1);
+  const auto& entry = file.begin().value();
+  CHECK(entry["us"].get<double>() == r["best_us"].get<double>());
+  CHECK(entry["config"] == r["best"]);
+  for (const auto& ru : entry["runners_up"]) CHECK(ru["config"] != entry["config"]);
 }
