@@ -96,7 +96,7 @@ TEST_CASE("lowbit tune: neighbour rounds and re-timed finalists agree with the f
   std::vector<std::string> warnings;
   const auto file = tune::TuningDb::load(db, gpu_runtime().arch(), &warnings).to_json()["wq_gemm"];
   REQUIRE(file.size() == 1);
-  const auto& entry = file.begin().value();
+  const nlohmann::json entry = file.begin().value();  // a copy: the iterator is a temporary
   CHECK(entry["us"].get<double>() == r["best_us"].get<double>());
   CHECK(entry["config"] == r["best"]);
   for (const auto& ru : entry["runners_up"]) CHECK(ru["config"] != entry["config"]);
