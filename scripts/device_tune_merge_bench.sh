@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# One call: tune the standard layers at $TUNE_M for each format of $FORMATS (as
+# device_tune_formats_standard.sh), merge the results into this device's shipped file
+# (tuning_db/$FILE, with scripts/merge_retune.py; the merged file comes back as $OUT/merged.json),
+# then bench the standard cases at $TUNE_M in the four closing-table formats with it.
+# Usage: FILE=nvidia-h100.json TUNE_M=1,16 FORMATS=";--act bf16;--bits 2;--bits 8" [LIMIT_S=s] scripts/device_tune_merge_bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
+: "${FILE:?the shipped tuning file under tuning_db/}" "${TUNE_M:?}"
+"$ROOT/scripts/device_tune_formats_standard.sh"
+cp "$S" "$OUT/tune-summary.txt"
+python3 "$ROOT/scripts/merge_retune.py" "$ROOT/tuning_db/$FILE" "$OUT"/tuned-*.json | tee -a "$OUT/tune-summary.txt"
+cp "$ROOT/tuning_db/$FILE" "$OUT/merged.json"
+rm -f "$OUT"/tuned-*.json "$OUT/build.log"
+: >"$S"
+export LOWBIT_CACHE_DIR=$B/cache-bench
+for fmt in "" "--act bf16" "--bits 2" "--bits 8"; do
+  # shellcheck disable=SC2086  # fmt is a list
+  "$B/lowbit" bench wq_gemm --cases standard --m "$TUNE_M" $fmt 2>&1 | grep -v "^#" | tee -a "$S"
+done
