@@ -255,8 +255,9 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     std::vector<std::pair<WqGemmConfig, std::vector<double>>> finalists;
     for (const auto& [us, c] : timed)
       if (finalists.size() < kFinalists && us <= kFinalistWithin * r.best_us) finalists.push_back({c, {us}});
+    int final_rounds_done = 0;
     if (finalists.size() > 1)
-      for (int round = 0; round < opt.final_rounds && !out_of_time(); ++round)
+      for (; final_rounds_done < opt.final_rounds && !out_of_time(); ++final_rounds_done)
         for (auto& [c, times] : finalists) {
           try {
             WqGemmPlanOptions po;
@@ -267,19 +268,22 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
             times.push_back(1e300);  // it ran before: count a failure now as a loss
           }
         }
-    if (finalists.size() > 1) {
-      auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-      };
-      r.best_us = 1e300;
-      for (auto& [c, times] : finalists) {
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
+    double best_median = 1e300;
+    const WqGemmConfig* best_final = nullptr;
+    for (const auto& [c, times] : finalists)
+      if (final_rounds_done > 0 && median(times) < best_median) best_median = median(times), best_final = &c;
+    if (best_final != nullptr) {  // else no round ran, or every finalist failed in them: single timings
+      for (const auto& [c, times] : finalists) {
         const double m = median(times);
         for (auto& [us, tc] : timed)
           if (tc == c) us = m;
         if (c == r.heuristic) r.heuristic_us = m;
-        if (m < r.best_us) r.best_us = m, r.best = c;
       }
+      r.best = *best_final, r.best_us = best_median;
       r.finalists = static_cast<int>(finalists.size());
     }
     if (r.best_us < 1e300) {
