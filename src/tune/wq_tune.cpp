@@ -193,7 +193,8 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   WqBenchSetup setup(rt, base, buckets.back());
   ScopedStream stream;
   std::vector<WqTuneResult> results;
-  for (const auto& [bucket, candidates] : plan) {
+  for (const auto& [plan_bucket, candidates] : plan) {
+    const int64_t bucket = plan_bucket;  // a plain variable: lambdas below capture it
     WqTuneResult r;
     r.key = wq::tuning_key(base, bucket).str();
     r.heuristic = candidates.front();
@@ -245,53 +246,67 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
         if (out_of_time()) break;
         time_one(c);
       }
+      // Counts the rounds that moved the best (the finalists below may still pick another config).
       r.refined += r.best == before ? 0 : 1;
       if (r.best == before) break;
     }
     // One timing moves by about ±2 % between calls (H200, twenty-eighth session), as much as many
     // winners lead by: the configs within kFinalistWithin of the best are timed opt.final_rounds more
-    // times, in turns (so a drift of the clocks hits them alike), and the lowest median wins.
+    // times, in turns (so a drift of the clocks hits them alike), and the lowest median of those
+    // re-timings wins (the first timings are left out: the best one was picked for being low). A
+    // finalist that fails a re-timing drops out. The budget is checked between rounds, so a round
+    // may end past it.
     std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::pair<WqGemmConfig, std::vector<double>>> finalists;
+    struct Finalist {
+      WqGemmConfig config;
+      std::vector<double> times;  // the re-timings
+      bool failed = false;
+    };
+    std::vector<Finalist> finalists;
     for (const auto& [us, c] : timed)
-      if (finalists.size() < kFinalists && us <= kFinalistWithin * r.best_us) finalists.push_back({c, {us}});
-    int final_rounds_done = 0;
+      if (finalists.size() < kFinalists && us <= kFinalistWithin * r.best_us) finalists.push_back({c, {}, false});
     if (finalists.size() > 1)
-      for (; final_rounds_done < opt.final_rounds && !out_of_time(); ++final_rounds_done)
-        for (auto& [c, times] : finalists) {
+      for (int round = 0; round < opt.final_rounds && !out_of_time(); ++round)
+        for (Finalist& f : finalists) {
+          if (f.failed) continue;
           try {
             WqGemmPlanOptions po;
-            po.config = c;
+            po.config = f.config;
             WqGemmPlan p(rt, base, {bucket}, po);
-            times.push_back(setup.time_us(p, bucket, opt.rounds, opt.replays));
+            f.times.push_back(setup.time_us(p, bucket, opt.rounds, opt.replays));
           } catch (const Error&) {
-            times.push_back(1e300);  // it ran before: count a failure now as a loss
+            f.failed = true;
+            try {
+              stream.synchronize();
+            } catch (const Error&) {
+            }
           }
         }
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
     };
-    double best_median = 1e300;
-    const WqGemmConfig* best_final = nullptr;
-    for (const auto& [c, times] : finalists)
-      if (final_rounds_done > 0 && median(times) < best_median) best_median = median(times), best_final = &c;
-    if (best_final != nullptr) {  // else no round ran, or every finalist failed in them: single timings
-      for (const auto& [c, times] : finalists) {
-        const double m = median(times);
+    const Finalist* winner = nullptr;
+    for (const Finalist& f : finalists)
+      if (!f.failed && !f.times.empty() && (winner == nullptr || median(f.times) < median(winner->times)))
+        winner = &f;
+    if (winner != nullptr) {  // else no round ran: the single timings decide
+      for (const Finalist& f : finalists) {
+        if (f.failed || f.times.empty()) continue;
+        const double m = median(f.times);
         for (auto& [us, tc] : timed)
-          if (tc == c) us = m;
-        if (c == r.heuristic) r.heuristic_us = m;
+          if (tc == f.config) us = m;
+        if (f.config == r.heuristic) r.heuristic_us = m;
       }
-      r.best = *best_final, r.best_us = best_median;
+      r.best = winner->config, r.best_us = median(winner->times);
       r.finalists = static_cast<int>(finalists.size());
     }
     if (r.best_us < 1e300) {
       // Runners-up, for people and for fitting the heuristic; the lookup reads only "config".
       std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       nlohmann::json runners_up = nlohmann::json::array();
-      for (std::size_t i = 1; i < timed.size() && runners_up.size() < kRunnersUp; ++i)
-        if (timed[i].first <= kRunnerUpWithin * r.best_us)
+      for (std::size_t i = 0; i < timed.size() && runners_up.size() < kRunnersUp; ++i)
+        if (!(timed[i].second == r.best) && timed[i].first <= kRunnerUpWithin * r.best_us)
           runners_up.push_back({{"config", wq::to_json(timed[i].second)}, {"us", timed[i].first}});
       db.put("wq_gemm", wq::tuning_key(base, bucket),
              {{"config", wq::to_json(r.best)},

@@ -20,7 +20,7 @@ struct WqTuneOptions {
   // and again around each new best, at most this many times (0: the list only).
   int refine_rounds = 3;
   // Then the configs within kFinalistWithin of the best (at most kFinalists) are timed this many more
-  // times each, in turns; the lowest median wins (0: the single timings decide).
+  // times each, in turns; the lowest median of those re-timings wins (0: the single timings decide).
   int final_rounds = 3;
 };
 
@@ -35,7 +35,7 @@ struct WqTuneResult {
   WqGemmConfig best, heuristic;
   double best_us = 0, heuristic_us = 0;
   int tried = 0, failed = 0;
-  int refined = 0;    // neighbour rounds that found a faster config than the list's best
+  int refined = 0;    // neighbour rounds that moved the best (before the finalists are re-timed)
   int finalists = 0;  // configs re-timed at the end (0: one was clearly best, or final_rounds 0)
 };
 
