@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <initializer_list>
+#include <limits>
+#include <optional>
 
 #include "jit/context.hpp"
 #include "kernels/wq_gemm_internal.hpp"
@@ -151,6 +153,15 @@ std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& p, const WqGemmConf
   return out;
 }
 
+namespace {
+// The kernels a config's plan for `bucket` builds (it also builds buckets 1 .. bucket/2, whose
+// kernels differ where they skip rows).
+void add_plan_specs(std::vector<jit::KernelSpec>& specs, const WqGemmProblem& base, const WqGemmConfig& c,
+                    int64_t bucket) {
+  for (int64_t lower = 1; lower <= bucket; lower *= 2) specs.push_back(wq::kernel_spec(base, c, lower));
+}
+}  // namespace
+
 std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, const WqTuneOptions& opt,
                                        TuningDb& db,
                                        const std::function<void(const WqTuneResult&)>& on_result) {
@@ -185,8 +196,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   {
     std::vector<jit::KernelSpec> specs;
     for (const auto& [b, cands] : plan)
-      for (const auto& c : cands)
-        for (int64_t lower = 1; lower <= b; lower *= 2) specs.push_back(wq::kernel_spec(base, c, lower));
+      for (const auto& c : cands) add_plan_specs(specs, base, c, b);
     ctx.compile_all(specs);  // repeats are compiled once; failures are reported when timed
   }
 
@@ -202,25 +212,33 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     std::vector<std::pair<double, WqGemmConfig>> timed;
     std::vector<WqGemmConfig> seen;  // timed or failed
     auto out_of_time = [&] { return r.tried > 0 && opt.budget_s > 0 && elapsed_s() > opt.budget_s; };
-    auto time_one = [&](const WqGemmConfig& c) {
-      ++r.tried;
-      seen.push_back(c);
+    // One timing of config c (checked against the reference first when `check`); nullopt if it fails.
+    auto measure = [&](const WqGemmConfig& c, bool check) -> std::optional<double> {
       try {
         WqGemmPlanOptions po;
         po.config = c;
         WqGemmPlan p(rt, base, {bucket}, po);
-        setup.check(p, bucket, stream.get());  // correct before it may win
-        const double us = setup.time_us(p, bucket, opt.rounds, opt.replays);
-        if (r.tried == 1) r.heuristic_us = us;
-        if (us < r.best_us) r.best_us = us, r.best = c;
-        timed.emplace_back(us, c);
+        if (check) setup.check(p, bucket, stream.get());  // correct before it may win
+        return setup.time_us(p, bucket, opt.rounds, opt.replays);
       } catch (const Error&) {
-        ++r.failed;
         try {
           stream.synchronize();
         } catch (const Error&) {
         }
+        return std::nullopt;
       }
+    };
+    auto time_one = [&](const WqGemmConfig& c) {
+      ++r.tried;
+      seen.push_back(c);
+      const std::optional<double> us = measure(c, true);
+      if (!us) {
+        ++r.failed;
+        return;
+      }
+      if (r.tried == 1) r.heuristic_us = *us;
+      if (*us < r.best_us) r.best_us = *us, r.best = c;
+      timed.emplace_back(*us, c);
     };
     for (const auto& c : candidates) {
       if (out_of_time()) break;  // the heuristic always runs
@@ -238,8 +256,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
         if (std::find(seen.begin(), seen.end(), n) == seen.end()) next.push_back(n);
       if (next.empty()) break;
       std::vector<jit::KernelSpec> specs;
-      for (const auto& c : next)
-        for (int64_t lower = 1; lower <= bucket; lower *= 2) specs.push_back(wq::kernel_spec(base, c, lower));
+      for (const auto& c : next) add_plan_specs(specs, base, c, bucket);
       ctx.compile_all(specs);
       const WqGemmConfig before = r.best;
       for (const auto& c : next) {
@@ -261,44 +278,34 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
       WqGemmConfig config;
       std::vector<double> times;  // the re-timings
       bool failed = false;
+      double median = std::numeric_limits<double>::infinity();  // of the re-timings, if any and none failed
     };
     std::vector<Finalist> finalists;
     for (const auto& [us, c] : timed)
-      if (finalists.size() < kFinalists && us <= kFinalistWithin * r.best_us) finalists.push_back({c, {}, false});
+      if (finalists.size() < kFinalists && us <= kFinalistWithin * r.best_us) finalists.push_back({c, {}});
     if (finalists.size() > 1)
       for (int round = 0; round < opt.final_rounds && !out_of_time(); ++round)
         for (Finalist& f : finalists) {
           if (f.failed) continue;
-          try {
-            WqGemmPlanOptions po;
-            po.config = f.config;
-            WqGemmPlan p(rt, base, {bucket}, po);
-            f.times.push_back(setup.time_us(p, bucket, opt.rounds, opt.replays));
-          } catch (const Error&) {
+          const std::optional<double> us = measure(f.config, false);
+          if (us)
+            f.times.push_back(*us);
+          else
             f.failed = true;
-            try {
-              stream.synchronize();
-            } catch (const Error&) {
-            }
-          }
         }
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-    };
     const Finalist* winner = nullptr;
-    for (const Finalist& f : finalists)
-      if (!f.failed && !f.times.empty() && (winner == nullptr || median(f.times) < median(winner->times)))
-        winner = &f;
+    for (Finalist& f : finalists) {
+      if (f.failed || f.times.empty()) continue;
+      std::sort(f.times.begin(), f.times.end());
+      const std::size_t n = f.times.size();
+      f.median = n % 2 ? f.times[n / 2] : 0.5 * (f.times[n / 2 - 1] + f.times[n / 2]);
+      for (auto& [us, tc] : timed)
+        if (tc == f.config) us = f.median;
+      if (f.config == r.heuristic) r.heuristic_us = f.median;
+      if (winner == nullptr || f.median < winner->median) winner = &f;
+    }
     if (winner != nullptr) {  // else no round ran: the single timings decide
-      for (const Finalist& f : finalists) {
-        if (f.failed || f.times.empty()) continue;
-        const double m = median(f.times);
-        for (auto& [us, tc] : timed)
-          if (tc == f.config) us = m;
-        if (f.config == r.heuristic) r.heuristic_us = m;
-      }
-      r.best = winner->config, r.best_us = median(winner->times);
+      r.best = winner->config, r.best_us = winner->median;
       r.finalists = static_cast<int>(finalists.size());
     }
     if (r.best_us < 1e300) {
