@@ -11,8 +11,9 @@ namespace lowbit::cli {
 
 void add_common(CLI::App* app, CommonFlags& f, bool with_device) {
   app->add_option("--arch", f.arch, "target arch (sm_80, sm_86, sm_89, sm_90a, ...); default: the device's");
-  app->add_option("--cache-dir", f.cache_dir,
-                  "kernel cache dir (default $LOWBIT_CACHE_DIR or ~/.cache/lowbit)");
+  app->add_option(
+      "--cache-dir", f.cache_dir,
+      "kernel cache dir (default $LOWBIT_CACHE_DIR, else $XDG_CACHE_HOME/lowbit, else ~/.cache/lowbit)");
   app->add_option("--sm-count", f.sm_count,
                   "offline: SM count of the target GPU (configs depend on it; default: a typical part)");
   app->add_option(

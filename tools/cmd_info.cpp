@@ -46,8 +46,9 @@ int run_info(const CommonFlags& f) {
                 {"entries", entries.size()},
                 {"bytes", disk.total_bytes()}};
   nlohmann::json env = nlohmann::json::object();
-  for (const char* name : {"LOWBIT_CACHE_DIR", "LOWBIT_NO_DISK_CACHE", "LOWBIT_NO_COMPILE",
-                           "LOWBIT_DUMP_SOURCE", "LOWBIT_PRINT_CONFIGS"})
+  for (const char* name :
+       {"LOWBIT_CACHE_DIR", "LOWBIT_NO_DISK_CACHE", "LOWBIT_NO_COMPILE", "LOWBIT_DUMP_SOURCE",
+        "LOWBIT_PRINT_CONFIGS", "LOWBIT_TUNING_DB", "LOWBIT_NO_TUNING_DB", "LOWBIT_NO_PDL"})
     if (auto v = env_string(name)) env[name] = *v;
   j["env"] = env;
   if (f.json) {
