@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "tune/wq_tune.hpp"
 
 int main(int argc, char** argv) {
   using namespace lowbit::cli;
@@ -59,17 +60,18 @@ int main(int argc, char** argv) {
   double budget = 0;
   tune->add_option("--db", db_path, "tuning file to merge into (created if missing)")->required();
   tune->add_option("--budget", budget, "seconds per layer (0 = try every candidate)")->default_val(0);
-  int refine = 3;
+  const lowbit::tune::WqTuneOptions tune_defaults;  // one source for the library's and the CLI's defaults
+  int refine = tune_defaults.refine_rounds;
   tune->add_option("--refine", refine,
                    "rounds of timing the best config's untried one-field neighbours after the candidate list "
                    "(0 = the list only)")
-      ->default_val(3)
+      ->default_val(refine)
       ->check(CLI::Range(0, 10));
-  int final_rounds = 3;
+  int final_rounds = tune_defaults.final_rounds;
   tune->add_option("--final", final_rounds,
                    "more timings of each config within 5 % of the best (at most 4), in turns; the lowest "
                    "median wins (0 = one timing decides)")
-      ->default_val(3)
+      ->default_val(final_rounds)
       ->check(CLI::Range(0, 20));
   std::string devices;
   tune->add_option("--devices", devices,

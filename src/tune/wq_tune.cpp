@@ -122,7 +122,8 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
 std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
   std::vector<WqGemmConfig> out;
   auto add = [&](WqGemmConfig n) {
-    if (!(n == c) && std::find(out.begin(), out.end(), n) == out.end() && can_implement(p, n, arch)) out.push_back(n);
+    if (!(n == c) && std::find(out.begin(), out.end(), n) == out.end() && can_implement(p, n, arch))
+      out.push_back(n);
   };
   auto halve_double = [&](int WqGemmConfig::*field) {
     for (int v : {c.*field / 2, c.*field * 2}) {
@@ -263,9 +264,8 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
         if (out_of_time()) break;
         time_one(c);
       }
-      // Counts the rounds that moved the best (the finalists below may still pick another config).
-      r.refined += r.best == before ? 0 : 1;
       if (r.best == before) break;
+      ++r.refined;  // rounds that moved the best (the finalists below may still pick another config)
     }
     // One timing moves by about ±2 % between calls (H200, twenty-eighth session), as much as many
     // winners lead by: the configs within kFinalistWithin of the best are timed opt.final_rounds more
