@@ -71,7 +71,7 @@ struct WqGemmConfig {
   int m_tiles = 1;  // 1..8
   int n_tiles = 4;  // 1, 2, 4, 8
   int warps_n = 1;  // 1, 2, 4
-  int warps_k = 4;  // 1, 2, 4, 8, 16 (at most 16 warps per block)
+  int warps_k = 4;  // 1..16, any count (at most 16 warps per block)
   int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace)
   int stages = 4;   // 2..8: cp.async ring slots per warp (stages − 1 chunks of weights in flight)
   // Activations staged in shared memory with cp.async, in the weights' ring depth, instead of each

@@ -471,8 +471,9 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
     return fail(why, fmt::format("n_tiles = {}: must be 1, 2, 4 or 8", c.n_tiles));
   if (c.warps_n != 1 && c.warps_n != 2 && c.warps_n != 4 && !(c.wgmma && c.warps_n == 8))
     return fail(why, fmt::format("warps_n = {}: must be 1, 2 or 4 (or 8 with wgmma)", c.warps_n));
-  if (c.warps_k != 1 && c.warps_k != 2 && c.warps_k != 4 && c.warps_k != 8 && c.warps_k != 16)
-    return fail(why, fmt::format("warps_k = {}: must be 1, 2, 4, 8 or 16", c.warps_k));
+  // Any count along K: the warps take interleaved chunks and sum in warp order, so nothing needs a
+  // power of 2; 12 warps fit where 16 do not (registers, shared memory) and give 3 per scheduler.
+  if (c.warps_k < 1 || c.warps_k > 16) return fail(why, fmt::format("warps_k = {}: must be 1..16", c.warps_k));
   const int64_t chunks = wq::layout(p).chunks;
   if (c.split_k < 1 || c.split_k > 64 || c.split_k > chunks)
     return fail(why, fmt::format("split_k = {}: must be 1..min(64, K_pad/128 = {})", c.split_k, chunks));

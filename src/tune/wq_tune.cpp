@@ -68,7 +68,8 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
   }
   if (p.m <= 8) {
     for (int nt : {2, 4})
-      for (auto [wn, wk] : {std::pair{1, 8}, {1, 16}, {2, 4}, {2, 8}}) add_shared(1, nt, wn, wk, 2, sms / 4);
+      for (auto [wn, wk] : {std::pair{1, 6}, {1, 8}, {1, 12}, {1, 16}, {2, 4}, {2, 8}})
+        add_shared(1, nt, wn, wk, 2, sms / 4);
     // Staged per warp with 3 stages: one more chunk in flight per warp, for shared memory only (the
     // staged kernel holds no activation registers).
     for (int nt : {2, 4}) add_shared(1, nt, 1, 8, 3, sms / 4);
@@ -79,6 +80,10 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
           if (16 * mt > 2 * p.m || (p.m > 16 && wn > 1 && wk == 4) || (wn == 1 && mt > 2)) continue;
           if (p.m <= 16) {
             for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, sms);
+            // One warp along N: also 6 and 12 along K (3 warps per scheduler where 16 do not fit).
+            if (wn == 1 && mt == 1 && wk == 8)
+              for (int wk3 : {6, 12})
+                for (int st : {2, 3}) add_shared(mt, nt, wn, wk3, st, sms);
           } else {
             add_shared(mt, nt, wn, wk, 3, sms);
             add_shared(mt, nt, wn, wk, 3, 2 * sms);
@@ -146,6 +151,12 @@ std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& p, const WqGemmConf
     add(n);
   } else {
     halve_double(&WqGemmConfig::warps_k);
+    // ... and 3/2 or 2/3 of it (8 ↔ 12, 4 ↔ 6, 2 ↔ 3): 12 warps fit where 16 do not.
+    for (int v : {c.warps_k * 3 / 2, c.warps_k * 2 / 3}) {
+      WqGemmConfig n = c;
+      n.warps_k = v;
+      if (v >= 1 && (v * 2 == c.warps_k * 3 || v * 3 == c.warps_k * 2)) add(n);
+    }
     halve_double(&WqGemmConfig::warps_n);
     WqGemmConfig n = c;
     n.x_shared = !n.x_shared;

@@ -158,8 +158,12 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
   check_rejected(p, c, sm90a, "m_tiles = 9");
   c = good, c.warps_n = 3;
   check_rejected(p, c, sm90a, "warps_n = 3");
-  c = good, c.warps_k = 3;
-  check_rejected(p, c, sm90a, "warps_k = 3");
+  c = good, c.warps_k = 17;
+  check_rejected(p, c, sm90a, "warps_k = 17");
+  c = good, c.warps_k = 0;
+  check_rejected(p, c, sm90a, "warps_k = 0");
+  c = good, c.warps_k = 3;  // any count along K (the warps interleave chunks)
+  CHECK(lowbit::can_implement(p, c, sm90a, &why));
   c = WqGemmConfig{8, 8, 1, 1, 1};  // 64 accumulator tiles per warp
   check_rejected(p, c, sm90a, "32");
   c = WqGemmConfig{8, 4, 4, 8, 1};  // warps_k reduction far over 48 KiB
