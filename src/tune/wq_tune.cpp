@@ -151,11 +151,13 @@ std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& p, const WqGemmConf
     add(n);
   } else {
     halve_double(&WqGemmConfig::warps_k);
-    // ... and 3/2 or 2/3 of it (8 ↔ 12, 4 ↔ 6, 2 ↔ 3): 12 warps fit where 16 do not.
-    for (int v : {c.warps_k * 3 / 2, c.warps_k * 2 / 3}) {
+    // ... and 3/2, 2/3, 3/4 or 4/3 of it where whole (8 → 12 and 6, 16 → 12, 4 → 6 and 3): 12 warps
+    // fit where 16 do not.
+    for (auto [num, den] : {std::pair{3, 2}, {2, 3}, {3, 4}, {4, 3}}) {
+      if (c.warps_k * num % den != 0) continue;
       WqGemmConfig n = c;
-      n.warps_k = v;
-      if (v >= 1 && (v * 2 == c.warps_k * 3 || v * 3 == c.warps_k * 2)) add(n);
+      n.warps_k = c.warps_k * num / den;
+      add(n);
     }
     halve_double(&WqGemmConfig::warps_n);
     WqGemmConfig n = c;

@@ -368,6 +368,7 @@ TEST_CASE("tune neighbours: one field away, distinct, runnable; stages both ways
   CHECK(has([](const auto& x) { return x.stages == 4; }));
   CHECK(has([](const auto& x) { return x.warps_k == 4; }));
   CHECK(has([](const auto& x) { return x.warps_k == 12; }));
+  CHECK(has([](const auto& x) { return x.warps_k == 6; }));
   CHECK(has([](const auto& x) { return x.n_tiles == 8; }));
   CHECK(has([](const auto& x) { return !x.x_shared; }));
   CHECK_FALSE(has([](const auto& x) { return x.wgmma; }));
