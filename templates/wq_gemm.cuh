@@ -207,19 +207,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kIntMode = kMode <= 1;        // (q − z)·s with an integer (or fixed) z
   constexpr bool kFloatZeros = kMode >= 2;     // zeros are act dtype
   constexpr bool kHasZeros = kMode != 1;
-  // One scale per lane per chunk (per channel: once, at the end). Not for groups with more than 8
-  // accumulator tiles of block-shared activations: the chunk's partial sums would double the
-  // accumulator registers (the weights are then scaled in 16 bits before the MMA, so outside
-  // deterministic mode a row's rounding may differ between configs).
-  // fp16 accumulation (kAccF16) always scales first: the chunk's fp16 sums then stay in the range of
-  // the outputs, where sums of unscaled q − z could overflow.
-  constexpr bool kScaleAfter =
-      !kAccF16 && kIntMode &&
-      (kGroup == 0 || (kGroup >= 128 && !(kXShared && !kDeterministic && kMTiles * kNTiles > 8)));
-  constexpr bool kScaleAtEnd = kScaleAfter && kGroup == 0;  // one per column for all of K
-  // The MMAs of a chunk sum into `part` (then scaled, or just added, into the fp32 accumulators):
-  // for a scale per chunk, and for fp16 accumulation, whose error this bounds to one chunk.
-  constexpr bool kChunkSums = (kScaleAfter && !kScaleAtEnd) || kAccF16;
   // A and B swap roles (outside deterministic mode, with an even number of tiles): two 8-column
   // weight tiles form the 16-row A operand and each 8-row slice of the activations is a B operand
   // (one up to 8 rows, two per 16-row tile above), so every dequantized weight pair feeds all the
@@ -233,6 +220,21 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // activations: with the activations in registers (kPrefetchX and its kin) the swap measured 16-29 %
   // slower on the H200 (W2 8192² M = 16: 14.95 → 19.25 µs), so those configs keep the A/B roles.
   constexpr bool kSwap = kNTiles % 2 == 0 && !kDeterministic && (!kUpperRows || kXShared);
+  // Accumulator tiles per warp (16 × 8 each; swapped, 8 × 16): kAccM · kAccN below.
+  constexpr int kAccTiles = kSwap ? kMTiles * kHalves * kNTiles / 2 : kMTiles * kNTiles;
+  // One scale per lane per chunk (per channel: once, at the end). Not for groups with more than 8
+  // accumulator tiles of block-shared activations: the chunk's partial sums would double the
+  // accumulator registers (the weights are then scaled in 16 bits before the MMA, so outside
+  // deterministic mode a row's rounding may differ between configs).
+  // fp16 accumulation (kAccF16) always scales first: the chunk's fp16 sums then stay in the range of
+  // the outputs, where sums of unscaled q − z could overflow.
+  constexpr bool kScaleAfter =
+      !kAccF16 && kIntMode &&
+      (kGroup == 0 || (kGroup >= 128 && !(kXShared && !kDeterministic && kAccTiles > 8)));
+  constexpr bool kScaleAtEnd = kScaleAfter && kGroup == 0;  // one per column for all of K
+  // The MMAs of a chunk sum into `part` (then scaled, or just added, into the fp32 accumulators):
+  // for a scale per chunk, and for fp16 accumulation, whose error this bounds to one chunk.
+  constexpr bool kChunkSums = (kScaleAfter && !kScaleAtEnd) || kAccF16;
   // With the scale after the MMA the zero can come after it too: the MMA runs on base + q (mask-ors,
   // no subtraction) and the chunk's sum sheds (base + z)·Σx, Σx coming from one more MMA per step
   // against ones. Swapped, each pair keeps the base its position reads in place (InPlace in

@@ -73,6 +73,10 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     // Staged per warp with 3 stages: one more chunk in flight per warp, for shared memory only (the
     // staged kernel holds no activation registers).
     for (int nt : {2, 4}) add_shared(1, nt, 1, 8, 3, sms / 4);
+    // 16 tiles per warp: the chunk's fixed work (activations, Σ MMAs, waits) over twice the weights;
+    // a block then covers 128 columns, so K splits to give every SM a block.
+    for (int wk : {4, 8, 16})
+      for (int st : {2, 3}) add_shared(1, 16, 1, wk, st, sms);
   } else {
     for (int mt : {1, 2, 4})
       for (int nt : {4, 8})

@@ -148,6 +148,19 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
   WqGemmConfig c = good;
   c.n_tiles = 3;
   check_rejected(p, c, sm90a, "n_tiles = 3");
+  c = good, c.n_tiles = 32;
+  check_rejected(p, c, sm90a, "n_tiles = 32");
+  c = good, c.n_tiles = 16;  // 16 tiles: one scale row per lane and chunk up to groups of 64
+  CHECK(lowbit::can_implement(p, c, sm90a, &why));
+  {
+    WqGemmProblem g = p;
+    g.group_size = 64;
+    CHECK(lowbit::can_implement(g, c, sm90a, &why));
+    g.group_size = 32;
+    check_rejected(g, c, sm90a, "over 32 scale rows");
+    c.n_tiles = 8;
+    CHECK(lowbit::can_implement(g, c, sm90a, &why));
+  }
   c = good, c.split_k = 0;
   check_rejected(p, c, sm90a, "split_k = 0");
   c = good, c.split_k = 33;
