@@ -674,7 +674,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // µs on the H100 (stream K, its tuned entry, 17.2; block-shared, v19's choice, 18.8) and 14.5 on the
   // H200 (its tuned best; v19's 19.3).
   const bool pair_wave = rows_64_128 && weights >= 8e6 && (pair_wave_at(8) || pair_wave_at(4));
-  const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave;
+  // Heuristic v21 (thirty-first session): 8-bit weights at 64 rows on the narrow layers (3-4 tiles per
+  // SM, 32-63 chunks: 4096²) take the four-way K split of 128-column blocks of 64 rows that v18 (below)
+  // gives from 64 chunks, although its pieces keep only 8 chunks: the tuned best of both GPUs' files
+  // (H200 12.06 µs against 14.2 for v20's block-shared (2,4,2,4); H100 13.66 against 13.82).
+  const bool narrow_w8_64 = bucket == 64 && p.bits == 8 && p.group_size == 128 && tiles_per_sm >= 3 &&
+                            tiles_per_sm <= 4 && chunks >= 32 && chunks < 64;
+  const bool wgmma_rows =
+      (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave || narrow_w8_64;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
@@ -743,6 +750,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   f16 22.47 µs against 24.72 for stream K, bf16 24.09 against 26.36, W2 21.72 against 22.99, W8
     //   30.69 against 31.75) and W4 f16 3584×18944 (27.36 against 28.73). Not at 128 rows: the
     //   cluster pair of 64-row blocks is within 6 % there, and stream K won on 3584×18944.
+    if (narrow_w8_64) {  // v21, above: 3 stages, no image (both files' entry)
+      WqGemmConfig s = blocks_128_config(4, 3);
+      s.split_k = 4, s.x_image = false;
+      if (can_implement(p, s, arch)) return s;
+    }
     if (bucket == 64) {
       const int64_t four_way = 4 * blocks_128(4);
       if (four_way >= 0.7 * sms && four_way <= sms && chunks >= 4 * 16) {
@@ -833,6 +845,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.x_shared = true;
       if (2 * col_blocks >= sms)
         c.n_tiles = tiles_per_sm <= 6 && c.warps_k != 16 ? 2 : std::max(c.n_tiles, 4);
+      // Heuristic v21 (thirty-first session): bf16 4-bit weights at one row from 6 tiles per SM (8192²)
+      // take 8 tiles per warp, like 2-bit ones (v19): their zero comes after the MMA, so each chunk
+      // carries Σ MMAs that more tiles share. The best of both GPUs' files (H200 (1,8,1,8) 10.70 µs
+      // with 3 stages, 11.78 with 2, against 12.29 for v20's 4 tiles; H100 14.50 with 2 stages against
+      // 14.78).
+      if (v5 && bucket == 1 && p.bits == 4 && p.act == DType::BF16 && p.group_size == 128 &&
+          tiles_per_sm > 6 && 2 * col_blocks >= sms)
+        c.n_tiles = 8;
     }
     // Heuristic v19 (twenty-sixth session; the W2 M = 1 entries of both GPUs, the H200's re-tuned
     // with the band copies): 2-bit weights at one row, where a tile-chunk is 256 bytes, take 8 tiles

@@ -628,9 +628,15 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
              h.warps_n == 8));
       CHECK(lowbit::can_implement(mid, h, hopper));
     }
-  // 8-bit at 64 rows keeps block-shared mma.sync where the pair is under 0.7 waves (4096²).
+  // 8-bit at 64 rows where the pair is under 0.7 waves (4096², 32 chunks): not the pair but the
+  // four-way split of 64-row blocks, 3 stages, no image (v21).
   mid.bits = 8, mid.m = 64, mid.n = 4096;
-  CHECK_FALSE(lowbit::choose_config(mid, hopper, 132).wgmma);
+  {
+    const WqGemmConfig h = lowbit::choose_config(mid, hopper, 132);
+    INFO(h.str());
+    CHECK((h.wgmma && h.split_k == 4 && h.m_tiles == 4 && h.n_tiles == 2 && h.stages == 3 && !h.x_image &&
+           !h.stream_k));
+  }
   mid.n = 6144;
   mid.bits = 4, mid.m = 32;
   CHECK_FALSE(lowbit::choose_config(mid, hopper, 132).wgmma);

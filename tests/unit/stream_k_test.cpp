@@ -206,7 +206,8 @@ TEST_CASE("choose_config v18: a four-way K split of 128-column blocks on K-heavy
   }
 }
 
-TEST_CASE("choose_config v18: 4096² at 64 rows stages per warp, one row tile (not 8-bit)", "[heuristic]") {
+TEST_CASE("choose_config v18/v21: 4096² at 64 rows stages per warp, one row tile; 8-bit splits K four ways",
+          "[heuristic]") {
   WqGemmProblem p;
   p.m = 64, p.n = 4096, p.k = 4096, p.group_size = 128;
   for (int bits : {2, 4, 8})
@@ -215,8 +216,28 @@ TEST_CASE("choose_config v18: 4096² at 64 rows stages per warp, one row tile (n
       p.bits = bits, p.act = act, p.out = act;
       const WqGemmConfig c = lowbit::choose_config(p, Arch::parse("sm_90a"), 132);
       CAPTURE(bits, c.str());
-      CHECK(c.x_shared);
-      CHECK(!c.wgmma);
-      CHECK((c.m_tiles == 1 && c.n_tiles == 8 && c.warps_n == 1 && c.warps_k == 4) == (bits != 8));
+      if (bits == 8) {  // v21: wgmma, 64-row blocks of 128 columns, K in four pieces
+        CHECK((c.wgmma && c.split_k == 4 && c.m_tiles == 4 && c.n_tiles == 2 && c.warps_n == 8));
+      } else {
+        CHECK(c.x_shared);
+        CHECK(!c.wgmma);
+        CHECK((c.m_tiles == 1 && c.n_tiles == 8 && c.warps_n == 1 && c.warps_k == 4));
+      }
     }
+  // Off sm_90a 8-bit keeps the block-shared mma.sync config.
+  p.bits = 8, p.act = DType::F16, p.out = DType::F16;
+  const WqGemmConfig a100 = lowbit::choose_config(p, Arch::parse("sm_80"), 108);
+  CHECK(!a100.wgmma);
+}
+
+TEST_CASE("choose_config v21: bf16 4-bit at one row from 6 tiles per SM takes 8 tiles per warp", "[heuristic]") {
+  WqGemmProblem p;
+  p.m = 1, p.n = 8192, p.k = 8192, p.bits = 4, p.group_size = 128;
+  p.act = p.out = DType::BF16;
+  const Arch hopper = Arch::parse("sm_90a");
+  CHECK(lowbit::choose_config(p, hopper, 132).n_tiles == 8);
+  p.act = p.out = DType::F16;  // fp16 4-bit (zero folded in before the MMA) keeps 4
+  CHECK(lowbit::choose_config(p, hopper, 132).n_tiles == 4);
+  p.act = p.out = DType::BF16, p.n = 6144, p.k = 4096;  // under 6 tiles per SM: 2, as before
+  CHECK(lowbit::choose_config(p, hopper, 132).n_tiles == 2);
 }
