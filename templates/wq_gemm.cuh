@@ -54,6 +54,7 @@
 #pragma once
 #include "common/cp_async.cuh"
 #include "common/dequant.cuh"
+#include "common/grid_dependency.cuh"
 #include "common/mma.cuh"
 #include "common/ptx.cuh"
 #include "common/types.cuh"
@@ -185,11 +186,12 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kOneRow, bool kBf16, bool kOutF32, int kMode,
-          bool kDeterministic, bool kXShared, bool kAccF16>
+          bool kDeterministic, bool kXShared, bool kAccF16, bool kXSums>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                    const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
-                   void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M) {
+                   void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M,
+                   const float* __restrict__ xsums) {
   static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
   static_assert(kMode >= 0 && kMode <= 3, "DequantMode 0..3");
   static_assert(kGroup == 0 || (kGroup % 32 == 0 && (kGroup <= 128 ? 128 % kGroup == 0 : kGroup % 128 == 0)),
@@ -248,6 +250,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
   // the magic one and the plain Σx path stays.)
   constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;
+  // kXSums (WqGemmConfig::x_sums): the chunk's Σx and Σ base·x come from wq_x_sums_kernel, launched
+  // just before (xsums: [chunks][rows of the grid][Σx, Σ base·x]), instead of the Σ MMAs: every
+  // column block used to compute the same sums. Only where the zero comes after the MMA with swapped
+  // operands; elsewhere the flag changes nothing.
+  constexpr bool kSumsIn = kXSums && kZeroAfter && kSwap;
   constexpr float kBase = kBf16 ? 128.f : 1024.f;  // the magic base of dequant.cuh
   constexpr u32 kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // words per fragment load
@@ -468,6 +475,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     s_channel[nt] = channel_scale<kGroup, !kScaleAfter>(scales, at);
   }
 
+  // The pre-pass's sums (kSumsIn) are read from the first chunk on: wait for that grid here, with
+  // the first chunks' copies already in flight (a no-op unless launched as its dependent).
+  if constexpr (kSumsIn) wait_for_previous_grid();
+  const int sum_rows = static_cast<int>(gridDim.z) * 16 * kMTiles;  // xsums rows (kSumsIn)
+
   // Step j reads stage j % kStages and refills the stage step j − 1 read: a mask for a power of 2
   // stages, else counted (a division by 3 costs a multiply-high and four more instructions).
   constexpr bool kPow2Stages = (kStages & (kStages - 1)) == 0;
@@ -477,6 +489,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     const int stage = kPow2Stages ? j & (kStages - 1) : next_stage;
     const int refill = kPow2Stages ? (j + kStages - 1) & (kStages - 1) : stage == 0 ? kStages - 1 : stage - 1;
     if constexpr (!kPow2Stages) next_stage = stage + 1 == kStages ? 0 : stage + 1;
+    // kSumsIn: this chunk's sums for rows 8b + 2t, 2t + 1 (Σx, Σ base·x, Σx, Σ base·x), loaded now
+    // and used after the MMAs. (Block-shared steps may run past this warp's chunks: clamp.)
+    float4 xs_in[kSumsIn ? kBTiles : 1];
+    if constexpr (kSumsIn)
+#pragma unroll
+      for (int b = 0; b < kBTiles; ++b)
+        xs_in[b] = __ldg(reinterpret_cast<const float4*>(
+            xsums + (static_cast<i64>(min(c, kChunks - 1)) * sum_rows + m0 + 8 * b + 2 * t) * 2));
     uint4 xn[4][kMTiles][kHalves];
     if constexpr (kXPerWarp) {
       __syncwarp();  // all lanes are done with the slot and stage refilled next
@@ -634,7 +654,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
               mma_step(hs, b, q, lo[2 * hs], hi[2 * hs], lo[2 * hs + 1], hi[2 * hs + 1], xb(b, hs, 0),
                        xb(b, hs, 1));
         }
-        if constexpr (kZeroAfter)
+        if constexpr (kZeroAfter && !kSumsIn)
 #pragma unroll
           for (int hs = 0; hs < 2; ++hs)
 #pragma unroll
@@ -676,6 +696,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // the MMA too, one base) 0.7-0.9 % slower, for no reason found in their PTX (docs/perf-notes.md,
     // nineteenth session).
     auto row_unused = [](int r) { return kInPlaceBases && kOneRow && (r & 1) != 0; };
+    if constexpr (kSumsIn)  // in the Σ MMAs' layout (kZeroAfter above)
+#pragma unroll
+      for (int b = 0; b < kBTiles; ++b) {
+        xsum[b][0] = xs_in[b].x, xsum[b][1] = xs_in[b].z;
+        xsum[b][2] = kInPlaceBases ? xs_in[b].y : xs_in[b].x;
+        xsum[b][3] = kInPlaceBases ? xs_in[b].w : xs_in[b].z;
+      }
     if constexpr (kAccF16) {  // the weights were scaled: the chunk's sums go straight into fp32
       for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
 #pragma unroll
@@ -760,6 +787,38 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         }
       },
       bias, y, ws, counters, M);
+}
+
+// WqGemmConfig::x_sums: for each 128-k chunk c and row, Σx and Σ base·x over the chunk's
+// activations, base(k) the in-place base (InPlace in dequant.cuh) of the weight pair k belongs to
+// (k % 32 = 2j + {0, 1}: pair j of the lane's word; the kernel above pairs them so): what the Σ MMAs
+// of the zero-after path compute against [ones; bases], once per call instead of once per column
+// block. sums[(c · rows + row) · 2 + {0, 1}]; rows from M up to `rows` (the GEMM's grid rows) get
+// zeros. One warp per (row, chunk), four values a lane, 8 rows per block.
+template <int kK, int kBits, bool kBf16>
+__global__ void __launch_bounds__(256)
+    wq_x_sums_kernel(const u16* __restrict__ x, float* __restrict__ sums, int M, int rows) {
+  allow_dependent_launch();  // the GEMM's blocks may start their weight copies meanwhile
+  const int lane = threadIdx.x & 31, row = blockIdx.y * 8 + threadIdx.x / 32, c = blockIdx.x;
+  if (row >= rows) return;
+  const int k = c * 128 + 4 * lane;
+  float s = 0.f, sb = 0.f;
+  if (row < M && (kK % 128 == 0 || k < kK)) {  // K is a multiple of 8: four values never straddle it
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(x + static_cast<i64>(row) * kK + k));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float xv = to_f32<kBf16>(static_cast<u16>((e < 2 ? v.x : v.y) >> (16 * (e % 2))));
+      const float base = to_f32<kBf16>(static_cast<u16>(InPlace<kBits, kBf16>::base2((4 * lane + e) % 32 / 2)));
+      s += xv;
+      sb = fmaf(base, xv, sb);
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    s += __shfl_xor_sync(0xffffffffu, s, o);
+    sb += __shfl_xor_sync(0xffffffffu, sb, o);
+  }
+  if (lane == 0) *reinterpret_cast<float2*>(sums + (static_cast<i64>(c) * rows + row) * 2) = make_float2(s, sb);
 }
 
 // Act-order layers: xp[m][j] = x[m][perm[j]], the activations in the packed K order, so the GEMM

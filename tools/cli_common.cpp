@@ -42,7 +42,7 @@ void add_wq(CLI::App* app, WqFlags& f) {
   app->add_option(
       "--config", f.config,
       "force a config: m_tiles,n_tiles,warps_n,warps_k,split_k[,stages[,x_shared 0|1[,wgmma 0|1[,stream_k "
-      "0|1[,x_image 0|1]]]]]");
+      "0|1[,x_image 0|1[,x_sums 0|1]]]]]]");
   app->add_option("--model", f.model,
                   "model preset: llama-3-8b, mistral-7b, qwen2.5-7b, llama-3-70b[-tp2|-tp4|-tp8], standard");
   app->add_option("--shapes", f.shapes, "file of layers, one 'N K' per line");
@@ -70,9 +70,9 @@ std::vector<int64_t> parse_int_list(const std::string& s, const char* flag) {
 std::optional<WqGemmConfig> parse_config(const std::string& s) {
   if (s.empty()) return std::nullopt;
   auto v = parse_int_list(s, "--config");
-  LOWBIT_CHECK(v.size() >= 5 && v.size() <= 10,
+  LOWBIT_CHECK(v.size() >= 5 && v.size() <= 11,
                "--config = '{}': expected m_tiles,n_tiles,warps_n,warps_k,split_k[,stages[,x_shared[,wgmma[,"
-               "stream_k[,x_image]]]]]",
+               "stream_k[,x_image[,x_sums]]]]]]",
                s);
   WqGemmConfig c;
   c.m_tiles = static_cast<int>(v[0]), c.n_tiles = static_cast<int>(v[1]), c.warps_n = static_cast<int>(v[2]);
@@ -82,7 +82,8 @@ std::optional<WqGemmConfig> parse_config(const std::string& s) {
       {"x_shared (the 7th field)", &WqGemmConfig::x_shared},
       {"wgmma (the 8th field)", &WqGemmConfig::wgmma},
       {"stream_k (the 9th field)", &WqGemmConfig::stream_k},
-      {"x_image (the 10th field)", &WqGemmConfig::x_image}};
+      {"x_image (the 10th field)", &WqGemmConfig::x_image},
+      {"x_sums (the 11th field)", &WqGemmConfig::x_sums}};
   for (std::size_t i = 6; i < v.size(); ++i) {
     const auto [name, field] = flags[i - 6];
     LOWBIT_CHECK(v[i] == 0 || v[i] == 1, "--config = '{}': {} = {}: must be 0 or 1", s, name, v[i]);

@@ -44,9 +44,9 @@ std::string WqGemmProblem::str() const {
 
 std::string WqGemmConfig::str() const {
   return fmt::format(
-      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{}{})", m_tiles,
+      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{}{}{})", m_tiles,
       n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "",
-      stream_k ? ", stream_k" : "", x_image ? ", x_image" : "");
+      stream_k ? ", stream_k" : "", x_image ? ", x_image" : "", x_sums ? ", x_sums" : "");
 }
 
 namespace {
@@ -236,6 +236,7 @@ nlohmann::json to_json(const WqGemmConfig& c) {
   if (c.wgmma) j["wgmma"] = true;        // likewise
   if (c.stream_k) j["stream_k"] = true;  // likewise
   if (c.x_image) j["x_image"] = true;    // likewise
+  if (c.x_sums) j["x_sums"] = true;      // likewise
   return j;
 }
 
@@ -249,7 +250,8 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
     *field = j[name].get<int>();
   }
   for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma},
-                             std::pair{"stream_k", &c.stream_k}, std::pair{"x_image", &c.x_image}}) {
+                             std::pair{"stream_k", &c.stream_k}, std::pair{"x_image", &c.x_image},
+                             std::pair{"x_sums", &c.x_sums}}) {
     if (!j.contains(name)) continue;
     if (!j[name].is_boolean()) return std::nullopt;
     *field = j[name].get<bool>();
@@ -277,7 +279,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                        p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
                        p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
@@ -285,7 +287,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                        : upper_rows ? ""
                                     : "h",
                        c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "");
+                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "", c.x_sums ? "xz" : "");
   s.name_expression =
       c.wgmma ? fmt::format(
                     "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
@@ -295,10 +297,11 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                     static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
               : fmt::format(
                     "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                    "{}, {}, {}, {}>",
+                    "{}, {}, {}, {}, {}>",
                     p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
                     c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
-                    static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16));
+                    static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16),
+                    b(c.x_sums));
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
@@ -333,6 +336,29 @@ jit::KernelSpec x_image_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
   s.specialization = {{"k", p.k}, {"rows", 16 * c.m_tiles}};
   s.config = nlohmann::json::object();
   return s;
+}
+
+jit::KernelSpec x_sums_spec(const WqGemmProblem& p) {
+  jit::KernelSpec s;
+  s.family = "wq_gemm";
+  s.name = fmt::format("wq_x_sums_k{}_w{}_{}", p.k, p.bits, to_string(p.act));
+  s.name_expression =
+      fmt::format("lowbit::kern::wq_x_sums_kernel<{}, {}, {}>", p.k, p.bits, p.act == DType::BF16 ? "true" : "false");
+  s.source =
+      fmt::format("// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
+                  s.name, s.name_expression);
+  s.specialization = {{"k", p.k}, {"bits", p.bits}, {"act", to_string(p.act)}};
+  s.config = nlohmann::json::object();
+  return s;
+}
+
+int64_t x_sums_rows(const WqGemmConfig& c, int64_t m) {
+  return ceil_div(m, 16 * c.m_tiles) * 16 * c.m_tiles;
+}
+
+std::size_t x_sums_bytes(const WqGemmProblem& p, const WqGemmConfig& c, int64_t max_m) {
+  if (!c.x_sums) return 0;
+  return static_cast<std::size_t>(x_sums_rows(c, max_m)) * static_cast<std::size_t>(ceil_div(p.k, 128)) * 8;
 }
 
 std::size_t x_image_bytes(const WqGemmProblem& p, const WqGemmConfig& c, int64_t max_m) {
@@ -527,6 +553,26 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   if (c.x_image && !c.wgmma)
     return fail(
         why, fmt::format("{}: x_image needs wgmma (its image is the wgmma kernel's stage layout)", c.str()));
+  if (c.x_sums) {
+    if (c.wgmma)
+      return fail(why, fmt::format("{}: x_sums is for mma.sync configs (wgmma dequantizes the zero before the MMA)",
+                                   c.str()));
+    if (p.deterministic)
+      return fail(why, fmt::format("{}: x_sums must be off in deterministic problems", c.str()));
+    if (p.accum != DType::F32)
+      return fail(why, fmt::format("{}: x_sums needs accum = f32 (accum = {} scales before the MMA)", c.str(),
+                                   to_string(p.accum)));
+    if (has_float_zeros(p.mode) || p.group_size < 128)
+      return fail(why, fmt::format("{}: x_sums needs integer zeros or symmetric weights with groups of 128 or "
+                                   "more (mode = {}, group_size = {}): only there does the zero come after the MMA",
+                                   c.str(), to_string(p.mode), p.group_size));
+    if ((p.bits == 4 && p.act == DType::F16) || (p.bits == 8 && p.act == DType::BF16))
+      return fail(why, fmt::format("{}: x_sums: bits = {} with act = {} takes the zero before the MMA (no sums to "
+                                   "precompute)",
+                                   c.str(), p.bits, to_string(p.act)));
+    if (c.n_tiles % 2 != 0)
+      return fail(why, fmt::format("{}: x_sums needs an even n_tiles (the swapped operands)", c.str()));
+  }
   if (c.stream_k && (!c.wgmma || c.split_k != 1))
     return fail(why, fmt::format("{}: stream_k needs wgmma and split_k = 1 (it splits K itself)", c.str()));
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
@@ -998,6 +1044,7 @@ struct WqGemmPlan::Impl {
     const jit::LoadedKernel* kernel;
     int64_t resident_blocks;         // stream K: SMs × blocks per SM of this kernel
     const jit::LoadedKernel* image;  // x_image: the kernel that arranges the activations
+    const jit::LoadedKernel* sums;   // x_sums: the kernel that sums them per chunk
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -1009,8 +1056,9 @@ struct WqGemmPlan::Impl {
   std::size_t stream_k_bytes = 0;              // stream K, wgmma K splits: the scratch after them
   std::size_t workspace_bytes = 0;             // the above + what the splitting buckets need
   jit::DeviceBuffer x_image;                   // x_image configs: the activations' stage image
-  // x_image configs: the GEMM starts its weight copies while the image kernel runs (programmatic
-  // dependent launch); LOWBIT_NO_PDL=1 launches it after, for comparisons.
+  jit::DeviceBuffer x_sums;                    // x_sums configs: each row's sums per chunk
+  // x_image and x_sums configs: the GEMM starts its weight copies while the image (sums) kernel runs
+  // (programmatic dependent launch); LOWBIT_NO_PDL=1 launches it after, for comparisons.
   bool overlap_image = true;
 };
 
@@ -1034,7 +1082,7 @@ WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, 
   WqGemmProblem pb = problem;
   pb.m = bucket;
   wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
-  if (!allow_x_image) choice.config.x_image = false;
+  if (!allow_x_image) choice.config.x_image = choice.config.x_sums = false;  // no buffers of its own
   std::string why;
   LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}",
                pb.str(), choice.config.str(), why);
@@ -1058,8 +1106,9 @@ struct BucketKernel {
   jit::KernelSpec spec;
   KernelRecord record;
 };
-// How compile_layers treats x_image configs: as chosen (a plan that owns its workspace), cleared (a
-// plan without one: it owns no image either), or both (ahead-of-time builds, which serve both kinds).
+// How compile_layers treats x_image and x_sums configs: as chosen (a plan that owns its workspace),
+// cleared (a plan without one: it owns no image or sums either), or both (ahead-of-time builds, which
+// serve both kinds).
 enum class XImage { kAsChosen, kCleared, kBoth };
 
 struct LayerKernels {
@@ -1096,13 +1145,12 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
           config_for_bucket(ctx, problems[l], bucket, forced, x_image != XImage::kCleared, &bk.config_source);
       bk.spec = wq::kernel_spec(problems[l], bk.config, bucket);
       specs.push_back(bk.spec);
-      if (bk.config.x_image) {
-        add_extra(wq::x_image_spec(problems[l], bk.config));
-        if (x_image == XImage::kBoth) {
-          WqGemmConfig plain = bk.config;
-          plain.x_image = false;
-          add_extra(wq::kernel_spec(problems[l], plain, bucket), bucket, plain);
-        }
+      if (bk.config.x_image) add_extra(wq::x_image_spec(problems[l], bk.config));
+      if (bk.config.x_sums) add_extra(wq::x_sums_spec(problems[l]));
+      if ((bk.config.x_image || bk.config.x_sums) && x_image == XImage::kBoth) {
+        WqGemmConfig plain = bk.config;
+        plain.x_image = plain.x_sums = false;
+        add_extra(wq::kernel_spec(problems[l], plain, bucket), bucket, plain);
       }
       out[l].buckets.push_back(std::move(bk));
     }
@@ -1125,7 +1173,7 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       KernelRecord r = records[i++];
       if (e.config) {
         r.config = e.config->str();
-        r.config_source = "the x_image config without the image (plans without their own workspace)";
+        r.config_source = "the x_image/x_sums config without its buffer (plans without their own workspace)";
         r.m_bucket = e.bucket;
       }
       layer.extra_records.push_back(std::move(r));
@@ -1171,7 +1219,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       std::move(compile_layers(ctx, {problem}, m_values, options.config,
                                options.allocate_workspace ? XImage::kAsChosen : XImage::kCleared)
                     .front());
-  std::size_t image_bytes = 0;
+  std::size_t image_bytes = 0, sums_bytes = 0;
   for (const BucketKernel& bk : layer.buckets) {
     const int64_t bucket = bk.bucket;
     const WqGemmConfig& c = bk.config;
@@ -1199,7 +1247,12 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       image_bytes = std::max(image_bytes, wq::x_image_bytes(problem, c, bucket));
     }
     impl_->records.push_back(bk.record);
-    impl_->buckets.push_back({bucket, c, &k, resident, image});
+    const jit::LoadedKernel* sums = nullptr;
+    if (c.x_sums) {
+      sums = &ctx.load(wq::x_sums_spec(problem));  // compiled above
+      sums_bytes = std::max(sums_bytes, wq::x_sums_bytes(problem, c, bucket));
+    }
+    impl_->buckets.push_back({bucket, c, &k, resident, image, sums});
     // Stream K and wgmma K splits need only the counters there (their sums go through the scratch
     // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
@@ -1215,6 +1268,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   }
   impl_->workspace_bytes += impl_->stream_k_bytes;
   if (image_bytes > 0) impl_->x_image = jit::DeviceBuffer(image_bytes);  // rewritten by every call
+  if (sums_bytes > 0) impl_->x_sums = jit::DeviceBuffer(sums_bytes);     // likewise
   impl_->overlap_image = !env_flag("LOWBIT_NO_PDL");
   if (impl_->workspace_bytes > 0 && options.allocate_workspace) {
     impl_->workspace = jit::DeviceBuffer(impl_->workspace_bytes);
@@ -1322,10 +1376,22 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs));
     x = image;
   }
+  float* xsums = nullptr;
+  if (b->config.x_sums) {
+    xsums = static_cast<float*>(im.x_sums.get());
+    int rows = static_cast<int>(wq::x_sums_rows(b->config, m));
+    const void* sargs[] = {&x, &xsums, &mi, &rows};
+    jit::LaunchShape shape;
+    shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128));
+    shape.grid_y = static_cast<unsigned>(ceil_div(rows, 8));
+    shape.block = 256;  // a warp per row and chunk
+    jit::launch(b->sums->function, shape, stream, const_cast<void**>(sargs));
+  }
   char* split_ws = base ? base + im.permuted_x_bytes + im.stream_k_bytes : nullptr;
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
-  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi};
+  // (The wgmma kernel takes the first nine: the driver reads as many as the kernel has.)
+  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi, &xsums};
   jit::LaunchOptions options;
   // A stream-K block may wait for a later block (templates/wq_gemm_wgmma.cuh), so all must be
   // resident at once: a cooperative launch guarantees it or fails (MPS limits, a smaller partition)
@@ -1333,7 +1399,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   options.cooperative = b->config.stream_k;
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
   // is touched by the image kernel, and everything before that kernel in the stream has completed.
-  options.overlap_previous = b->config.x_image && im.overlap_image;
+  // Likewise the mma.sync kernel reads the sums of x_sums only after it.
+  options.overlap_previous = (b->config.x_image || b->config.x_sums) && im.overlap_image;
   // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
   if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   jit::launch(b->kernel->function, geo, stream, const_cast<void**>(args), options);

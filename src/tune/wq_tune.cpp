@@ -94,6 +94,21 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
           }
         }
   }
+  // Where the zero comes after the MMA (can_implement says where x_sums applies), up to 16 rows: the
+  // heuristic's config and the first staged per-warp candidates with the activation sums precomputed
+  // (the neighbour rounds toggle it around the best).
+  if (p.m <= 16) {
+    const std::size_t n = out.size();
+    int with_sums = 0;
+    for (std::size_t i = 0; i < n && with_sums < 6; ++i) {
+      if (out[i].wgmma || (i > 0 && !(out[i].x_shared && out[i].warps_n == 1))) continue;
+      WqGemmConfig c = out[i];
+      c.x_sums = true;
+      const std::size_t before = out.size();
+      add(c);
+      with_sums += out.size() > before;
+    }
+  }
   // Warpgroup MMA (sm_90a only; can_implement drops it elsewhere and in deterministic mode): from 32
   // rows, two MMA warpgroups, all the bucket's rows (up to 128) per block or (from 128 rows) 64 of
   // them, 3 to 6 stages (those that fit), K split to fill half the SMs and all of them
@@ -166,6 +181,9 @@ std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& p, const WqGemmConf
     halve_double(&WqGemmConfig::warps_n);
     WqGemmConfig n = c;
     n.x_shared = !n.x_shared;
+    add(n);
+    n = c;  // the activations' sums from the pre-pass, or from the Σ MMAs (can_implement: where it applies)
+    n.x_sums = !n.x_sums;
     add(n);
   }
   return out;

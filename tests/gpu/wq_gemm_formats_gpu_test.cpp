@@ -116,7 +116,7 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
 // dtype, the integer modes, groups of one and of two chunks (K = 1280: an odd chunk count, so a
 // group of 256 ends half way), 4, 8 and 16 tiles per warp (N = 264: a last block with missing tiles;
 // 16 tiles scale after the MMA up to 8 rows, and before it from 16 rows), at one row, at 3 (an 8-row
-// slice) and at 17 (two 16-row blocks, both 8-row halves).
+// slice) and at 17 (two 16-row blocks, both 8-row halves); and with the sums from the pre-pass (x_sums).
 TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype, groups 128 and 256",
           "[gpu]") {
   std::vector<WqGemmProblem> problems;
@@ -132,13 +132,36 @@ TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype
       build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 8, 1, 2, 1, true)));
   const auto sixteen = build_plans(
       problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 16, 1, 2, 1, true)));
+  // The sums from the pre-pass (x_sums) instead of the Σ MMAs, where the format takes the zero after
+  // the MMA (not fp16 4-bit, nor bf16 8-bit): 8 tiles, and 4 tiles split in two along K.
+  std::vector<std::size_t> summed;
+  std::vector<WqGemmProblem> sum_problems;
+  std::vector<WqGemmPlanOptions> sum_options, sum_split_options;
   for (std::size_t i = 0; i < problems.size(); ++i) {
+    WqGemmPlanOptions o = forced(1, 8, 1, 2, 1, true), split = forced(1, 4, 1, 2, 2, true);
+    o.config->x_sums = split.config->x_sums = true;
+    if (!lowbit::can_implement(problems[i], *o.config, gpu_runtime().arch())) continue;
+    summed.push_back(i);
+    sum_problems.push_back(problems[i]);
+    sum_options.push_back(o);
+    sum_split_options.push_back(split);
+  }
+  REQUIRE(summed.size() == problems.size() / 5 * 4);  // every width and dtype but those two
+  const auto sums = build_plans(sum_problems, ms, sum_options);
+  const auto sums_split = build_plans(sum_problems, ms, sum_split_options);
+  for (std::size_t i = 0, s = 0; i < problems.size(); ++i) {
     auto L = make_layer(problems[i], false);
+    const bool with_sums = s < summed.size() && summed[s] == i;
     for (int64_t m : ms) {
       run_and_check(*L, *four[i], m, false);
       run_and_check(*L, *eight[i], m, false);
       run_and_check(*L, *sixteen[i], m, false);
+      if (with_sums) {
+        run_and_check(*L, *sums[s], m, false);
+        run_and_check(*L, *sums_split[s], m, false);
+      }
     }
+    s += with_sums ? 1 : 0;
   }
 }
 

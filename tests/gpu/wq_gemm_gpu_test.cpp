@@ -291,6 +291,65 @@ TEST_CASE("wq_gemm x_image: a plan without its own workspace runs the config wit
   run_and_check(*L, with, 40, false);
 }
 
+TEST_CASE("wq_gemm x_sums: overlapped sums equal serial ones, graph replay with new activations, no buffer "
+          "without a workspace",
+          "[gpu]") {
+  // The GEMM starts while the sums kernel runs (programmatic dependent launch) and waits for it
+  // before its first chunk's sums; LOWBIT_NO_PDL=1 launches it after: the same computation, bit for
+  // bit (no K split). Each call has new activations, so sums read early would be the previous call's.
+  Runtime& rt = gpu_runtime();
+  for (auto [bits, act] : {std::pair{2, DType::F16}, {4, DType::BF16}}) {
+    WqGemmProblem p = problem(1032, 2048, 128, 17);
+    p.bits = bits, p.act = p.out = act;
+    auto L = make_layer(p, false);
+    WqGemmConfig c = config(1, 8, 1, 4, 1, 3, true);
+    c.x_sums = true;
+    INFO(p.str() << " " << c.str());
+    WqGemmPlanOptions o;
+    o.config = c;
+    WqGemmPlan overlapped(rt, p, {1, 17}, o);
+    REQUIRE(overlapped.config_for(17).x_sums);
+    const std::unique_ptr<WqGemmPlan> after = [&] {
+      ScopedEnv serial("LOWBIT_NO_PDL", "1");
+      return std::make_unique<WqGemmPlan>(rt, p, std::vector<int64_t>{1, 17}, o);
+    }();
+    for (int call = 0; call < 3; ++call)
+      for (int64_t m : {1, 16, 17}) {
+        refill_layer(*L);
+        CAPTURE(call, m);
+        run_and_check(*L, overlapped, m, false);
+        const std::vector<double> y_overlapped = download_y(*L, m);
+        run_and_check(*L, *after, m, false);
+        REQUIRE(download_y(*L, m) == y_overlapped);
+      }
+    // Captured once, replayed with new activations (and weights) in the same buffers.
+    const jit::Driver& d = jit::driver();
+    tune::ScopedStream stream;
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    LOWBIT_CU_CHECK(d.cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    overlapped.run(L->args(false), 17, stream.get());
+    LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &graph));
+    LOWBIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
+    for (int replay = 0; replay < 3; ++replay) {
+      refill_layer(*L);
+      L->y_dev.fill_bytes(0xff);
+      LOWBIT_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
+      stream.synchronize();
+      const double err = relative_error(*L, download_y(*L, 17), 17);
+      CAPTURE(replay, err);
+      REQUIRE(err <= tolerance(p));
+    }
+    d.cuGraphExecDestroy(exec);
+    d.cuGraphDestroy(graph);
+    // A plan without buffers of its own (the functional API's) runs the config without the sums.
+    o.allocate_workspace = false;
+    WqGemmPlan bare(rt, p, {17}, o);
+    CHECK_FALSE(bare.config_for(17).x_sums);
+    run_and_check(*L, bare, 17, false);
+  }
+}
+
 TEST_CASE("wq_gemm wgmma: a cluster K split needs no workspace; a four-way split does", "[gpu]") {
   // Two- and three-way splits add their pieces in the cluster's shared memory: the plan asks for no
   // workspace and runs with none (args.workspace null, the plan owning none). Four-way splits still

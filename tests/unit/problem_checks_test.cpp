@@ -115,12 +115,12 @@ TEST_CASE("fp16 accumulation: accepted for f16, its own tuning key, never wgmma"
   CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp.a16");
   p.accum = DType::F32;
   CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp");
-  // The kernel gets the flag (its last template argument) and a name of its own.
+  // The kernel gets the flag (its second-to-last template argument; x_sums is the last) and a name of its own.
   const WqGemmConfig plain{1, 4, 1, 4, 1};
-  CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", false>"));
+  CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", false, false>"));
   CHECK_FALSE(lowbit::test::contains(spec_of(p, plain, 1).name, "a16"));
   p.accum = DType::F16;
-  CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", true>"));
+  CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", true, false>"));
   CHECK(lowbit::test::contains(spec_of(p, plain, 1).name, "f16a16_"));
   const Arch hopper = Arch::parse("sm_90a");
   WqGemmConfig w;
@@ -492,7 +492,7 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::test::contains(what, "runs M = 1 only"));
   const auto spec = spec_of(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "xs"));
-  CHECK(lowbit::test::contains(spec.name_expression, "true, false>"));  // x_shared, then fp16 accumulation
+  CHECK(lowbit::test::contains(spec.name_expression, "true, false, false>"));  // x_shared, fp16 accumulation, x_sums
   CHECK_FALSE(lowbit::test::contains(spec_of(p, plain, 64).name, "xs"));
   CHECK(lowbit::test::contains(c.str(), "x_shared"));
 }
@@ -665,4 +665,69 @@ TEST_CASE("fill_split: the smallest power of 2 that fills the grid, keeping 2 ch
   CHECK(lowbit::wq::fill_split(p, c, 132) == 16);  // 32 chunks / 16 = 2 per warp
   c.warps_k = 2;
   CHECK(lowbit::wq::fill_split(p, c, 132) == 8);  // 2 chunks per warp of 2
+}
+
+TEST_CASE("x_sums: where the zero comes after the MMA, JSON round trip, name, buffer, tuner", "[wq_gemm]") {
+  WqGemmProblem p = normal_problem();  // W4 g128 f16: the zero comes before the MMA
+  const Arch hopper = Arch::parse("sm_90a");
+  WqGemmConfig c{1, 8, 1, 4, 1};
+  c.stages = 3, c.x_shared = true, c.x_sums = true;
+  check_rejected(p, c, hopper, "takes the zero before the MMA");
+  p.bits = 2;
+  std::string why;
+  CHECK(lowbit::can_implement(p, c, hopper, &why));
+  for (auto [bits, act] : {std::pair{1, DType::F16}, {3, DType::F16}, {4, DType::BF16}, {8, DType::F16}}) {
+    WqGemmProblem q = p;
+    q.bits = bits, q.act = q.out = act;
+    CAPTURE(bits);
+    CHECK(lowbit::can_implement(q, c, hopper, &why));
+  }
+  {
+    WqGemmProblem q = p;
+    q.bits = 8, q.act = q.out = DType::BF16;
+    check_rejected(q, c, hopper, "takes the zero before the MMA");
+    q = p, q.group_size = 64;
+    check_rejected(q, c, hopper, "groups of 128");
+    q = p, q.group_size = 0;  // per channel: the scale comes at the end, the zero before the MMA
+    check_rejected(q, c, hopper, "groups of 128");
+    q = p, q.mode = lowbit::DequantMode::SubFloatZeroThenScale;
+    check_rejected(q, c, hopper, "integer zeros");
+    q = p, q.deterministic = true;
+    check_rejected(q, c, hopper, "deterministic");
+    WqGemmConfig odd = c;
+    odd.n_tiles = 1;
+    check_rejected(p, odd, hopper, "even n_tiles");
+    WqGemmConfig w{4, 2, 8, 1, 1};
+    w.stages = 3, w.wgmma = true, w.x_sums = true;
+    check_rejected(p, w, hopper, "mma.sync");
+  }
+  // JSON: absent means false; the kernel's name and last template argument carry it.
+  CHECK(lowbit::wq::config_from_json(lowbit::wq::to_json(c)) == c);
+  WqGemmConfig plain = c;
+  plain.x_sums = false;
+  CHECK_FALSE(lowbit::wq::to_json(plain).contains("x_sums"));
+  CHECK(lowbit::test::contains(c.str(), "x_sums"));
+  const auto spec = spec_of(p, c, 16);
+  CHECK(lowbit::test::contains(spec.name, "xz"));
+  CHECK(lowbit::test::contains(spec.name_expression, ", true>"));
+  CHECK(lowbit::test::contains(spec_of(p, plain, 16).name_expression, ", false>"));
+  CHECK(lowbit::test::contains(lowbit::wq::x_sums_spec(p).name_expression, "wq_x_sums_kernel<4096, 2, false>"));
+  // The sums buffer: the GEMM grid's rows (16 per row tile) × chunks × (Σx, Σ base·x).
+  CHECK(lowbit::wq::x_sums_rows(c, 1) == 16);
+  CHECK(lowbit::wq::x_sums_rows(c, 17) == 32);
+  CHECK(lowbit::wq::x_sums_bytes(p, c, 16) == 16u * 32 * 8);
+  CHECK(lowbit::wq::x_sums_bytes(p, plain, 16) == 0u);
+  // The tuner tries it up to 16 rows where it applies, never where it does not.
+  auto with_sums = [](const std::vector<WqGemmConfig>& cs) {
+    return std::count_if(cs.begin(), cs.end(), [](const WqGemmConfig& x) { return x.x_sums; });
+  };
+  p.m = 16;
+  CHECK(with_sums(lowbit::tune::wq_candidates(p, hopper, 132)) > 0);
+  const auto around_sums = lowbit::tune::wq_neighbours(p, c, hopper);  // one of them toggles it off
+  CHECK(static_cast<std::size_t>(with_sums(around_sums)) + 1 == around_sums.size());
+  CHECK(with_sums(lowbit::tune::wq_neighbours(p, plain, hopper)) == 1);
+  p.m = 64;
+  CHECK(with_sums(lowbit::tune::wq_candidates(p, hopper, 132)) == 0);
+  p.m = 16, p.bits = 4;
+  CHECK(with_sums(lowbit::tune::wq_candidates(p, hopper, 132)) == 0);
 }
