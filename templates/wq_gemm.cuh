@@ -477,11 +477,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
   // The pre-pass's sums (kSumsIn) are read from the first chunk on: wait for that grid here, with
   // the first chunks' copies already in flight (a no-op unless launched as its dependent).
-#ifndef WQ_XSUMS_WAIT
-#define WQ_XSUMS_WAIT 0
-#endif
-  constexpr bool kLateWait = WQ_XSUMS_WAIT == 1;
-  if constexpr (kSumsIn && !kLateWait) wait_for_previous_grid();
+  if constexpr (kSumsIn) wait_for_previous_grid();
   const int sum_rows = static_cast<int>(gridDim.z) * 16 * kMTiles;  // xsums rows (kSumsIn)
 
   // Step j reads stage j % kStages and refills the stage step j − 1 read: a mask for a power of 2
@@ -496,14 +492,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // kSumsIn: this chunk's sums for rows 8b + 2t, 2t + 1 (Σx, Σ base·x, Σx, Σ base·x), loaded now
     // and used after the MMAs. (Block-shared steps may run past this warp's chunks: clamp.)
     float4 xs_in[kSumsIn ? kBTiles : 1];
-    auto load_sums = [&] {
+    if constexpr (kSumsIn)
 #pragma unroll
       for (int b = 0; b < kBTiles; ++b)
         xs_in[b] = __ldg(reinterpret_cast<const float4*>(
             xsums + (static_cast<i64>(min(c, kChunks - 1)) * sum_rows + m0 + 8 * b + 2 * t) * 2));
-    };
-    if constexpr (kSumsIn)
-      if (!kLateWait || j > 0) load_sums();
     uint4 xn[4][kMTiles][kHalves];
     if constexpr (kXPerWarp) {
       __syncwarp();  // all lanes are done with the slot and stage refilled next
@@ -703,11 +696,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // the MMA too, one base) 0.7-0.9 % slower, for no reason found in their PTX (docs/perf-notes.md,
     // nineteenth session).
     auto row_unused = [](int r) { return kInPlaceBases && kOneRow && (r & 1) != 0; };
-    if constexpr (kSumsIn && kLateWait)
-      if (j == 0) {
-        wait_for_previous_grid();
-        load_sums();
-      }
     if constexpr (kSumsIn)  // in the Σ MMAs' layout (kZeroAfter above)
 #pragma unroll
       for (int b = 0; b < kBTiles; ++b) {
