@@ -479,20 +479,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // the first chunks' copies already in flight (a no-op unless launched as its dependent).
   if constexpr (kSumsIn) wait_for_previous_grid();
   const int sum_rows = static_cast<int>(gridDim.z) * 16 * kMTiles;  // xsums rows (kSumsIn)
-#ifndef WQ_XSUMS_AHEAD
-#define WQ_XSUMS_AHEAD 0
-#endif
-  constexpr bool kSumsAhead = WQ_XSUMS_AHEAD == 1;
-  // Chunk c's sums for rows 8b + 2t, 2t + 1 (Σx, Σ base·x, Σx, Σ base·x). (Block-shared steps may
-  // run past this warp's chunks: clamp.)
-  auto load_sums = [&](int c, float4(&dst)[kSumsIn ? kBTiles : 1]) {
-#pragma unroll
-    for (int b = 0; b < kBTiles; ++b)
-      dst[b] = __ldg(reinterpret_cast<const float4*>(
-          xsums + (static_cast<i64>(min(c, kChunks - 1)) * sum_rows + m0 + 8 * b + 2 * t) * 2));
-  };
-  float4 xs_next[kSumsIn ? kBTiles : 1];
-  if constexpr (kSumsIn && kSumsAhead) load_sums(c_begin, xs_next);
 
   // Step j reads stage j % kStages and refills the stage step j − 1 read: a mask for a power of 2
   // stages, else counted (a division by 3 costs a multiply-high and four more instructions).
@@ -503,14 +489,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     const int stage = kPow2Stages ? j & (kStages - 1) : next_stage;
     const int refill = kPow2Stages ? (j + kStages - 1) & (kStages - 1) : stage == 0 ? kStages - 1 : stage - 1;
     if constexpr (!kPow2Stages) next_stage = stage + 1 == kStages ? 0 : stage + 1;
-    // kSumsIn: this chunk's sums, loaded now (or, kSumsAhead, a chunk ahead) and used after the MMAs.
+    // kSumsIn: this chunk's sums for rows 8b + 2t, 2t + 1 (Σx, Σ base·x, Σx, Σ base·x), loaded now
+    // and used after the MMAs. (Block-shared steps may run past this warp's chunks: clamp.)
     float4 xs_in[kSumsIn ? kBTiles : 1];
-    if constexpr (kSumsIn && !kSumsAhead) load_sums(c, xs_in);
-    if constexpr (kSumsIn && kSumsAhead) {
+    if constexpr (kSumsIn)
 #pragma unroll
-      for (int b = 0; b < kBTiles; ++b) xs_in[b] = xs_next[b];
-      load_sums(c + kWarpsK, xs_next);
-    }
+      for (int b = 0; b < kBTiles; ++b)
+        xs_in[b] = __ldg(reinterpret_cast<const float4*>(
+            xsums + (static_cast<i64>(min(c, kChunks - 1)) * sum_rows + m0 + 8 * b + 2 * t) * 2));
     uint4 xn[4][kMTiles][kHalves];
     if constexpr (kXPerWarp) {
       __syncwarp();  // all lanes are done with the slot and stage refilled next
