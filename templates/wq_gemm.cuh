@@ -808,7 +808,8 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float xv = to_f32<kBf16>(static_cast<u16>((e < 2 ? v.x : v.y) >> (16 * (e % 2))));
-      const float base = to_f32<kBf16>(static_cast<u16>(InPlace<kBits, kBf16>::base2((4 * lane + e) % 32 / 2)));
+      const float base =
+          to_f32<kBf16>(static_cast<u16>(InPlace<kBits, kBf16>::base2((4 * lane + e) % 32 / 2)));
       s += xv;
       sb = fmaf(base, xv, sb);
     }
@@ -818,7 +819,8 @@ __global__ void __launch_bounds__(256)
     s += __shfl_xor_sync(0xffffffffu, s, o);
     sb += __shfl_xor_sync(0xffffffffu, sb, o);
   }
-  if (lane == 0) *reinterpret_cast<float2*>(sums + (static_cast<i64>(c) * rows + row) * 2) = make_float2(s, sb);
+  if (lane == 0)
+    *reinterpret_cast<float2*>(sums + (static_cast<i64>(c) * rows + row) * 2) = make_float2(s, sb);
 }
 
 // Act-order layers: xp[m][j] = x[m][perm[j]], the activations in the packed K order, so the GEMM

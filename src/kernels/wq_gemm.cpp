@@ -44,9 +44,10 @@ std::string WqGemmProblem::str() const {
 
 std::string WqGemmConfig::str() const {
   return fmt::format(
-      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{}{}{})", m_tiles,
-      n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "", wgmma ? ", wgmma" : "",
-      stream_k ? ", stream_k" : "", x_image ? ", x_image" : "", x_sums ? ", x_sums" : "");
+      "WqGemmConfig(m_tiles={}, n_tiles={}, warps_n={}, warps_k={}, split_k={}, stages={}{}{}{}{}{})",
+      m_tiles, n_tiles, warps_n, warps_k, split_k, stages, x_shared ? ", x_shared" : "",
+      wgmma ? ", wgmma" : "", stream_k ? ", stream_k" : "", x_image ? ", x_image" : "",
+      x_sums ? ", x_sums" : "");
 }
 
 namespace {
@@ -249,9 +250,9 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
     if (!j.contains(name) || !j[name].is_number_integer()) return std::nullopt;
     *field = j[name].get<int>();
   }
-  for (auto [name, field] : {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma},
-                             std::pair{"stream_k", &c.stream_k}, std::pair{"x_image", &c.x_image},
-                             std::pair{"x_sums", &c.x_sums}}) {
+  for (auto [name, field] :
+       {std::pair{"x_shared", &c.x_shared}, std::pair{"wgmma", &c.wgmma}, std::pair{"stream_k", &c.stream_k},
+        std::pair{"x_image", &c.x_image}, std::pair{"x_sums", &c.x_sums}}) {
     if (!j.contains(name)) continue;
     if (!j[name].is_boolean()) return std::nullopt;
     *field = j[name].get<bool>();
@@ -279,15 +280,16 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}", p.bits,
-                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                       p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
-                       p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
-                       one_row      ? "r"
-                       : upper_rows ? ""
-                                    : "h",
-                       c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "", c.x_sums ? "xz" : "");
+  s.name =
+      fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}", p.bits,
+                  p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                  p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
+                  p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
+                  one_row      ? "r"
+                  : upper_rows ? ""
+                               : "h",
+                  c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
+                  c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "", c.x_sums ? "xz" : "");
   s.name_expression =
       c.wgmma ? fmt::format(
                     "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
@@ -342,8 +344,8 @@ jit::KernelSpec x_sums_spec(const WqGemmProblem& p) {
   jit::KernelSpec s;
   s.family = "wq_gemm";
   s.name = fmt::format("wq_x_sums_k{}_w{}_{}", p.k, p.bits, to_string(p.act));
-  s.name_expression =
-      fmt::format("lowbit::kern::wq_x_sums_kernel<{}, {}, {}>", p.k, p.bits, p.act == DType::BF16 ? "true" : "false");
+  s.name_expression = fmt::format("lowbit::kern::wq_x_sums_kernel<{}, {}, {}>", p.k, p.bits,
+                                  p.act == DType::BF16 ? "true" : "false");
   s.source =
       fmt::format("// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
                   s.name, s.name_expression);
@@ -555,21 +557,24 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
         why, fmt::format("{}: x_image needs wgmma (its image is the wgmma kernel's stage layout)", c.str()));
   if (c.x_sums) {
     if (c.wgmma)
-      return fail(why, fmt::format("{}: x_sums is for mma.sync configs (wgmma dequantizes the zero before the MMA)",
-                                   c.str()));
+      return fail(
+          why, fmt::format("{}: x_sums is for mma.sync configs (wgmma dequantizes the zero before the MMA)",
+                           c.str()));
     if (p.deterministic)
       return fail(why, fmt::format("{}: x_sums must be off in deterministic problems", c.str()));
     if (p.accum != DType::F32)
       return fail(why, fmt::format("{}: x_sums needs accum = f32 (accum = {} scales before the MMA)", c.str(),
                                    to_string(p.accum)));
     if (has_float_zeros(p.mode) || p.group_size < 128)
-      return fail(why, fmt::format("{}: x_sums needs integer zeros or symmetric weights with groups of 128 or "
-                                   "more (mode = {}, group_size = {}): only there does the zero come after the MMA",
-                                   c.str(), to_string(p.mode), p.group_size));
+      return fail(
+          why, fmt::format("{}: x_sums needs integer zeros or symmetric weights with groups of 128 or "
+                           "more (mode = {}, group_size = {}): only there does the zero come after the MMA",
+                           c.str(), to_string(p.mode), p.group_size));
     if ((p.bits == 4 && p.act == DType::F16) || (p.bits == 8 && p.act == DType::BF16))
-      return fail(why, fmt::format("{}: x_sums: bits = {} with act = {} takes the zero before the MMA (no sums to "
-                                   "precompute)",
-                                   c.str(), p.bits, to_string(p.act)));
+      return fail(why,
+                  fmt::format("{}: x_sums: bits = {} with act = {} takes the zero before the MMA (no sums to "
+                              "precompute)",
+                              c.str(), p.bits, to_string(p.act)));
     if (c.n_tiles % 2 != 0)
       return fail(why, fmt::format("{}: x_sums needs an even n_tiles (the swapped operands)", c.str()));
   }
@@ -1391,7 +1396,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
   // (The wgmma kernel takes the first nine: the driver reads as many as the kernel has.)
-  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x, &a.bias, &a.y, &sums, &counters, &mi, &xsums};
+  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x,  &a.bias,
+                        &a.y,         &sums,       &counters,  &mi, &xsums};
   jit::LaunchOptions options;
   // A stream-K block may wait for a later block (templates/wq_gemm_wgmma.cuh), so all must be
   // resident at once: a cooperative launch guarantees it or fails (MPS limits, a smaller partition)

@@ -196,6 +196,30 @@ struct ScopedEnv {
   ~ScopedEnv() { ::unsetenv(name); }
 };
 
+// Captures plan.run at M = m once, then replays it with new weights and activations written into
+// the same buffers each time, checking each replay's output (poisoned first).
+void check_graph_replay(DeviceLayer& L, const WqGemmPlan& plan, int64_t m) {
+  const jit::Driver& d = jit::driver();
+  tune::ScopedStream stream;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  LOWBIT_CU_CHECK(d.cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  plan.run(L.args(false), m, stream.get());
+  LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &graph));
+  LOWBIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    refill_layer(L);  // new weights and x with their reference
+    L.y_dev.fill_bytes(0xff);
+    LOWBIT_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
+    stream.synchronize();
+    const double err = relative_error(L, download_y(L, m), m);
+    CAPTURE(replay, err);
+    REQUIRE(err <= tolerance(L.problem));
+  }
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+}
+
 void check_clean_workspace(const WqGemmConfig& config) {
   INFO(config.str());
   Runtime& rt = gpu_runtime();
@@ -204,27 +228,7 @@ void check_clean_workspace(const WqGemmConfig& config) {
   sk.config = config;
   WqGemmPlan plan(rt, L->problem, {40}, sk);
   for (int i = 0; i < 5; ++i) run_and_check(*L, plan, 40, false);
-
-  // Capture once, then replay with new activations written into the same buffer each time.
-  const jit::Driver& d = jit::driver();
-  tune::ScopedStream stream;
-  CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
-  LOWBIT_CU_CHECK(d.cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-  plan.run(L->args(false), 40, stream.get());
-  LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &graph));
-  LOWBIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
-  for (int replay = 0; replay < 3; ++replay) {
-    refill_layer(*L);  // new weights and x with their reference
-    L->y_dev.fill_bytes(0xff);
-    LOWBIT_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
-    stream.synchronize();
-    const double err = relative_error(*L, download_y(*L, 40), 40);
-    CAPTURE(replay, err);
-    REQUIRE(err <= tolerance(L->problem));
-  }
-  d.cuGraphExecDestroy(exec);
-  d.cuGraphDestroy(graph);
+  check_graph_replay(*L, plan, 40);
 }
 }  // namespace
 
@@ -291,9 +295,10 @@ TEST_CASE("wq_gemm x_image: a plan without its own workspace runs the config wit
   run_and_check(*L, with, 40, false);
 }
 
-TEST_CASE("wq_gemm x_sums: overlapped sums equal serial ones, graph replay with new activations, no buffer "
-          "without a workspace",
-          "[gpu]") {
+TEST_CASE(
+    "wq_gemm x_sums: overlapped sums equal serial ones, graph replay with new activations, no buffer "
+    "without a workspace",
+    "[gpu]") {
   // The GEMM starts while the sums kernel runs (programmatic dependent launch) and waits for it
   // before its first chunk's sums; LOWBIT_NO_PDL=1 launches it after: the same computation, bit for
   // bit (no K split). Each call has new activations, so sums read early would be the previous call's.
@@ -322,26 +327,7 @@ TEST_CASE("wq_gemm x_sums: overlapped sums equal serial ones, graph replay with 
         run_and_check(*L, *after, m, false);
         REQUIRE(download_y(*L, m) == y_overlapped);
       }
-    // Captured once, replayed with new activations (and weights) in the same buffers.
-    const jit::Driver& d = jit::driver();
-    tune::ScopedStream stream;
-    CUgraph graph = nullptr;
-    CUgraphExec exec = nullptr;
-    LOWBIT_CU_CHECK(d.cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    overlapped.run(L->args(false), 17, stream.get());
-    LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &graph));
-    LOWBIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
-    for (int replay = 0; replay < 3; ++replay) {
-      refill_layer(*L);
-      L->y_dev.fill_bytes(0xff);
-      LOWBIT_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
-      stream.synchronize();
-      const double err = relative_error(*L, download_y(*L, 17), 17);
-      CAPTURE(replay, err);
-      REQUIRE(err <= tolerance(p));
-    }
-    d.cuGraphExecDestroy(exec);
-    d.cuGraphDestroy(graph);
+    check_graph_replay(*L, overlapped, 17);  // captured once, replayed with new activations
     // A plan without buffers of its own (the functional API's) runs the config without the sums.
     o.allocate_workspace = false;
     WqGemmPlan bare(rt, p, {17}, o);

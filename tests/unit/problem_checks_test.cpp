@@ -115,7 +115,8 @@ TEST_CASE("fp16 accumulation: accepted for f16, its own tuning key, never wgmma"
   CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp.a16");
   p.accum = DType::F32;
   CHECK(lowbit::wq::tuning_key(p, 1).format == "w4.g128.f16.zp");
-  // The kernel gets the flag (its second-to-last template argument; x_sums is the last) and a name of its own.
+  // The kernel gets the flag (its second-to-last template argument; x_sums is the last) and a name of its
+  // own.
   const WqGemmConfig plain{1, 4, 1, 4, 1};
   CHECK(lowbit::test::contains(spec_of(p, plain, 1).name_expression, ", false, false>"));
   CHECK_FALSE(lowbit::test::contains(spec_of(p, plain, 1).name, "a16"));
@@ -492,7 +493,8 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::test::contains(what, "runs M = 1 only"));
   const auto spec = spec_of(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "xs"));
-  CHECK(lowbit::test::contains(spec.name_expression, "true, false, false>"));  // x_shared, fp16 accumulation, x_sums
+  CHECK(lowbit::test::contains(spec.name_expression,
+                               "true, false, false>"));  // x_shared, fp16 accumulation, x_sums
   CHECK_FALSE(lowbit::test::contains(spec_of(p, plain, 64).name, "xs"));
   CHECK(lowbit::test::contains(c.str(), "x_shared"));
 }
@@ -711,7 +713,8 @@ TEST_CASE("x_sums: where the zero comes after the MMA, JSON round trip, name, bu
   CHECK(lowbit::test::contains(spec.name, "xz"));
   CHECK(lowbit::test::contains(spec.name_expression, ", true>"));
   CHECK(lowbit::test::contains(spec_of(p, plain, 16).name_expression, ", false>"));
-  CHECK(lowbit::test::contains(lowbit::wq::x_sums_spec(p).name_expression, "wq_x_sums_kernel<4096, 2, false>"));
+  CHECK(
+      lowbit::test::contains(lowbit::wq::x_sums_spec(p).name_expression, "wq_x_sums_kernel<4096, 2, false>"));
   // The sums buffer: the GEMM grid's rows (16 per row tile) × chunks × (Σx, Σ base·x).
   CHECK(lowbit::wq::x_sums_rows(c, 1) == 16);
   CHECK(lowbit::wq::x_sums_rows(c, 17) == 32);

@@ -230,7 +230,8 @@ TEST_CASE("choose_config v18/v21: 4096² at 64 rows stages per warp, one row til
   CHECK(!a100.wgmma);
 }
 
-TEST_CASE("choose_config v21: bf16 4-bit at one row from 6 tiles per SM takes 8 tiles per warp", "[heuristic]") {
+TEST_CASE("choose_config v21: bf16 4-bit at one row from 6 tiles per SM takes 8 tiles per warp",
+          "[heuristic]") {
   WqGemmProblem p;
   p.m = 1, p.n = 8192, p.k = 8192, p.bits = 4, p.group_size = 128;
   p.act = p.out = DType::BF16;
