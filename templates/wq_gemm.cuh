@@ -336,16 +336,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // columns, so scales and zeros arrive with the weights instead of costing a dependent load per chunk.
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
   constexpr int kMetaRows = kNTiles * kGroupsPerChunk;
-#ifndef WQ_XSUMS_RING
-#define WQ_XSUMS_RING 0
-#endif
-  // x_sums (WQ_XSUMS_RING): each slot also holds the chunk's sums of the block's 16·kMTiles rows
-  // (8 bytes a row), copied with the weights (the host reserves them whenever x_sums is set).
-  constexpr bool kRingSums = kSumsIn && WQ_XSUMS_RING == 1;
-  constexpr int kSumsVecs = kXSums ? kMTiles * 8 : 0;
-  constexpr int kSumsOff = kNTiles * 8 * kBits + 2 * kMetaRows;  // uint4 into the slot
-  constexpr int kSlot = kNTiles * 8 * kBits + 2 * kMetaRows + kSumsVecs;  // uint4 per slot
-  const int sum_rows = static_cast<int>(gridDim.z) * 16 * kMTiles;  // xsums rows (kSumsIn)
+  constexpr int kSlot = kNTiles * 8 * kBits + 2 * kMetaRows;  // uint4 per slot
   // When every block's tiles exist (N a multiple of the block's columns) no tile check is needed.
   constexpr bool kAllTiles = kTilesTotal % (kNTiles * kWarpsN) == 0;
   // Block-shared activations (kXShared) come first in shared memory: kStages stages, each holding
@@ -449,11 +440,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
                                wnext + nt * kTileWords + v * 32 * kV);
     }
     wnext += static_cast<i64>(kWarpsK) * kTilesTotal * kTileWords;
-    if constexpr (kRingSums)
-      if (lane < kSumsVecs)
-        cp_async_16(ring_base + stage * (kSlot * 16) + kSumsOff * 16 + lane * 16,
-                    xsums + (static_cast<i64>(min(c_begin + j * kWarpsK, kChunks - 1)) * sum_rows + m0) * 2 +
-                        lane * 4);
     if constexpr (kMetaRows > 0) {
       static_assert(kMetaRows <= 32, "one scale/zero row per lane");
       if (lane < kMetaRows) {
@@ -471,7 +457,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     }
   };
 #pragma unroll
-  if constexpr (kRingSums) wait_for_previous_grid();  // the prologue copies sums too
   for (int j = 0; j < kStages - 1; ++j) {
     if (kXShared && j < (kXPerWarp ? n_chunks : n_steps)) issue_x(j, j);
     if (j < n_chunks) issue(j, j);
@@ -492,7 +477,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 
   // The pre-pass's sums (kSumsIn) are read from the first chunk on: wait for that grid here, with
   // the first chunks' copies already in flight (a no-op unless launched as its dependent).
-  if constexpr (kSumsIn && !kRingSums) wait_for_previous_grid();
+  if constexpr (kSumsIn) wait_for_previous_grid();
+  const int sum_rows = static_cast<int>(gridDim.z) * 16 * kMTiles;  // xsums rows (kSumsIn)
 
   // Step j reads stage j % kStages and refills the stage step j − 1 read: a mask for a power of 2
   // stages, else counted (a division by 3 costs a multiply-high and four more instructions).
@@ -506,7 +492,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // kSumsIn: this chunk's sums for rows 8b + 2t, 2t + 1 (Σx, Σ base·x, Σx, Σ base·x), loaded now
     // and used after the MMAs. (Block-shared steps may run past this warp's chunks: clamp.)
     float4 xs_in[kSumsIn ? kBTiles : 1];
-    if constexpr (kSumsIn && !kRingSums)
+    if constexpr (kSumsIn)
 #pragma unroll
       for (int b = 0; b < kBTiles; ++b)
         xs_in[b] = __ldg(reinterpret_cast<const float4*>(
@@ -710,13 +696,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // the MMA too, one base) 0.7-0.9 % slower, for no reason found in their PTX (docs/perf-notes.md,
     // nineteenth session).
     auto row_unused = [](int r) { return kInPlaceBases && kOneRow && (r & 1) != 0; };
-    if constexpr (kRingSums)
-#pragma unroll
-      for (int b = 0; b < kBTiles; ++b) {
-        const uint4 v = ld_shared_v4(slot + kSumsOff * 16 + (8 * b + 2 * t) * 8);
-        xs_in[b] = make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z),
-                               __uint_as_float(v.w));
-      }
     if constexpr (kSumsIn)  // in the Σ MMAs' layout (kZeroAfter above)
 #pragma unroll
       for (int b = 0; b < kBTiles; ++b) {

@@ -140,10 +140,8 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   }
   // Per warp and stage: weight fragments (n_tiles × 128·bits B) + per tile and group of a chunk one
   // 16-byte row of scales and one of zeros (must match kSlot in templates/wq_gemm.cuh).
-  // x_sums: + the chunk's sums of 16·m_tiles rows, 8 bytes each (kSumsVecs).
   const std::size_t slot =
-      (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk(p)) * 16 +
-      (c.x_sums ? static_cast<std::size_t>(c.m_tiles) * 128 : 0);
+      (static_cast<std::size_t>(c.n_tiles) * 8 * p.bits + 2 * c.n_tiles * groups_per_chunk(p)) * 16;
   const std::size_t rings = static_cast<std::size_t>(c.warps_n) * c.warps_k * c.stages * slot;
   // x_shared: per stage the activations of 16·m_tiles rows (8 when it skips rows 8..15, 1 for the
   // kernel of M = 1) × warps_k chunks of 128 (kXStage).
