@@ -476,8 +476,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   }
 
   // The pre-pass's sums (kSumsIn) are read from the first chunk on: wait for that grid here, with
-  // the first chunks' copies already in flight (a no-op unless launched as its dependent).
-  if constexpr (kSumsIn) wait_for_previous_grid();
+  // the first chunks' copies already in flight (a no-op unless launched as its dependent). Also where
+  // the flag changes nothing (kXSums without kSumsIn): the host launched the pre-pass all the same,
+  // and this kernel must not finish before it.
+  if constexpr (kXSums) wait_for_previous_grid();
   const int sum_rows = static_cast<int>(gridDim.z) * 16 * kMTiles;  // xsums rows (kSumsIn)
 
   // Step j reads stage j % kStages and refills the stage step j − 1 read: a mask for a power of 2

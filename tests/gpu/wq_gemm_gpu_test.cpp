@@ -328,6 +328,14 @@ TEST_CASE(
         REQUIRE(download_y(*L, m) == y_overlapped);
       }
     check_graph_replay(*L, overlapped, 17);  // captured once, replayed with new activations
+    // Activations in registers from 16 rows: no swapped operands there, so the kernel keeps its Σ
+    // MMAs (the flag changes nothing but the pre-pass it waits for); up to 8 rows it reads the sums.
+    WqGemmConfig in_registers = config(1, 8, 1, 4, 1, 3, false);
+    in_registers.x_sums = true;
+    WqGemmPlanOptions r;
+    r.config = in_registers;
+    WqGemmPlan registers(rt, p, {1, 17}, r);
+    for (int64_t m : {1, 3, 17}) run_and_check(*L, registers, m, false);
     // A plan without buffers of its own (the functional API's) runs the config without the sums.
     o.allocate_workspace = false;
     WqGemmPlan bare(rt, p, {17}, o);
