@@ -354,18 +354,18 @@ jit::KernelSpec x_sums_spec(const WqGemmProblem& p) {
   return s;
 }
 
-int64_t x_sums_rows(const WqGemmConfig& c, int64_t m) {
+int64_t grid_rows(const WqGemmConfig& c, int64_t m) {
   return ceil_div(m, 16 * c.m_tiles) * 16 * c.m_tiles;
 }
 
 std::size_t x_sums_bytes(const WqGemmProblem& p, const WqGemmConfig& c, int64_t max_m) {
   if (!c.x_sums) return 0;
-  return static_cast<std::size_t>(x_sums_rows(c, max_m)) * static_cast<std::size_t>(ceil_div(p.k, 128)) * 8;
+  return static_cast<std::size_t>(grid_rows(c, max_m)) * static_cast<std::size_t>(ceil_div(p.k, 128)) * 8;
 }
 
 std::size_t x_image_bytes(const WqGemmProblem& p, const WqGemmConfig& c, int64_t max_m) {
   if (!c.x_image) return 0;
-  const std::size_t rows = static_cast<std::size_t>(ceil_div(max_m, 16 * c.m_tiles)) * 16 * c.m_tiles;
+  const std::size_t rows = static_cast<std::size_t>(grid_rows(c, max_m));
   return rows * static_cast<std::size_t>(ceil_div(p.k, 128)) * 128 * 2;
 }
 
@@ -1082,12 +1082,12 @@ std::vector<int64_t> buckets_for(const std::vector<int64_t>& m_values) {
 }
 
 WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
-                               const std::optional<WqGemmConfig>& forced, bool allow_x_image,
+                               const std::optional<WqGemmConfig>& forced, bool allow_own_buffers,
                                std::string* source = nullptr) {
   WqGemmProblem pb = problem;
   pb.m = bucket;
   wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
-  if (!allow_x_image) choice.config.x_image = choice.config.x_sums = false;  // no buffers of its own
+  if (!allow_own_buffers) choice.config.x_image = choice.config.x_sums = false;
   std::string why;
   LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}",
                pb.str(), choice.config.str(), why);
@@ -1114,14 +1114,18 @@ struct BucketKernel {
 // How compile_layers treats x_image and x_sums configs: as chosen (a plan that owns its workspace),
 // cleared (a plan without one: it owns no image or sums either), or both (ahead-of-time builds, which
 // serve both kinds).
-enum class XImage { kAsChosen, kCleared, kBoth };
+enum class OwnBuffers { kAsChosen, kCleared, kBoth };
+// Configs whose extra kernel writes into a buffer the plan owns (the image, the sums).
+bool needs_own_buffer(const WqGemmConfig& c) {
+  return c.x_image || c.x_sums;
+}
 
 struct LayerKernels {
   std::vector<BucketKernel> buckets;
   std::optional<jit::KernelSpec> permute;
   KernelRecord permute_record;
-  // x_image: the arranging kernel per rows-per-block the buckets use, and (XImage::kBoth) each such
-  // bucket's kernel without the image (its bucket and config go into its record).
+  // x_image: the arranging kernel per rows-per-block the buckets use; x_sums: the summing kernel; and
+  // (OwnBuffers::kBoth) each such bucket's kernel without them (its bucket and config in its record).
   struct Extra {
     jit::KernelSpec spec;
     int64_t bucket = 0;
@@ -1135,7 +1139,7 @@ struct LayerKernels {
 // the first error in (layer, bucket) order is thrown.
 std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<WqGemmProblem>& problems,
                                          const std::vector<int64_t>& m_values,
-                                         const std::optional<WqGemmConfig>& forced, XImage x_image) {
+                                         const std::optional<WqGemmConfig>& forced, OwnBuffers own) {
   std::vector<LayerKernels> out(problems.size());
   std::vector<jit::KernelSpec> specs;
   for (std::size_t l = 0; l < problems.size(); ++l) {
@@ -1147,12 +1151,12 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
     for (int64_t bucket : buckets_for(m_values)) {
       BucketKernel bk{bucket, {}, {}, {}, {}};
       bk.config =
-          config_for_bucket(ctx, problems[l], bucket, forced, x_image != XImage::kCleared, &bk.config_source);
+          config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, &bk.config_source);
       bk.spec = wq::kernel_spec(problems[l], bk.config, bucket);
       specs.push_back(bk.spec);
       if (bk.config.x_image) add_extra(wq::x_image_spec(problems[l], bk.config));
       if (bk.config.x_sums) add_extra(wq::x_sums_spec(problems[l]));
-      if ((bk.config.x_image || bk.config.x_sums) && x_image == XImage::kBoth) {
+      if (needs_own_buffer(bk.config) && own == OwnBuffers::kBoth) {
         WqGemmConfig plain = bk.config;
         plain.x_image = plain.x_sums = false;
         add_extra(wq::kernel_spec(problems[l], plain, bucket), bucket, plain);
@@ -1202,13 +1206,13 @@ std::vector<KernelRecord> records_of(const std::vector<LayerKernels>& layers) {
 std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& problem,
                                           const std::vector<int64_t>& m_values,
                                           const std::optional<WqGemmConfig>& config) {
-  return records_of(compile_layers(rt.context(), {problem}, m_values, config, XImage::kBoth));
+  return records_of(compile_layers(rt.context(), {problem}, m_values, config, OwnBuffers::kBoth));
 }
 
 std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<WqGemmProblem>& problems,
                                                  const std::vector<int64_t>& m_values,
                                                  const std::optional<WqGemmConfig>& config) {
-  return records_of(compile_layers(rt.context(), problems, m_values, config, XImage::kBoth));
+  return records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth));
 }
 
 WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vector<int64_t>& m_values,
@@ -1222,7 +1226,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   impl_->problem = problem;
   const LayerKernels layer =
       std::move(compile_layers(ctx, {problem}, m_values, options.config,
-                               options.allocate_workspace ? XImage::kAsChosen : XImage::kCleared)
+                               options.allocate_workspace ? OwnBuffers::kAsChosen : OwnBuffers::kCleared)
                     .front());
   std::size_t image_bytes = 0, sums_bytes = 0;
   for (const BucketKernel& bk : layer.buckets) {
@@ -1384,7 +1388,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   float* xsums = nullptr;
   if (b->config.x_sums) {
     xsums = static_cast<float*>(im.x_sums.get());
-    int rows = static_cast<int>(wq::x_sums_rows(b->config, m));
+    int rows = static_cast<int>(wq::grid_rows(b->config, m));
     const void* sargs[] = {&x, &xsums, &mi, &rows};
     jit::LaunchShape shape;
     shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128));
@@ -1406,7 +1410,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
   // is touched by the image kernel, and everything before that kernel in the stream has completed.
   // Likewise the mma.sync kernel reads the sums of x_sums only after it.
-  options.overlap_previous = (b->config.x_image || b->config.x_sums) && im.overlap_image;
+  options.overlap_previous = needs_own_buffer(b->config) && im.overlap_image;
   // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
   if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   jit::launch(b->kernel->function, geo, stream, const_cast<void**>(args), options);

@@ -51,15 +51,15 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& co
 
 // The kernel that puts an act-order layer's activations in packed K order (one per K).
 jit::KernelSpec permute_spec(const WqGemmProblem& problem);
+// The rows the grid's row blocks cover for M rows (16·m_tiles each): the image's and the sums' rows.
+int64_t grid_rows(const WqGemmConfig& config, int64_t m);
 // The kernel that arranges the activations into a wgmma config's stage image (WqGemmConfig::x_image;
 // one per K and rows per block), and the image's bytes for up to max_m rows (0 without x_image).
 jit::KernelSpec x_image_spec(const WqGemmProblem& problem, const WqGemmConfig& config);
 std::size_t x_image_bytes(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t max_m);
 // The kernel that sums each row's activations per chunk for WqGemmConfig::x_sums (one per K, bits and
-// activation dtype), the rows of its buffer for M rows (the GEMM grid's), and its bytes for up to max_m
-// rows (0 without x_sums).
+// activation dtype), and its buffer's bytes for up to max_m rows (0 without x_sums).
 jit::KernelSpec x_sums_spec(const WqGemmProblem& problem);
-int64_t x_sums_rows(const WqGemmConfig& config, int64_t m);
 std::size_t x_sums_bytes(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t max_m);
 // Workspace bytes for the permuted activations of up to max_m rows (0 without act-order).
 std::size_t permuted_x_bytes(const WqGemmProblem& problem, int64_t max_m);

@@ -46,7 +46,7 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& problem_at_bucket, 
 // The configs one field away from `config` that can run `problem_at_bucket`: stages ± 1; n_tiles,
 // m_tiles, split_k (not with stream K), and for mma.sync warps_k and warps_n, halved and doubled
 // (warps_k also × 3/2, 2/3, 3/4 and 4/3 where whole);
-// x_shared (mma.sync) or x_image (wgmma) toggled.
+// x_shared and x_sums (mma.sync) or x_image (wgmma) toggled.
 std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& problem_at_bucket, const WqGemmConfig& config,
                                         const Arch& arch);
 

@@ -716,8 +716,8 @@ TEST_CASE("x_sums: where the zero comes after the MMA, JSON round trip, name, bu
   CHECK(
       lowbit::test::contains(lowbit::wq::x_sums_spec(p).name_expression, "wq_x_sums_kernel<4096, 2, false>"));
   // The sums buffer: the GEMM grid's rows (16 per row tile) × chunks × (Σx, Σ base·x).
-  CHECK(lowbit::wq::x_sums_rows(c, 1) == 16);
-  CHECK(lowbit::wq::x_sums_rows(c, 17) == 32);
+  CHECK(lowbit::wq::grid_rows(c, 1) == 16);
+  CHECK(lowbit::wq::grid_rows(c, 17) == 32);
   CHECK(lowbit::wq::x_sums_bytes(p, c, 16) == 16u * 32 * 8);
   CHECK(lowbit::wq::x_sums_bytes(p, plain, 16) == 0u);
   // The tuner tries it up to 16 rows where it applies, never where it does not.
