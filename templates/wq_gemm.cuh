@@ -59,8 +59,6 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
-#define WQ_PROBE 0
-
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -333,13 +331,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // tuned M = 1 layers ran 0-7 % faster on the H100; at 16 rows dropping it lost 1-16 %.
   constexpr bool kPrefetchX = kMTiles == 1 && kUpperRows && !kXShared;
 
-  // PROBE (session 32; not for main): WQ_PROBE 1 = the weights' copies with the L2::256B prefetch
-  // hint; 2 / 3 = the per-warp ring's refill issued in 2 / 4 parts spread over the chunk's four
-  // quarters (one commit after the last); 4 / 5 = an L2 prefetch of this warp's chunk 1 / 2 past the
-  // ring's refill.
-  constexpr int kProbe = WQ_PROBE;
-  constexpr int kIssueParts = kProbe == 2 || kProbe == 3 ? (kProbe == 2 ? 2 : 4) : 1;
-
   // This warp's ring: kStages slots, each holding the weight tiles (kNTiles × 128·kBits B) and, per
   // tile and group of the chunk, the 8 scales (16 B) and 8 zeros (8 B integer, 16 B float) of its
   // columns, so scales and zeros arrive with the weights instead of costing a dependent load per chunk.
@@ -432,46 +423,23 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr bool kMetaLinear = kGroup > 0 && kGroup <= 128;
   i64 meta_next =
       kMetaLinear ? (static_cast<i64>(c_begin) * kGroupsPerChunk + meta_sub) * kNPad + meta_tile * 8 : 0;
-  constexpr int kParts = kXPerWarp && !kBandCopy ? (kIssueParts < kNTiles ? kIssueParts : kNTiles) : 1;
-  constexpr int kPartTiles = kNTiles / kParts;
-  // part: the tiles [part·kPartTiles, +kPartTiles) (kParts > 1); scales and zeros go with part 0.
-  auto issue = [&](int j, int stage, int part = 0) {  // chunk j of this warp (the next in order) → slot `stage`
+  auto issue = [&](int j, int stage) {  // chunk j of this warp (the next in order) → slot `stage`
     const u32 slot = ring_addr + stage * (kSlot * 16);
     if constexpr (kBandCopy) {
 #pragma unroll
       for (int i = 0; i < kBandCopies; ++i)
-        if (kAllTiles || tile0 + (32 * i + lane) / (8 * kBits) < kTilesTotal) {
-          if constexpr (kProbe == 1)
-            cp_async_16_pf256(band_addr + stage * (kSlot * 16) + i * 512, wnext + i * 128);
-          else
-            cp_async_16(band_addr + stage * (kSlot * 16) + i * 512, wnext + i * 128);
-        }
+        if (kAllTiles || tile0 + (32 * i + lane) / (8 * kBits) < kTilesTotal)
+          cp_async_16(band_addr + stage * (kSlot * 16) + i * 512, wnext + i * 128);
     } else {
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt)
-        if ((kAllTiles || tile0 + nt < kTilesTotal) && (kParts == 1 || nt / kPartTiles == part))
+        if (kAllTiles || tile0 + nt < kTilesTotal)
 #pragma unroll
-          for (int v = 0; v < kBits / kV; ++v) {
-            if constexpr (kProbe == 1 && kV == 4)
-              cp_async_16_pf256(slot + (nt * kTileWords + v * 32 * kV) * 4, wnext + nt * kTileWords + v * 32 * kV);
-            else
-              cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4,
-                                 wnext + nt * kTileWords + v * 32 * kV);
-          }
+          for (int v = 0; v < kBits / kV; ++v)
+            cp_async_words<kV>(slot + (nt * kTileWords + v * 32 * kV) * 4,
+                               wnext + nt * kTileWords + v * 32 * kV);
     }
-    if (kParts > 1 && part != kParts - 1) {
-      if (part != 0) return;
-    } else {
-      wnext += static_cast<i64>(kWarpsK) * kTilesTotal * kTileWords;
-      if constexpr (kProbe == 4 || kProbe == 5) {
-        // This warp's chunk j + (kProbe − 3) into L2: lane l its 128-byte line l of the band.
-        constexpr int kLines = kNTiles * kBits;  // the band's 128-byte lines
-        constexpr i64 kAhead = static_cast<i64>(kProbe - 4) * kWarpsK * kTilesTotal * kTileWords;
-        if (j + (kProbe - 3) < n_chunks && lane < kLines && (kAllTiles || tile0 + lane / kBits < kTilesTotal))
-          prefetch_l2(wnext + kAhead - lane * (kBandCopy ? 4 : kV) + lane * 32);
-      }
-      if (kParts > 1) return;  // scales and zeros went with part 0
-    }
+    wnext += static_cast<i64>(kWarpsK) * kTilesTotal * kTileWords;
     if constexpr (kMetaRows > 0) {
       static_assert(kMetaRows <= 32, "one scale/zero row per lane");
       if (lane < kMetaRows) {
@@ -491,9 +459,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
     if (kXShared && j < (kXPerWarp ? n_chunks : n_steps)) issue_x(j, j);
-    if (j < n_chunks)
-#pragma unroll
-      for (int part = 0; part < kParts; ++part) issue(j, j, part);
+    if (j < n_chunks) issue(j, j);
     cp_async_commit();  // empty groups keep the count uniform
   }
   uint4 xa[4][kMTiles][kHalves];
@@ -540,12 +506,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         issue_x(j + kStages - 1, refill);
         issue(j + kStages - 1, refill);
       }
-      if constexpr (kParts == 1) {
-        cp_async_commit();
-        cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
-      } else {
-        cp_async_wait<kStages - 2>();  // (the refill's group is committed after its last part)
-      }
+      cp_async_commit();
+      cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
       __syncwarp();                  // ... and the other lanes' activations, scales and zeros
     } else if constexpr (kXShared) {
       cp_async_wait<kStages - 2>();  // this thread's copies for step j have landed
@@ -670,11 +632,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       for (int r = 0; r < 4; ++r) xsum[mt][r] = 0.f;
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      if constexpr (kParts > 1) {  // PROBE: the refill's other parts, spread over the quarters
-        constexpr int kEvery = 4 / kParts;
-        if (p > 0 && p % kEvery == 0 && j + kStages - 1 < n_chunks) issue(j + kStages - 1, refill, p / kEvery);
-        if (p == 4 - kEvery) cp_async_commit();
-      }
       uint4 xsh[kMTiles][kHalves];
       if constexpr (kXShared) {
         const u32 xp_addr = xs_lane[p] + xstage;

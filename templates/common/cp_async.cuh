@@ -17,14 +17,6 @@ __device__ __forceinline__ void cp_async_16_or_zero(u32 smem, const void* gmem, 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem), "l"(gmem), "r"(valid ? 16 : 0)
                : "memory");
 }
-// PROBE (session 32): the same with the L2::256B prefetch-size hint.
-__device__ __forceinline__ void cp_async_16_pf256(u32 smem, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(smem), "l"(gmem) : "memory");
-}
-// PROBE (session 32): the 128-byte line at gmem into L2.
-__device__ __forceinline__ void prefetch_l2(const void* gmem) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(gmem));
-}
 // 8-byte copies exist only with .ca (L1 + L2).
 __device__ __forceinline__ void cp_async_8(u32 smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem), "l"(gmem) : "memory");
