@@ -4,7 +4,9 @@
 # (tuning_db/$FILE, with scripts/merge_retune.py; the merged file comes back as $OUT/merged.json),
 # then bench the standard cases at $TUNE_M in the four closing-table formats with it.
 # LIMIT_S (default 360) bounds the tuning, so that the benches fit in the call's 600 s.
-# Usage: FILE=nvidia-h100.json TUNE_M=1,16 FORMATS=";--act bf16;--bits 2;--bits 8" [LIMIT_S=s] scripts/device_tune_merge_bench.sh
+# BENCH_FORMATS (';'-separated, default the four) limits the benches after.
+# Usage: FILE=nvidia-h100.json TUNE_M=1,16 FORMATS=";--act bf16;--bits 2;--bits 8" [LIMIT_S=s]
+#        [BENCH_FORMATS=";--bits 2"] scripts/device_tune_merge_bench.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 : "${FILE:?the shipped tuning file under tuning_db/}" "${TUNE_M:?}"
 LIMIT_S=${LIMIT_S:-360} "$ROOT/scripts/device_tune_formats_standard.sh"
@@ -17,7 +19,9 @@ fi
 rm -f "$OUT/build.log"
 : >"$S"
 export LOWBIT_CACHE_DIR=$B/cache-bench
-for fmt in "" "--act bf16" "--bits 2" "--bits 8"; do
+IFS=';' read -ra bench_fmts <<<"${BENCH_FORMATS-;--act bf16;--bits 2;--bits 8}"
+[ ${#bench_fmts[@]} -eq 0 ] && bench_fmts=("")
+for fmt in "${bench_fmts[@]}"; do
   # shellcheck disable=SC2086  # fmt is a list
   "$B/lowbit" bench wq_gemm --cases standard --m "$TUNE_M" $fmt 2>&1 | grep -v "^#" | tee -a "$S"
 done

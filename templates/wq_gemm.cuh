@@ -242,11 +242,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // against ones. Swapped, each pair keeps the base its position reads in place (InPlace in
   // dequant.cuh: a shift per word, not per pair), and the upper 8 A rows of that MMA hold the bases,
   // so its accumulator elements 2, 3 are Σ base·x and 0, 1 Σx. Not for bf16 8-bit (base + q does
-  // not fit bf16), nor for fp16 4-bit: its dequantization folds the zero in with one f16x2 op per
-  // pair, and trading those for the Σ MMAs and the per-output fix-up measured 0 to 5 % slower on
-  // the H100 (M = 1 flat; 16 rows with 4 tiles, and 64 rows, slower).
-  constexpr bool kZeroAfter =
-      kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) && !(kBits == 4 && !kBf16);
+  // not fit bf16). fp16 4-bit only with the sums precomputed (kXSums, swapped): its dequantization
+  // folds the zero in with one f16x2 op per pair, and trading those for the Σ MMAs and the
+  // per-output fix-up measured 0 to 5 % slower on the H100 (M = 1 flat; 16 rows with 4 tiles, and
+  // 64 rows, slower); without the Σ MMAs it reads both nibbles of each byte in place (bases 1024 and
+  // 64) and drops the four f16x2 ops per word (docs/perf-notes.md, thirtieth session section 9).
+  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) &&
+                              !(kBits == 4 && !kBf16 && !(kXSums && kSwap));
   // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
   // the magic one and the plain Σx path stays.)
   constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;

@@ -122,10 +122,11 @@ struct WqGemmConfig {
   // workspace of their own (WqGemmPlanOptions::allocate_workspace false, the functional API's) run
   // such configs without it. Ahead-of-time builds (compile_wq_gemm, `lowbit compile`) build both.
   bool x_image = false;
-  // mma.sync only, where the zero comes after the MMA (integer zeros or symmetric, groups of 128 or
-  // more, and not fp16 4-bit nor bf16 8-bit: 1/2/3-bit, bf16 4-bit, fp16 8-bit), with an even n_tiles:
-  // each chunk's activation sums (Σx, and Σ base·x for the in-place bases) come from a small kernel
-  // run first, once per call, instead of Σ MMAs that every column block repeats. The GEMM starts while
+  // mma.sync only, where the zero can come after the MMA (integer zeros or symmetric, groups of 128 or
+  // more, not bf16 8-bit), with an even n_tiles: each chunk's activation sums (Σx, and Σ base·x for
+  // the in-place bases) come from a small kernel run first, once per call, instead of Σ MMAs that
+  // every column block repeats; fp16 4-bit, which otherwise subtracts the zero before the MMA, then
+  // reads its values in place and subtracts it after, from the sums. The GEMM starts while
   // it runs (programmatic dependent launch) and waits for it before its first chunk's sums. Costs one
   // more launch and an M·K·2-byte read; pays on large layers at up to 16 rows. The sums live in a
   // buffer the plan owns (chunks · rows · 8 bytes), like x_image's image, so plans without a workspace

@@ -570,7 +570,7 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
           why, fmt::format("{}: x_sums needs integer zeros or symmetric weights with groups of 128 or "
                            "more (mode = {}, group_size = {}): only there does the zero come after the MMA",
                            c.str(), to_string(p.mode), p.group_size));
-    if ((p.bits == 4 && p.act == DType::F16) || (p.bits == 8 && p.act == DType::BF16))
+    if (p.bits == 8 && p.act == DType::BF16)
       return fail(why,
                   fmt::format("{}: x_sums: bits = {} with act = {} takes the zero before the MMA (no sums to "
                               "precompute)",

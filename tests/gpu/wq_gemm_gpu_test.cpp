@@ -303,7 +303,7 @@ TEST_CASE(
   // before its first chunk's sums; LOWBIT_NO_PDL=1 launches it after: the same computation, bit for
   // bit (no K split). Each call has new activations, so sums read early would be the previous call's.
   Runtime& rt = gpu_runtime();
-  for (auto [bits, act] : {std::pair{2, DType::F16}, {4, DType::BF16}}) {
+  for (auto [bits, act] : {std::pair{2, DType::F16}, {4, DType::BF16}, {4, DType::F16}}) {
     WqGemmProblem p = problem(1032, 2048, 128, 17);
     p.bits = bits, p.act = p.out = act;
     auto L = make_layer(p, false);
