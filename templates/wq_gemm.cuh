@@ -353,10 +353,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // 1..7 are computed from row 0 and never stored.
   constexpr int kXRows = kUpperRows ? 16 * kMTiles : kOneRow ? 1 : 8;
   constexpr int kXStage = kXShared ? kXRows * kXRowVecs : 0;  // uint4 per stage
-  // Per-warp staging (one warp along N): each warp copies the 16 vectors of its own chunk per row,
-  // lane l vector l % 16 of rows l / 16, + 2, + 4, ...
-  constexpr bool kXPerWarp = kXShared && kWarpsN == 1;
-  constexpr int kXThreads = kXPerWarp ? 32 : 32 * kWarpsN * kWarpsK;   // threads that copy one stage
+  // Per-group staging: the kWarpsN warps that take the same chunks (one wk; one warp with one warp
+  // along N) copy the 16 vectors of their chunk per row themselves, thread l of the group vector
+  // l % 16 of rows l / 16, + 2·kWarpsN, ..., and synchronize only among themselves (named barrier
+  // 1 + wk; ids go up to 15), so the block needs no barrier per step.
+  constexpr bool kXPerWarp = kXShared && (kWarpsN == 1 || kWarpsK <= 15);
+  constexpr int kXThreads = kXPerWarp ? 32 * kWarpsN : 32 * kWarpsN * kWarpsK;  // threads that copy one stage
   constexpr int kXRowStep = kXThreads / (kXPerWarp ? 16 : kXRowVecs);  // rows between one thread's copies
   constexpr int kXTotal = kXPerWarp ? kXRows * 16 : kXStage;           // 16-byte copies per stage
   constexpr bool kXFewer = kXTotal < kXThreads;  // one row: threads past its vectors copy nothing
@@ -364,8 +366,16 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   static_assert(!kXShared || kXFewer || kXCopies * kXThreads == kXTotal, "whole copies");
   const u32 xs_addr = smem_addr(smem);
   // The copies' column (vector in the stage row) and first row.
-  const int xv = kXPerWarp ? 16 * wk + lane % 16 : threadIdx.x % kXRowVecs;
-  const int xr0 = kXPerWarp ? lane / 16 : threadIdx.x / kXRowVecs;
+  const int group_thread = wn * 32 + lane;  // kXPerWarp: this thread's index in its group
+  const int xv = kXPerWarp ? 16 * wk + group_thread % 16 : threadIdx.x % kXRowVecs;
+  const int xr0 = kXPerWarp ? group_thread / 16 : threadIdx.x / kXRowVecs;
+  // kXPerWarp: the group's warps reach this point together (their copies and reads ordered).
+  auto group_sync = [&] {
+    if constexpr (kWarpsN == 1)
+      __syncwarp();
+    else
+      asm volatile("bar.sync %0, %1;" ::"r"(1 + wk), "n"(32 * kWarpsN) : "memory");
+  };
   const u32 xdst0 = (xr0 * kXRowVecs + (xv ^ (((xv >> 3) & 1) << 1 | (xr0 & 1)))) * 16;
   const bool x_copier = !kXFewer || xr0 < kXRows;
   // When all the block's rows exist (every block but the last row block), a thread's copies are
@@ -503,14 +513,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
             xsums + (static_cast<i64>(min(c, kChunks - 1)) * sum_rows + m0 + 8 * b + 2 * t) * 2));
     uint4 xn[4][kMTiles][kHalves];
     if constexpr (kXPerWarp) {
-      __syncwarp();  // all lanes are done with the slot and stage refilled next
+      group_sync();  // all lanes (of the group) are done with the slot and stage refilled next
       if (j + kStages - 1 < n_chunks) {
         issue_x(j + kStages - 1, refill);
         issue(j + kStages - 1, refill);
       }
       cp_async_commit();
       cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
-      __syncwarp();                  // ... and the other lanes' activations, scales and zeros
+      group_sync();                  // ... and the other lanes' activations, scales and zeros
     } else if constexpr (kXShared) {
       cp_async_wait<kStages - 2>();  // this thread's copies for step j have landed
       __syncthreads();  // ... and every thread's; every warp is done with the slots of step j − 1

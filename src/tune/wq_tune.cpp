@@ -48,10 +48,11 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     pm.m = m;
     add(choose_config(pm, arch, sm_count));
   }
-  // Block-shared activations: up to 8 rows (one tile of 8 rows) 4-16 warps along K; from 16 rows 2-4
-  // warps side by side (2 and 3 stages at 16 rows, where fewer stages won), or one warp along N
-  // with 4 or 8 along K (each warp stages its own, up to 32 rows); K split to fill the SMs (from 32
-  // rows also to fill them twice, for more warps per SM).
+  // Staged activations: up to 8 rows (one tile of 8 rows) 4-16 warps along K; from 16 rows 2-4
+  // warps side by side (sharing their chunk's activations; 2 and 3 stages at 16 rows, where fewer
+  // stages won; 2 tiles each too at 16 rows), or one warp along N with 4 or 8 along K (each warp
+  // stages its own, up to 32 rows); K split to fill the SMs (from 32 rows also to fill them twice,
+  // for more warps per SM).
   auto add_shared = [&](int mt, int nt, int wn, int wk, int stages, double min_blocks) {
     WqGemmConfig c;
     c.m_tiles = mt, c.n_tiles = nt, c.warps_n = wn, c.warps_k = wk, c.stages = stages, c.x_shared = true;
@@ -79,9 +80,11 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
       for (int st : {2, 3}) add_shared(1, 16, 1, wk, st, sms);
   } else {
     for (int mt : {1, 2, 4})
-      for (int nt : {4, 8})
+      for (int nt : {2, 4, 8})
         for (auto [wn, wk] : {std::pair{1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}) {
           if (16 * mt > 2 * p.m || (p.m > 16 && wn > 1 && wk == 4) || (wn == 1 && mt > 2)) continue;
+          // 2 tiles per warp only at 16 rows with warps side by side (they share the activations).
+          if (nt == 2 && (wn == 1 || p.m > 16)) continue;
           if (p.m <= 16) {
             for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, sms);
             // One warp along N: also 6 and 12 along K (3 warps per scheduler where 16 do not fit).
