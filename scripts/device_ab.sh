@@ -4,7 +4,9 @@
 # to the device). Each side builds its CLI, optionally tunes the layers at $TUNE_M into a file of
 # its own (so each side is timed on the configs that suit it), then benches with "$@" (default: the
 # standard cases at M 1,16). Base and new benches alternate, twice, so drift shows. Results in $OUT.
-# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16 [BASE_DB=file]] [SHAPES="N K\n..."] [LIMIT_S=150] scripts/device_ab.sh [bench args]
+# AB_BENCHES (one bench argument list per line) runs those instead of "$@".
+# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16 [BASE_DB=file]] [SHAPES="N K\n..."] [LIMIT_S=150]
+#        [AB_BENCHES=$'args\nargs'] scripts/device_ab.sh [bench args]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 PATCH=$(ab_patch_path) || exit 1
 device_build lowbit_cli &
@@ -39,6 +41,14 @@ for round in 1 2; do
     db=()
     [ -f "$OUT/$side-tuned.json" ] && db=(env "LOWBIT_TUNING_DB=$OUT/$side-tuned.json")
     echo "== $side, round $round" | tee -a "$S"
-    "${db[@]}" "${CLI[$side]}" bench wq_gemm "$@" 2>&1 | tee -a "$S"
+    if [ -n "${AB_BENCHES:-}" ]; then
+      while IFS= read -r line; do
+        [ -z "$line" ] && continue
+        read -r -a args <<<"$line"
+        "${db[@]}" "${CLI[$side]}" bench wq_gemm "${args[@]}" 2>&1 | grep -v "^#" | tee -a "$S"
+      done <<<"$AB_BENCHES"
+    else
+      "${db[@]}" "${CLI[$side]}" bench wq_gemm "$@" 2>&1 | tee -a "$S"
+    fi
   done
 done

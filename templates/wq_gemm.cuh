@@ -31,13 +31,15 @@
 // visible) and before each refill (every lane is done with the slot) orders them; no block barrier
 // is needed.
 //
-// Block-shared activations (kXShared): the block copies each step's activations (its rows × the
-// kWarpsK chunks of the step) into a shared-memory stage with cp.async, in the same ring depth as
-// the weights; the warps step through K together under one barrier per step and read their A (or,
-// swapped, B) fragments there, so activations cross L2 → SM once per block, not once per warp.
-// With one warp along N (kWarpsN == 1) no warp reads another's chunk, so each warp copies its own
-// chunk's activations with its weights and synchronizes only itself: the activations arrive
-// kStages − 1 chunks ahead, as the weights do, without registers held for them or a block barrier.
+// Block-shared activations (kXShared): each step's activations (the block's rows × the kWarpsK
+// chunks of the step) are copied into a shared-memory stage with cp.async, in the same ring depth as
+// the weights, and the warps read their A (or, swapped, B) fragments there, so activations cross
+// L2 → SM once per group of warps that use them, not once per warp. The kWarpsN warps side by side
+// that take the same chunks (one wk) copy their chunk's activations with their weights and
+// synchronize only among themselves (one warp: __syncwarp; more: a named barrier per group): the
+// activations arrive kStages − 1 chunks ahead, as the weights do, without registers held for them or
+// a block barrier. With one warp along K (the group is the block) the block copies the step and
+// steps under one __syncthreads per step.
 //
 // Scales: in the integer modes with groups of ≥ 128 (one group per chunk) or per-channel scales,
 // the MMA runs on q − z and the scale multiplies the fp32 partial sum of the chunk (per channel:
@@ -356,8 +358,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // Per-group staging: the kWarpsN warps that take the same chunks (one wk; one warp with one warp
   // along N) copy the 16 vectors of their chunk per row themselves, thread l of the group vector
   // l % 16 of rows l / 16, + 2·kWarpsN, ..., and synchronize only among themselves (named barrier
-  // 1 + wk; ids go up to 15), so the block needs no barrier per step.
-  constexpr bool kXPerWarp = kXShared && (kWarpsN == 1 || kWarpsK <= 15);
+  // 1 + wk), so the block needs no barrier per step: H200, against the block barrier, 7-12 % faster
+  // with 2-4 warps along K (docs/perf-notes.md, thirty-second session). With one warp along K the
+  // group is the block, and the block path's one barrier per step (the group's takes two) stays.
+  constexpr bool kXPerWarp = kXShared && (kWarpsN == 1 || kWarpsK > 1);
+  static_assert(!kXPerWarp || kWarpsN == 1 || kWarpsK <= 15, "named barrier ids 1..15");
   constexpr int kXThreads = kXPerWarp ? 32 * kWarpsN : 32 * kWarpsN * kWarpsK;  // threads that copy one stage
   constexpr int kXRowStep = kXThreads / (kXPerWarp ? 16 : kXRowVecs);  // rows between one thread's copies
   constexpr int kXTotal = kXPerWarp ? kXRows * 16 : kXStage;           // 16-byte copies per stage
