@@ -75,10 +75,11 @@ struct WqGemmConfig {
   int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace)
   int stages = 4;   // 2..8: cp.async ring slots per warp (stages − 1 chunks of weights in flight)
   // Activations staged in shared memory with cp.async, in the weights' ring depth, instead of each
-  // warp loading its own into registers. warps_n > 1: the block copies each step's activations once
-  // and its warps, stepping through K together under a barrier per step, share them. warps_n = 1:
-  // each warp stages its own chunk's activations (no barrier), so they arrive stages − 1 chunks
-  // ahead and hold no registers; the heuristic's choice at 16 and 32 rows, and up to 8 rows on layers of
+  // warp loading its own into registers. warps_n > 1: the warps_n warps side by side that take the
+  // same chunks copy their chunk's activations once and share them, synchronizing only among
+  // themselves (a named barrier per group; with warps_k = 1 the group is the block, under one block
+  // barrier per step). warps_n = 1: each warp stages its own chunk's activations (no barrier). Either
+  // way they arrive stages − 1 chunks ahead and hold no registers; the heuristic's choice at 16 and 32 rows, and up to 8 rows on layers of
   // up to 8 tiles per SM (3- and 4-bit; at M = 1 every bit width).
   // From 16 rows only these configs run the MMAs with swapped operands (weights as A, each 8-row
   // slice of activations as B), which spares the register moves of assembling A from two rows: 9-21 %
