@@ -249,8 +249,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // per-output fix-up measured 0 to 5 % slower on the H100 (M = 1 flat; 16 rows with 4 tiles, and
   // 64 rows, slower); without the Σ MMAs it reads both nibbles of each byte in place (bases 1024 and
   // 64) and drops the four f16x2 ops per word (docs/perf-notes.md, thirtieth session section 9).
-  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) &&
-                              !(kBits == 4 && !kBf16 && !(kXSums && kSwap));
+  constexpr bool kZeroAfter =
+      kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) && !(kBits == 4 && !kBf16 && !(kXSums && kSwap));
   // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
   // the magic one and the plain Σx path stays.)
   constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;

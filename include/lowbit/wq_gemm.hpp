@@ -79,11 +79,11 @@ struct WqGemmConfig {
   // same chunks copy their chunk's activations once and share them, synchronizing only among
   // themselves (a named barrier per group; with warps_k = 1 the group is the block, under one block
   // barrier per step). warps_n = 1: each warp stages its own chunk's activations (no barrier). Either
-  // way they arrive stages − 1 chunks ahead and hold no registers; the heuristic's choice at 16 and 32 rows, and up to 8 rows on layers of
-  // up to 8 tiles per SM (3- and 4-bit; at M = 1 every bit width).
-  // From 16 rows only these configs run the MMAs with swapped operands (weights as A, each 8-row
-  // slice of activations as B), which spares the register moves of assembling A from two rows: 9-21 %
-  // faster on the H200; with the activations in registers the swap measured slower, so it is off there.
+  // way they arrive stages − 1 chunks ahead and hold no registers; the heuristic's choice at 16 and 32 rows,
+  // and up to 8 rows on layers of up to 8 tiles per SM (3- and 4-bit; at M = 1 every bit width). From 16 rows
+  // only these configs run the MMAs with swapped operands (weights as A, each 8-row slice of activations as
+  // B), which spares the register moves of assembling A from two rows: 9-21 % faster on the H200; with the
+  // activations in registers the swap measured slower, so it is off there.
   bool x_shared = false;
   // sm_90a only: Hopper warpgroup MMA (templates/wq_gemm_wgmma.cuh), the heuristic's choice at 64 and
   // 128 rows on large layers (2-, 4- and 8-bit, groups of 128; see choose_config). warps_n / 4 MMA warpgroups

@@ -351,8 +351,8 @@ TEST_CASE("tune neighbours: one field away, distinct, runnable; stages both ways
   REQUIRE(lowbit::can_implement(p, c, arch));
   const auto ns = lowbit::tune::wq_neighbours(p, c, arch);
   auto fields = [](const lowbit::WqGemmConfig& x) {
-    return std::vector<int>{x.m_tiles, x.n_tiles, x.warps_n,  x.warps_k, x.split_k, x.stages,
-                            x.x_shared,  x.wgmma,   x.stream_k, x.x_image, x.x_sums};
+    return std::vector<int>{x.m_tiles,  x.n_tiles, x.warps_n,  x.warps_k, x.split_k, x.stages,
+                            x.x_shared, x.wgmma,   x.stream_k, x.x_image, x.x_sums};
   };
   for (std::size_t i = 0; i < ns.size(); ++i) {
     INFO(ns[i].str());
