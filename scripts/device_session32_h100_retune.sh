@@ -1,3 +1,8 @@
+#!/usr/bin/env bash
+# One-off (thirty-second session, H100): re-tune the three H100 entries that the group-staged
+# activations made slower in an A/B (W8 16384² and 28672×4096 at M = 1, W4 28672×8192 at M = 16),
+# merge them into tuning_db/nvidia-h100.json (the merged file comes back as $OUT/merged.json), bench.
+# Usage: bash scripts/device_session32_h100_retune.sh
 source scripts/device_common.sh
 device_build lowbit_cli
 export LOWBIT_CACHE_DIR=$B/cache-retune
