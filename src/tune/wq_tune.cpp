@@ -82,7 +82,7 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     for (int mt : {1, 2, 4})
       for (int nt : {2, 4, 8})
         for (auto [wn, wk] : {std::pair{1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}) {
-          if (16 * mt > 2 * p.m || (wn == 1 && mt > 2)) continue;
+          if (16 * mt > 2 * p.m || (p.m > 16 && wn > 1 && wk == 4) || (wn == 1 && mt > 2)) continue;
           // 2 tiles per warp only at 16 rows with warps side by side (they share the activations).
           if (nt == 2 && (wn == 1 || p.m > 16)) continue;
           if (p.m <= 16) {
