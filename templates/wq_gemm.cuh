@@ -361,20 +361,20 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // 1 + wk), so the block needs no barrier per step: H200, against the block barrier, 7-12 % faster
   // with 2-4 warps along K (docs/perf-notes.md, thirty-second session). With one warp along K the
   // group is the block, and the block path's one barrier per step (the group's takes two) stays.
-  constexpr bool kXPerWarp = kXShared && (kWarpsN == 1 || kWarpsK > 1);
-  static_assert(!kXPerWarp || kWarpsN == 1 || kWarpsK <= 15, "named barrier ids 1..15");
-  constexpr int kXThreads = kXPerWarp ? 32 * kWarpsN : 32 * kWarpsN * kWarpsK;  // threads that copy one stage
-  constexpr int kXRowStep = kXThreads / (kXPerWarp ? 16 : kXRowVecs);  // rows between one thread's copies
-  constexpr int kXTotal = kXPerWarp ? kXRows * 16 : kXStage;           // 16-byte copies per stage
+  constexpr bool kXPerGroup = kXShared && (kWarpsN == 1 || kWarpsK > 1);
+  static_assert(!kXPerGroup || kWarpsN == 1 || kWarpsK <= 15, "named barrier ids 1..15");
+  constexpr int kXThreads = kXPerGroup ? 32 * kWarpsN : 32 * kWarpsN * kWarpsK;  // threads that copy one stage
+  constexpr int kXRowStep = kXThreads / (kXPerGroup ? 16 : kXRowVecs);  // rows between one thread's copies
+  constexpr int kXTotal = kXPerGroup ? kXRows * 16 : kXStage;           // 16-byte copies per stage
   constexpr bool kXFewer = kXTotal < kXThreads;  // one row: threads past its vectors copy nothing
   constexpr int kXCopies = kXFewer ? 1 : kXTotal / kXThreads;  // 16-byte copies per thread
   static_assert(!kXShared || kXFewer || kXCopies * kXThreads == kXTotal, "whole copies");
   const u32 xs_addr = smem_addr(smem);
   // The copies' column (vector in the stage row) and first row.
-  const int group_thread = wn * 32 + lane;  // kXPerWarp: this thread's index in its group
-  const int xv = kXPerWarp ? 16 * wk + group_thread % 16 : threadIdx.x % kXRowVecs;
-  const int xr0 = kXPerWarp ? group_thread / 16 : threadIdx.x / kXRowVecs;
-  // kXPerWarp: the group's warps reach this point together (their copies and reads ordered).
+  const int group_thread = wn * 32 + lane;  // kXPerGroup: this thread's index in its group
+  const int xv = kXPerGroup ? 16 * wk + group_thread % 16 : threadIdx.x % kXRowVecs;
+  const int xr0 = kXPerGroup ? group_thread / 16 : threadIdx.x / kXRowVecs;
+  // kXPerGroup: the group's warps reach this point together (their copies and reads ordered).
   auto group_sync = [&] {
     if constexpr (kWarpsN == 1)
       __syncwarp();
@@ -475,7 +475,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
-    if (kXShared && j < (kXPerWarp ? n_chunks : n_steps)) issue_x(j, j);
+    if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
     if (j < n_chunks) issue(j, j);
     cp_async_commit();  // empty groups keep the count uniform
   }
@@ -503,7 +503,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // stages, else counted (a division by 3 costs a multiply-high and four more instructions).
   constexpr bool kPow2Stages = (kStages & (kStages - 1)) == 0;
   int next_stage = 0;
-  for (int j = 0; j < (kXShared && !kXPerWarp ? n_steps : n_chunks); ++j) {
+  for (int j = 0; j < (kXShared && !kXPerGroup ? n_steps : n_chunks); ++j) {
     const int c = c_begin + j * kWarpsK;
     const int stage = kPow2Stages ? j & (kStages - 1) : next_stage;
     const int refill = kPow2Stages ? (j + kStages - 1) & (kStages - 1) : stage == 0 ? kStages - 1 : stage - 1;
@@ -517,7 +517,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         xs_in[b] = __ldg(reinterpret_cast<const float4*>(
             xsums + (static_cast<i64>(min(c, kChunks - 1)) * sum_rows + m0 + 8 * b + 2 * t) * 2));
     uint4 xn[4][kMTiles][kHalves];
-    if constexpr (kXPerWarp) {
+    if constexpr (kXPerGroup) {
       group_sync();  // all lanes (of the group) are done with the slot and stage refilled next
       if (j + kStages - 1 < n_chunks) {
         issue_x(j + kStages - 1, refill);
