@@ -76,19 +76,21 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   const int split4 =
       static_cast<int>(std::min<int64_t>(4, (k + 127) / 128));  // past a cluster where K allows
   WqGemmPlan chosen(rt, L->problem, kMs);
-  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_warp, xs_warp12, xs_warp16;
+  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_group4, xs_warp, xs_warp12, xs_warp16;
   dp.config = config(2, 4, 1, 4, 1);
   sk.config = config(1, 2, 2, 3, split);
   xs_split.config = config(2, 4, 2, 2, split, 3, true);
   xs_wide.config = config(4, 8, 4, 1, 1, 2, true);
   xs_swap.config = config(1, 4, 2, 4, split, 2, true);
+  // Four warps side by side stage each chunk's activations under a 128-thread barrier of their own.
+  xs_group4.config = config(1, 4, 4, 2, split, 2, true);
   xs_warp.config = config(1, 4, 1, 4, split, 3, true);
   xs_warp12.config = config(1, 8, 1, 12, 1, 2, true);
   // 16 tiles per warp need one scale row per lane and chunk: groups of 64 or more.
   xs_warp16.config = config(1, group == 32 ? 8 : 16, 1, 4, split, 2, true);
   std::vector<WqGemmPlan> plans;
   plans.emplace_back(rt, L->problem, kMs);
-  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_warp, &xs_warp12, &xs_warp16})
+  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_group4, &xs_warp, &xs_warp12, &xs_warp16})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
     for (const WqGemmConfig& c :
