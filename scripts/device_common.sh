@@ -67,3 +67,16 @@ ab_patch_path() {
   [ -f "$p" ] || { echo "no $p" | tee -a "$S"; exit 1; }
   echo "$p"
 }
+# bench_formats M: `lowbit bench wq_gemm --cases standard --m M` into the summary for each format of
+# $BENCH_FORMATS (';'-separated lowbit flags; unset: the closing table's four, W4 f16, W4 bf16, W2, W8;
+# "": W4 f16 only), in one kernel cache ($B/cache-bench).
+bench_formats() {
+  local fmts fmt
+  IFS=';' read -ra fmts <<<"${BENCH_FORMATS-;--act bf16;--bits 2;--bits 8}"
+  [ ${#fmts[@]} -eq 0 ] && fmts=("")
+  for fmt in "${fmts[@]}"; do
+    # shellcheck disable=SC2086  # fmt is a list
+    LOWBIT_CACHE_DIR=$B/cache-bench "$B/lowbit" bench wq_gemm --cases standard --m "$1" $fmt 2>&1 |
+      grep -v "^#" | tee -a "$S"
+  done
+}

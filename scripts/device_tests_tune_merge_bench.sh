@@ -11,12 +11,6 @@ echo "== gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$S
 device_build lowbit_cli lowbit_gpu_tests lowbit_unit_tests
 device_ctest
 echo "## bench before" | tee -a "$S"
-IFS=';' read -ra bench_fmts <<<"${BENCH_FORMATS-;--act bf16;--bits 2;--bits 8}"
-[ ${#bench_fmts[@]} -eq 0 ] && bench_fmts=("")
-for fmt in "${bench_fmts[@]}"; do
-  # shellcheck disable=SC2086  # fmt is a list
-  LOWBIT_CACHE_DIR=$B/cache-bench "$B/lowbit" bench wq_gemm --cases standard --m "$TUNE_M" $fmt 2>&1 |
-    grep -v "^#" | tee -a "$S"
-done
+bench_formats "$TUNE_M"
 cp "$S" "$OUT/tests-before.txt"
 "$ROOT/scripts/device_tune_merge_bench.sh"

@@ -18,10 +18,4 @@ if python3 "$ROOT/scripts/merge_retune.py" "$ROOT/tuning_db/$FILE" "$OUT"/tuned-
 fi
 rm -f "$OUT/build.log"
 : >"$S"
-export LOWBIT_CACHE_DIR=$B/cache-bench
-IFS=';' read -ra bench_fmts <<<"${BENCH_FORMATS-;--act bf16;--bits 2;--bits 8}"
-[ ${#bench_fmts[@]} -eq 0 ] && bench_fmts=("")
-for fmt in "${bench_fmts[@]}"; do
-  # shellcheck disable=SC2086  # fmt is a list
-  "$B/lowbit" bench wq_gemm --cases standard --m "$TUNE_M" $fmt 2>&1 | grep -v "^#" | tee -a "$S"
-done
+bench_formats "$TUNE_M"
