@@ -35,18 +35,25 @@ void launch_stream(jit::Context& ctx, CUfunction f, CUdeviceptr in, std::size_t 
 
 double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceBuffer*>& copies,
                          std::size_t in_bytes, jit::DeviceBuffer& out, std::size_t out_bytes, int rounds) {
-  const auto& k = ctx.load(bench_spec("stream_u4", "lowbit::kern::stream_kernel<4>"));
+  // What one trivial kernel can reach at this size: the faster of the two loop shapes of
+  // stream_kernel (templates/bench/ceilings.cuh), each timed like the case.
   const int n = static_cast<int>(copies.size());
-  auto t = time_in_graph(
-      ctx,
-      [&](Stream s, int i) {
-        const jit::DeviceBuffer* c = copies[static_cast<std::size_t>(i % n)];
-        LOWBIT_CHECK(c->bytes() >= in_bytes, "stream ceiling: copy of {} bytes is smaller than {} bytes",
-                     c->bytes(), in_bytes);
-        launch_stream(ctx, k.function, c->ptr(), in_bytes, out.ptr(), out_bytes, s);
-      },
-      n * rounds);
-  return t.median_us_per_call;
+  double best = 0;
+  for (const auto& [name, expr] : {std::pair{"stream_u4", "lowbit::kern::stream_kernel<4, false>"},
+                                   std::pair{"stream_u4p", "lowbit::kern::stream_kernel<4, true>"}}) {
+    const auto& k = ctx.load(bench_spec(name, expr));
+    auto t = time_in_graph(
+        ctx,
+        [&](Stream s, int i) {
+          const jit::DeviceBuffer* c = copies[static_cast<std::size_t>(i % n)];
+          LOWBIT_CHECK(c->bytes() >= in_bytes, "stream ceiling: copy of {} bytes is smaller than {} bytes",
+                       c->bytes(), in_bytes);
+          launch_stream(ctx, k.function, c->ptr(), in_bytes, out.ptr(), out_bytes, s);
+        },
+        n * rounds);
+    best = best == 0 ? t.median_us_per_call : std::min(best, t.median_us_per_call);
+  }
+  return best;
 }
 
 Ceilings measure_ceilings(jit::Context& ctx) {

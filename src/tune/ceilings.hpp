@@ -22,7 +22,7 @@ struct Ceilings {
 Ceilings measure_ceilings(jit::Context& ctx);
 
 // Median µs of one stream-kernel call reading `in_bytes` from copy i of `copies` (rotating, as the
-// case does) and writing `out_bytes` into `out`.
+// case does) and writing `out_bytes` into `out`: the faster of the kernel's two loop shapes.
 double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceBuffer*>& copies,
                          std::size_t in_bytes, jit::DeviceBuffer& out, std::size_t out_bytes, int rounds);
 

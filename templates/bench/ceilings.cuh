@@ -1,7 +1,7 @@
 // Kernels that measure what the hardware can do, for `lowbit bench` (shared/BENCHMARKS.md):
 //   stream_kernel: reads `in_bytes` with 16-byte loads and writes `out_bytes` — the stream ceiling
-//   of a case (one trivial kernel moving exactly the case's bytes) and, on a large buffer, the
-//   device read bandwidth.
+//   of a case (one trivial kernel moving exactly the case's bytes; the faster of two loop shapes)
+//   and, on a large buffer, the device read bandwidth.
 //   mma_peak_kernel: back-to-back m16n8k16 MMAs on registers — the tensor-core rate of the MMA path
 //   the wq_gemm kernels use.
 #pragma once
@@ -11,20 +11,26 @@
 
 namespace lowbit::kern {
 
-template <int kUnroll>
+// kPredicated false: kUnroll loads per thread and step, all in flight, and the remainder one load at
+// a time; true: every step with its kUnroll loads in flight, the last one's predicated. Neither is
+// the faster at every size (H200: the second up to 21 % at 8-17 MB, where the first does all or
+// most of its work one load at a time; the first up to 1.6 % at 35-134 MB), so the stream ceiling
+// of a case is the faster of the two (docs/perf-notes.md, thirty-third session).
+template <int kUnroll, bool kPredicated>
 __global__ void stream_kernel(const uint4* __restrict__ in, u64 in16, uint4* __restrict__ out, u64 out16,
                               u32 never) {
   const u64 stride = static_cast<u64>(gridDim.x) * blockDim.x;
   u64 i = static_cast<u64>(blockIdx.x) * blockDim.x + threadIdx.x;
   u32 acc = 0;
-  for (; i + (kUnroll - 1) * stride < in16; i += kUnroll * stride) {
+  for (; kPredicated ? i < in16 : i + (kUnroll - 1) * stride < in16; i += kUnroll * stride) {
     uint4 v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = ld_stream_v4(in + i + u * stride);  // all loads in flight first
+    for (int u = 0; u < kUnroll; ++u)  // all loads in flight first
+      v[u] = !kPredicated || i + u * stride < in16 ? ld_stream_v4(in + i + u * stride) : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
   }
-  for (; i < in16; i += stride) {
+  for (; i < in16; i += stride) {  // kPredicated: never entered
     const uint4 v = ld_stream_v4(in + i);
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
