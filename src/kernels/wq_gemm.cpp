@@ -945,6 +945,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 7.63 against 8.52, 28672×4096 21.39 against 22.05 (4 warps along K; the tuned best, 2 warps,
     // 20.90); 16384² had 8 tiles already.
     if (p.bits <= 2 && tiles_per_sm > 4) c.n_tiles = 8;
+    // Heuristic v22 (thirty-third session): 8-bit weights over 20 tiles per SM (28672×4096) take 4
+    // warps side by side sharing each chunk's activations, one along K, 3 stages: the tuned best of
+    // both GPUs' files (H200 31.0 µs against 35.7 for v21's (1,4,1,4), the one standard case over
+    // 1.15 × the best; H100 43.0 against 45.8).
+    if (p.bits == 8 && tiles_per_sm > 20) c.warps_n = 4, c.warps_k = 1, c.stages = 3;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in

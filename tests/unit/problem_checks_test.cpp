@@ -347,6 +347,25 @@ TEST_CASE("choose_config v13: 2-bit weights take 8 tiles per warp at 16 rows ove
   }
 }
 
+TEST_CASE("choose_config v22: 8-bit weights at 16 rows over 20 tiles per SM, 4 warps side by side", "[config]") {
+  WqGemmProblem p = normal_problem();
+  p.m = 16, p.bits = 8, p.n = 28672, p.k = 4096;
+  const Arch hopper = Arch::parse("sm_90a");
+  const WqGemmConfig c = lowbit::choose_config(p, hopper, 132);
+  INFO(c.str());
+  CHECK(c.n_tiles == 4);
+  CHECK(c.warps_n == 4);
+  CHECK(c.warps_k == 1);
+  CHECK(c.stages == 3);
+  CHECK(c.x_shared);
+  CHECK(lowbit::can_implement(p, c, hopper));
+  // 4 bits, and 8 bits on narrower layers, keep one warp along N.
+  p.bits = 4;
+  CHECK(lowbit::choose_config(p, hopper, 132).warps_n == 1);
+  p.bits = 8, p.n = 8192, p.k = 8192;
+  CHECK(lowbit::choose_config(p, hopper, 132).warps_n == 1);
+}
+
 TEST_CASE("choose_config v19: 2-bit weights at one row, 8 tiles per warp from 4.5 tiles per SM", "[config]") {
   WqGemmProblem p = normal_problem();
   p.m = 1, p.bits = 2;
