@@ -1,6 +1,7 @@
 #include "tune/ceilings.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "jit/context.hpp"
 #include "tune/timer.hpp"
@@ -38,7 +39,7 @@ double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceB
   // What one trivial kernel can reach at this size: the faster of the two loop shapes of
   // stream_kernel (templates/bench/ceilings.cuh), each timed like the case.
   const int n = static_cast<int>(copies.size());
-  double best = 0;
+  double best = std::numeric_limits<double>::infinity();
   for (const auto& [name, expr] : {std::pair{"stream_u4", "lowbit::kern::stream_kernel<4, false>"},
                                    std::pair{"stream_u4p", "lowbit::kern::stream_kernel<4, true>"}}) {
     const auto& k = ctx.load(bench_spec(name, expr));
@@ -51,7 +52,7 @@ double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceB
           launch_stream(ctx, k.function, c->ptr(), in_bytes, out.ptr(), out_bytes, s);
         },
         n * rounds);
-    best = best == 0 ? t.median_us_per_call : std::min(best, t.median_us_per_call);
+    best = std::min(best, t.median_us_per_call);
   }
   return best;
 }

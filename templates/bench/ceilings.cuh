@@ -26,7 +26,8 @@ __global__ void stream_kernel(const uint4* __restrict__ in, u64 in16, uint4* __r
     uint4 v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)  // all loads in flight first
-      v[u] = !kPredicated || i + u * stride < in16 ? ld_stream_v4(in + i + u * stride) : make_uint4(0, 0, 0, 0);
+      v[u] =
+          !kPredicated || i + u * stride < in16 ? ld_stream_v4(in + i + u * stride) : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
   }

@@ -347,7 +347,8 @@ TEST_CASE("choose_config v13: 2-bit weights take 8 tiles per warp at 16 rows ove
   }
 }
 
-TEST_CASE("choose_config v22: 8-bit weights at 16 rows over 20 tiles per SM, 4 warps side by side", "[config]") {
+TEST_CASE("choose_config v22: 8-bit weights at 16 rows over 20 tiles per SM, 4 warps side by side",
+          "[config]") {
   WqGemmProblem p = normal_problem();
   p.m = 16, p.bits = 8, p.n = 28672, p.k = 4096;
   const Arch hopper = Arch::parse("sm_90a");
