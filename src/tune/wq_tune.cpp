@@ -86,12 +86,7 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
           // 2 tiles per warp only at 16 rows with warps side by side (they share the activations).
           if (nt == 2 && (wn == 1 || p.m > 16)) continue;
           if (p.m <= 16) {
-            for (int st : {2, 3}) {
-              add_shared(mt, nt, wn, wk, st, sms);
-              // Warps side by side make fewer, larger blocks: also K split to fill the SMs twice, so
-              // that blocks per SM come out even (docs/perf-notes.md, thirty-third session, section 11).
-              if (wn > 1) add_shared(mt, nt, wn, wk, st, 2 * sms);
-            }
+            for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, sms);
             // One warp along N: also 6 and 12 along K (3 warps per scheduler where 16 do not fit).
             if (wn == 1 && mt == 1 && wk == 8)
               for (int wk3 : {6, 12})
