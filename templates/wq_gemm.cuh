@@ -475,8 +475,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
+    // The fp16 4-bit one-row kernel issues the weights first (DRAM), then its 256-byte activation
+    // copy (L2): H200, 0.5-2.4 % faster on five of the six standard layers in two A/Bs. Elsewhere
+    // the order did not pay (16 rows up to +4.8 %, W8 4096×14336 at one row +4.5 %, bf16 and 2-bit
+    // mixed; docs/perf-notes.md, thirty-third session, section 12).
+    constexpr bool kWeightsFirst = kOneRow && kBits == 4 && !kBf16;
+    if (kWeightsFirst && j < n_chunks) issue(j, j);
     if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
-    if (j < n_chunks) issue(j, j);
+    if (!kWeightsFirst && j < n_chunks) issue(j, j);
     cp_async_commit();  // empty groups keep the count uniform
   }
   uint4 xa[4][kMTiles][kHalves];
