@@ -473,13 +473,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       if constexpr (kMetaLinear) meta_next += static_cast<i64>(kWarpsK) * kGroupsPerChunk * kNPad;
     }
   };
+  // The fp16 4-bit one-row kernel issues each chunk's weights first (DRAM), then its 256-byte
+  // activation copy (L2), here and at every refill: H200, 0.5-2.4 % faster on five of the six
+  // standard layers in two A/Bs (the refills another 0-1.8 %). Elsewhere the order did not pay (16
+  // rows up to +4.8 %, W8 4096×14336 at one row +4.5 %, bf16 and 2-bit mixed; docs/perf-notes.md,
+  // thirty-third session, sections 12-13).
+  constexpr bool kWeightsFirst = kOneRow && kBits == 4 && !kBf16;
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
-    // The fp16 4-bit one-row kernel issues the weights first (DRAM), then its 256-byte activation
-    // copy (L2): H200, 0.5-2.4 % faster on five of the six standard layers in two A/Bs. Elsewhere
-    // the order did not pay (16 rows up to +4.8 %, W8 4096×14336 at one row +4.5 %, bf16 and 2-bit
-    // mixed; docs/perf-notes.md, thirty-third session, section 12).
-    constexpr bool kWeightsFirst = kOneRow && kBits == 4 && !kBf16;
     if (kWeightsFirst && j < n_chunks) issue(j, j);
     if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
     if (!kWeightsFirst && j < n_chunks) issue(j, j);
@@ -526,8 +527,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     if constexpr (kXPerGroup) {
       group_sync();  // all lanes (of the group) are done with the slot and stage refilled next
       if (j + kStages - 1 < n_chunks) {
+        if constexpr (kWeightsFirst) issue(j + kStages - 1, refill);
         issue_x(j + kStages - 1, refill);
-        issue(j + kStages - 1, refill);
+        if constexpr (!kWeightsFirst) issue(j + kStages - 1, refill);
       }
       cp_async_commit();
       cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
