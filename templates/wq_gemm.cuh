@@ -479,14 +479,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // rows up to +4.8 %, W8 4096×14336 at one row +4.5 %, bf16 and 2-bit mixed; docs/perf-notes.md,
   // thirty-third session, sections 12-13).
   constexpr bool kWeightsFirst = kOneRow && kBits == 4 && !kBf16;
-  auto issue_chunk = [&](int j, int stage, bool with_x, bool with_w) {  // chunk (or step) j → `stage`
-    if (kWeightsFirst && with_w) issue(j, stage);
-    if (kXShared && with_x) issue_x(j, stage);
-    if (!kWeightsFirst && with_w) issue(j, stage);
-  };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
-    issue_chunk(j, j, j < (kXPerGroup ? n_chunks : n_steps), j < n_chunks);
+    if (kWeightsFirst && j < n_chunks) issue(j, j);
+    if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
+    if (!kWeightsFirst && j < n_chunks) issue(j, j);
     cp_async_commit();  // empty groups keep the count uniform
   }
   uint4 xa[4][kMTiles][kHalves];
@@ -529,7 +526,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     uint4 xn[4][kMTiles][kHalves];
     if constexpr (kXPerGroup) {
       group_sync();  // all lanes (of the group) are done with the slot and stage refilled next
-      if (j + kStages - 1 < n_chunks) issue_chunk(j + kStages - 1, refill, true, true);
+      if (j + kStages - 1 < n_chunks) {
+        if constexpr (kWeightsFirst) issue(j + kStages - 1, refill);
+        issue_x(j + kStages - 1, refill);
+        if constexpr (!kWeightsFirst) issue(j + kStages - 1, refill);
+      }
       cp_async_commit();
       cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
       group_sync();                  // ... and the other lanes' activations, scales and zeros
