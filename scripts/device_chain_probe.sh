@@ -2,15 +2,16 @@
 # Probe (thirty-fourth session): back-to-back calls chained by programmatic dependent launch
 # (WQ_CHAIN 1 in templates/wq_gemm.cuh and LOWBIT_PDL_CHAIN=1: the GEMM and the stream ceiling's
 # kernel both launched with the attribute) against the shipped launches, in alternating rounds.
-# Usage: BENCHES=$'args\nargs' [ROUNDS=2] scripts/device_chain_probe.sh
+# WQ_CHAIN 2 lets the next call launch only after the loop (every copy of the block landed).
+# Usage: BENCHES=$'args\nargs' [ROUNDS=2] [VARIANTS="0 1 2"] scripts/device_chain_probe.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 F=$ROOT/templates/wq_gemm.cuh
 for round in $(seq "${ROUNDS:-2}"); do
-  for v in 0 1; do
+  for v in ${VARIANTS:-0 1}; do
     sed -i "s/^#define WQ_CHAIN .*/#define WQ_CHAIN $v/" "$F"
     device_build lowbit_cli
     echo "== WQ_CHAIN=$v, round $round" | tee -a "$S"
-    if [ "$v" = 1 ]; then export LOWBIT_PDL_CHAIN=1; else unset LOWBIT_PDL_CHAIN; fi
+    if [ "$v" != 0 ]; then export LOWBIT_PDL_CHAIN=1; else unset LOWBIT_PDL_CHAIN; fi
     while IFS= read -r line; do
       [ -z "$line" ] && continue
       read -r -a args <<<"$line"
