@@ -6,6 +6,11 @@
 # Usage: BENCHES=$'args\nargs' [ROUNDS=2] [VARIANTS="0 1 2"] scripts/device_chain_probe.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 F=$ROOT/templates/wq_gemm.cuh
+# The probe's code is not in the tree (perf-notes, thirty-fourth session, section 6): apply its patch.
+if ! grep -q '^#define WQ_CHAIN' "$F"; then
+  (cd "$ROOT" && patch -p1 -s <docs/bench/2026-11-26-session34-chain-probe.patch) ||
+    { echo "chain probe patch failed" | tee -a "$S"; exit 1; }
+fi
 for round in $(seq "${ROUNDS:-2}"); do
   for v in ${VARIANTS:-0 1}; do
     sed -i "s/^#define WQ_CHAIN .*/#define WQ_CHAIN $v/" "$F"
