@@ -13,10 +13,12 @@ if ! grep -q '^#define WQ_CHAIN' "$F"; then
 fi
 for round in $(seq "${ROUNDS:-2}"); do
   for v in ${VARIANTS:-0 1}; do
-    sed -i "s/^#define WQ_CHAIN .*/#define WQ_CHAIN $v/" "$F"
+    sed -i "s/^#define WQ_CHAIN .*/#define WQ_CHAIN ${v%c}/" "$F"
     device_build lowbit_cli
     echo "== WQ_CHAIN=$v, round $round" | tee -a "$S"
     if [ "$v" != 0 ]; then export LOWBIT_PDL_CHAIN=1; else unset LOWBIT_PDL_CHAIN; fi
+    # A trailing c (1c, 2c): the GEMM's shared memory capped to the blocks per SM its grid needs.
+    if [ "${v%c}" != "$v" ]; then export LOWBIT_PDL_CHAIN_CAP=1; else unset LOWBIT_PDL_CHAIN_CAP; fi
     while IFS= read -r line; do
       [ -z "$line" ] && continue
       read -r -a args <<<"$line"
