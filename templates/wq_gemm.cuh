@@ -50,6 +50,15 @@
 // Deterministic mode fixes everything that orders the fp32 sums of one output (two MMA chains, no
 // operand swap, split-K in split order), so the result of a row does not depend on M.
 //
+// Chained calls (kChain, WqGemmPlanOptions::overlap_previous; sm_90, launched with programmatic stream
+// serialization): the kernel lets the next kernel in the stream launch at once, issues its first
+// stages' weight, scale and zero copies, and only then waits for the previous kernel (which may still
+// be running) before its activation copies and so before anything it writes. The host gives each
+// block the shared memory of 1 / ceil(blocks / SMs) of an SM, so the next call's early blocks can only
+// take the slots this call's blocks leave (H200 back to back: 4-18 % faster per call; without that
+// cap up to 45 % slower, the next grid piling onto the SMs that finish first; docs/perf-notes.md,
+// thirty-fourth session).
+//
 // K order: inside a 128-wide chunk, lane t's A and B fragments both cover k = 32t + 8p + e; the MMA
 // sums over k, so this permutation of k (the same on both sides) changes nothing but lets every
 // lane load its activations with 16-byte loads.
@@ -188,7 +197,7 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kOneRow, bool kBf16, bool kOutF32, int kMode,
-          bool kDeterministic, bool kXShared, bool kAccF16, bool kXSums>
+          bool kDeterministic, bool kXShared, bool kAccF16, bool kXSums, bool kChain = false>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                    const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
@@ -479,12 +488,25 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // rows up to +4.8 %, W8 4096×14336 at one row +4.5 %, bf16 and 2-bit mixed; docs/perf-notes.md,
   // thirty-third session, sections 12-13).
   constexpr bool kWeightsFirst = kOneRow && kBits == 4 && !kBf16;
+  if constexpr (kChain) {  // the weights before the wait for the previous kernel (see the top)
+    allow_dependent_launch();
 #pragma unroll
-  for (int j = 0; j < kStages - 1; ++j) {
-    if (kWeightsFirst && j < n_chunks) issue(j, j);
-    if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
-    if (!kWeightsFirst && j < n_chunks) issue(j, j);
-    cp_async_commit();  // empty groups keep the count uniform
+    for (int j = 0; j < kStages - 1; ++j)
+      if (j < n_chunks) issue(j, j);  // all in the first group: chunk 0 also waits for these
+    wait_for_previous_grid();
+#pragma unroll
+    for (int j = 0; j < kStages - 1; ++j) {
+      if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
+      cp_async_commit();
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kStages - 1; ++j) {
+      if (kWeightsFirst && j < n_chunks) issue(j, j);
+      if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
+      if (!kWeightsFirst && j < n_chunks) issue(j, j);
+      cp_async_commit();  // empty groups keep the count uniform
+    }
   }
   uint4 xa[4][kMTiles][kHalves];
   if constexpr (kPrefetchX)

@@ -10,7 +10,7 @@
 
 namespace lowbit::cli {
 
-int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save) {
+int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save, bool chain) {
   Runtime rt = make_runtime(f, true);
   const DeviceInfo& d = rt.device();
   const tune::Ceilings ceil = tune::measure_ceilings(rt.context());
@@ -18,6 +18,7 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
   opt.ms = parse_int_list(w.ms, "--m");
   opt.config = parse_config(w.config);
   opt.replays = replays;
+  opt.chain = chain;
   nlohmann::json j = {
       {"device", d.name},
       {"arch", d.arch.str()},
@@ -29,13 +30,17 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
       {"nvrtc", jit::nvrtc_version()},
       {"lowbit", jit::lowbit_version()},
       {"ceilings",
-       {{"read_gbs", ceil.read_gbs}, {"mma_tflops", ceil.mma_tflops}, {"graph_launch_us", ceil.empty_us}}}};
+       {{"read_gbs", ceil.read_gbs}, {"mma_tflops", ceil.mma_tflops}, {"graph_launch_us", ceil.empty_us}}},
+      {"chain", chain}};
   if (!f.json) {
     std::printf("device   %s (%s, %d SMs, L2 %lld MiB), driver %d, NVRTC %s, lowbit %s\n", d.name.c_str(),
                 d.arch.str().c_str(), d.sm_count, static_cast<long long>(d.l2_bytes >> 20), d.driver_version,
                 jit::nvrtc_version().c_str(), jit::lowbit_version().c_str());
     std::printf("ceilings read %.0f GB/s, mma.sync f16 %.0f TFLOP/s, empty launch in a graph %.2f us\n",
                 ceil.read_gbs, ceil.mma_tflops, ceil.empty_us);
+    if (chain)
+      std::printf("chained: consecutive calls (and the stream ceiling's) overlap by programmatic dependent launch "
+                  "(not the BENCHMARKS.md protocol)\n");
     std::printf("%-24s %4s %-40s %8s %8s %8s %8s %7s %7s %6s %6s %8s %s\n", "case", "M", "config", "rel.err",
                 "us", "stream", "floor", "%strm", "%floor", "GB/s", "host", "heur.us", "chosen by");
   }

@@ -50,6 +50,11 @@ int main(int argc, char** argv) {
   bench->add_option("--replays", replays, "graph replays per case (median)")->default_val(30);
   std::string save;
   bench->add_option("--save", save, "also write the --json report to this file");
+  bool chain = false;
+  bench->add_flag("--chain", chain,
+                  "chained calls: each may start while the previous runs (programmatic dependent launch, "
+                  "sm_90; WqGemmPlanOptions::overlap_previous), the stream ceiling chained likewise; not the "
+                  "BENCHMARKS.md protocol");
 
   auto* tune = app.add_subcommand("tune", "tune configs on this GPU and merge them into a tuning file");
   tune->add_option("family", family, "kernel family: wq_gemm")->required()->check(CLI::IsMember({"wq_gemm"}));
@@ -96,7 +101,7 @@ int main(int argc, char** argv) {
     if (*info) return run_info(common);
     if (*compile) return run_compile(common, wq, family);
     if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources, want_explain);
-    if (*bench) return run_bench(common, wq, replays, save);
+    if (*bench) return run_bench(common, wq, replays, save, chain);
     if (*tune) return run_tune(common, wq, db_path, budget, refine, final_rounds, devices, resume);
     if (*cache) return run_cache(common, action, prune_all, older_than);
   } catch (const lowbit::Error& e) {

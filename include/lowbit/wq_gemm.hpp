@@ -185,6 +185,19 @@ struct WqGemmPlanOptions {
   // included), so one plan may serve several streams, each call with a workspace of its own (the
   // functional API's plans).
   bool allocate_workspace = true;
+  // Chained calls (sm_90): each run() may start while the previous kernel in its stream is still
+  // running (programmatic dependent launch), and lets the next kernel in the stream launch early. The
+  // kernel issues its first weight, scale and zero copies, then waits for the previous kernel
+  // (griddepcontrol.wait) before it reads x or writes y, the workspace or anything else; so the kernel
+  // just before it in the stream must not write this layer's weights, scales or zeros (a device pack of
+  // them: synchronize, or put another kernel between). Each block then asks for the shared memory of
+  // 1 / ceil(blocks / SMs) of an SM, so that an early next call cannot crowd some SMs. Pays where calls
+  // come back to back and the kernel before lets its dependents launch early (another chained lowbit
+  // call): H200, W4 4096² at M = 1 4.25 → 3.50 µs per call, every standard case at 1 and 16 rows 0-18 %
+  // faster (docs/perf-notes.md, thirty-fourth session). Buckets on the wgmma kernel, with x_image or
+  // x_sums, act-order layers and archs before sm_90 launch as without it. Not part of the
+  // shared/BENCHMARKS.md protocol: `lowbit bench --chain` measures it (the stream ceiling chained too).
+  bool overlap_previous = false;
 };
 
 class WqGemmPlan {

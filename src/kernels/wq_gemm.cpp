@@ -270,7 +270,13 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   return k;
 }
 
-jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket) {
+bool chain_eligible(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
+  // griddepcontrol is sm_90; the wgmma kernel, the image and sums kernels and act-order's permutation
+  // have their own launch order, which the chained prologue does not cover.
+  return arch.sm() >= 90 && !c.wgmma && !c.x_image && !c.x_sums && !p.act_order;
+}
+
+jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket, bool chain) {
   // Act-order layers run the plain kernel on permuted activations: one kernel (and cache entry) for both.
   WqGemmProblem p = problem;
   p.act_order = false;
@@ -281,7 +287,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   jit::KernelSpec s;
   s.family = "wq_gemm";
   s.name =
-      fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}", p.bits,
+      fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}{}", p.bits,
                   p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                   p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
                   p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
@@ -289,7 +295,8 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                   : upper_rows ? ""
                                : "h",
                   c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                  c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "", c.x_sums ? "xz" : "");
+                  c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "", c.x_sums ? "xz" : "",
+                  chain ? "ch" : "");
   s.name_expression =
       c.wgmma ? fmt::format(
                     "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
@@ -299,11 +306,11 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                     static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
               : fmt::format(
                     "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                    "{}, {}, {}, {}, {}>",
+                    "{}, {}, {}, {}, {}{}>",
                     p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
                     c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
                     static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16),
-                    b(c.x_sums));
+                    b(c.x_sums), chain ? ", true" : "");
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
@@ -1055,6 +1062,7 @@ struct WqGemmPlan::Impl {
     int64_t resident_blocks;         // stream K: SMs × blocks per SM of this kernel
     const jit::LoadedKernel* image;  // x_image: the kernel that arranges the activations
     const jit::LoadedKernel* sums;   // x_sums: the kernel that sums them per chunk
+    bool chain = false;              // chained launch (WqGemmPlanOptions::overlap_previous)
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -1070,6 +1078,8 @@ struct WqGemmPlan::Impl {
   // x_image and x_sums configs: the GEMM starts its weight copies while the image (sums) kernel runs
   // (programmatic dependent launch); LOWBIT_NO_PDL=1 launches it after, for comparisons.
   bool overlap_image = true;
+  unsigned smem_per_sm = 0;  // chained buckets: an SM's shared memory, shared out among the blocks
+  unsigned smem_per_block_max = 0;
 };
 
 namespace {
@@ -1115,6 +1125,7 @@ struct BucketKernel {
   std::string config_source;  // how the config was chosen
   jit::KernelSpec spec;
   KernelRecord record;
+  bool chain = false;  // the chained kernel (compile_layers' `chain` and wq::chain_eligible)
 };
 // How compile_layers treats x_image and x_sums configs: as chosen (a plan that owns its workspace),
 // cleared (a plan without one: it owns no image or sums either), or both (ahead-of-time builds, which
@@ -1144,7 +1155,8 @@ struct LayerKernels {
 // the first error in (layer, bucket) order is thrown.
 std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<WqGemmProblem>& problems,
                                          const std::vector<int64_t>& m_values,
-                                         const std::optional<WqGemmConfig>& forced, OwnBuffers own) {
+                                         const std::optional<WqGemmConfig>& forced, OwnBuffers own,
+                                         bool chain = false) {
   std::vector<LayerKernels> out(problems.size());
   std::vector<jit::KernelSpec> specs;
   for (std::size_t l = 0; l < problems.size(); ++l) {
@@ -1157,7 +1169,8 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       BucketKernel bk{bucket, {}, {}, {}, {}};
       bk.config =
           config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, &bk.config_source);
-      bk.spec = wq::kernel_spec(problems[l], bk.config, bucket);
+      bk.chain = chain && wq::chain_eligible(problems[l], bk.config, ctx.arch());
+      bk.spec = wq::kernel_spec(problems[l], bk.config, bucket, bk.chain);
       specs.push_back(bk.spec);
       if (bk.config.x_image) add_extra(wq::x_image_spec(problems[l], bk.config));
       if (bk.config.x_sums) add_extra(wq::x_sums_spec(problems[l]));
@@ -1231,7 +1244,8 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
   impl_->problem = problem;
   const LayerKernels layer =
       std::move(compile_layers(ctx, {problem}, m_values, options.config,
-                               options.allocate_workspace ? OwnBuffers::kAsChosen : OwnBuffers::kCleared)
+                               options.allocate_workspace ? OwnBuffers::kAsChosen : OwnBuffers::kCleared,
+                               options.overlap_previous)
                     .front());
   std::size_t image_bytes = 0, sums_bytes = 0;
   for (const BucketKernel& bk : layer.buckets) {
@@ -1242,9 +1256,19 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     pb.m = bucket;
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap). Its
     // size depends on the bucket (x_shared stages 8 rows where the kernel skips rows 8..15, 1 at M = 1).
-    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(k.function,
-                                                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                     static_cast<int>(wq::smem_bytes(pb, c))));
+    // A chained bucket may ask for up to a block's opt-in maximum (run() shares out an SM's memory).
+    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(
+        k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        bk.chain ? ctx.device().smem_optin_per_block : static_cast<int>(wq::smem_bytes(pb, c))));
+    if (bk.chain && impl_->smem_per_sm == 0) {
+      CUdevice dev = 0;
+      int per_sm = 0;
+      LOWBIT_CU_CHECK(jit::driver().cuDeviceGet(&dev, ctx.device().ordinal));
+      LOWBIT_CU_CHECK(
+          jit::driver().cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
+      impl_->smem_per_sm = static_cast<unsigned>(per_sm);
+      impl_->smem_per_block_max = static_cast<unsigned>(ctx.device().smem_optin_per_block);
+    }
     int64_t resident = 0;
     if (c.stream_k) {
       const wq::Geometry geo = wq::geometry(problem, c, bucket, bucket, 1);
@@ -1266,7 +1290,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       sums = &ctx.load(wq::x_sums_spec(problem));  // compiled above
       sums_bytes = std::max(sums_bytes, wq::x_sums_bytes(problem, c, bucket));
     }
-    impl_->buckets.push_back({bucket, c, &k, resident, image, sums});
+    impl_->buckets.push_back({bucket, c, &k, resident, image, sums, bk.chain});
     // Stream K and wgmma K splits need only the counters there (their sums go through the scratch
     // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
@@ -1418,6 +1442,20 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   options.overlap_previous = needs_own_buffer(b->config) && im.overlap_image;
   // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
   if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
+  if (b->chain) {
+    // The next call may start early, and this one while the previous call runs: each block takes the
+    // shared memory of 1 / ceil(blocks / SMs) of an SM (less 1 KiB the SM reserves per block), so the
+    // grid spreads as evenly as it would on an idle device (templates/wq_gemm.cuh, kChain).
+    options.overlap_previous = true;
+    const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z;
+    const unsigned sms = static_cast<unsigned>(im.ctx->sm_count());
+    const unsigned per_sm = (blocks + sms - 1) / sms;
+    const unsigned share = im.smem_per_sm / per_sm;
+    wq::Geometry chained = geo;
+    if (share > 1024 + 256) chained.smem = std::max(geo.smem, std::min(share - 1024 - 256, im.smem_per_block_max));
+    jit::launch(b->kernel->function, chained, stream, const_cast<void**>(args), options);
+    return;
+  }
   jit::launch(b->kernel->function, geo, stream, const_cast<void**>(args), options);
 }
 

@@ -47,7 +47,12 @@ int64_t stream_k_steps(const WqGemmProblem& problem, const WqGemmConfig& config,
 
 // Everything the runtime needs to build the kernel for (problem, config) serving M bucket `bucket`
 // (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15; see also one_row_kernel).
-jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket);
+// chain: the mma.sync kernel for chained calls (WqGemmPlanOptions::overlap_previous; see chain_eligible).
+jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket,
+                            bool chain = false);
+// Whether a bucket with this config runs chained when its plan asks for it (sm_90, the mma.sync kernel
+// without an image, sums or act-order permutation launched before it); others launch as usual.
+bool chain_eligible(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch);
 
 // The kernel that puts an act-order layer's activations in packed K order (one per K).
 jit::KernelSpec permute_spec(const WqGemmProblem& problem);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "jit/context.hpp"
+#include "jit/launch.hpp"
 #include "tune/timer.hpp"
 
 namespace lowbit::tune {
@@ -21,7 +22,7 @@ jit::KernelSpec bench_spec(const std::string& name, const std::string& expr) {
 }
 
 void launch_stream(jit::Context& ctx, CUfunction f, CUdeviceptr in, std::size_t in_bytes, CUdeviceptr out,
-                   std::size_t out_bytes, Stream stream) {
+                   std::size_t out_bytes, Stream stream, bool chain = false) {
   unsigned long long in16 = in_bytes / 16, out16 = out_bytes / 16;
   unsigned never = 0x9e3779b9u;
   const unsigned threads = 256;
@@ -29,27 +30,38 @@ void launch_stream(jit::Context& ctx, CUfunction f, CUdeviceptr in, std::size_t 
   const unsigned blocks = static_cast<unsigned>(
       std::min<unsigned long long>(want, static_cast<unsigned long long>(ctx.device().sm_count) * 8));
   void* args[] = {&in, &in16, &out, &out16, &never};
+  if (chain) {
+    jit::LaunchShape shape;
+    shape.grid_x = blocks;
+    shape.block = threads;
+    jit::LaunchOptions o;
+    o.overlap_previous = true;
+    jit::launch(f, shape, static_cast<CUstream>(stream), args, o);
+    return;
+  }
   LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, stream, args, nullptr));
 }
 
 }  // namespace
 
 double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceBuffer*>& copies,
-                         std::size_t in_bytes, jit::DeviceBuffer& out, std::size_t out_bytes, int rounds) {
+                         std::size_t in_bytes, jit::DeviceBuffer& out, std::size_t out_bytes, int rounds,
+                         bool chain) {
   // What one trivial kernel can reach at this size: the faster of the two loop shapes of
   // stream_kernel (templates/bench/ceilings.cuh), each timed like the case.
   const int n = static_cast<int>(copies.size());
   double best = std::numeric_limits<double>::infinity();
-  for (const auto& [name, expr] : {std::pair{"stream_u4", "lowbit::kern::stream_kernel<4, false>"},
-                                   std::pair{"stream_u4p", "lowbit::kern::stream_kernel<4, true>"}}) {
-    const auto& k = ctx.load(bench_spec(name, expr));
+  for (const auto& [name, expr] : {std::pair{"stream_u4", "lowbit::kern::stream_kernel<4, false"},
+                                   std::pair{"stream_u4p", "lowbit::kern::stream_kernel<4, true"}}) {
+    const auto& k = ctx.load(chain ? bench_spec(std::string(name) + "c", std::string(expr) + ", true>")
+                                   : bench_spec(name, std::string(expr) + ">"));
     auto t = time_in_graph(
         ctx,
         [&](Stream s, int i) {
           const jit::DeviceBuffer* c = copies[static_cast<std::size_t>(i % n)];
           LOWBIT_CHECK(c->bytes() >= in_bytes, "stream ceiling: copy of {} bytes is smaller than {} bytes",
                        c->bytes(), in_bytes);
-          launch_stream(ctx, k.function, c->ptr(), in_bytes, out.ptr(), out_bytes, s);
+          launch_stream(ctx, k.function, c->ptr(), in_bytes, out.ptr(), out_bytes, s, chain);
         },
         n * rounds);
     best = std::min(best, t.median_us_per_call);

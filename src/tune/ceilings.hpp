@@ -22,8 +22,10 @@ struct Ceilings {
 Ceilings measure_ceilings(jit::Context& ctx);
 
 // Median µs of one stream-kernel call reading `in_bytes` from copy i of `copies` (rotating, as the
-// case does) and writing `out_bytes` into `out`: the faster of the kernel's two loop shapes.
+// case does) and writing `out_bytes` into `out`: the faster of the kernel's two loop shapes. chain:
+// consecutive calls chained by programmatic dependent launch, like WqGemmPlanOptions::overlap_previous.
 double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceBuffer*>& copies,
-                         std::size_t in_bytes, jit::DeviceBuffer& out, std::size_t out_bytes, int rounds);
+                         std::size_t in_bytes, jit::DeviceBuffer& out, std::size_t out_bytes, int rounds,
+                         bool chain = false);
 
 }  // namespace lowbit::tune

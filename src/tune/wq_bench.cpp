@@ -159,14 +159,14 @@ double WqBenchSetup::time_us(const WqGemmPlan& plan, int64_t m, int rounds, int 
       .median_us_per_call;
 }
 
-double WqBenchSetup::stream_us(int64_t m, int rounds) {
+double WqBenchSetup::stream_us(int64_t m, int rounds, bool chain) {
   std::vector<const jit::DeviceBuffer*> regions;
   for (const auto& r : regions_) regions.push_back(&r);
   const std::size_t out_bytes = static_cast<std::size_t>(m) * base_.n * dtype_bytes(base_.out);
   WqGemmProblem pm = base_;
   pm.m = m;
   const std::size_t in_bytes = wq::traffic_bytes(pm) - out_bytes;
-  return stream_ceiling_us(ctx_, regions, in_bytes / 16 * 16, y_dev_, out_bytes / 16 * 16, rounds);
+  return stream_ceiling_us(ctx_, regions, in_bytes / 16 * 16, y_dev_, out_bytes / 16 * 16, rounds, chain);
 }
 
 std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const WqGemmProblem& base,
@@ -177,6 +177,7 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
   WqBenchSetup setup(rt, base, *std::max_element(opt.ms.begin(), opt.ms.end()));
   WqGemmPlanOptions po;
   po.config = opt.config;
+  po.overlap_previous = opt.chain;
   const auto plan_start = std::chrono::steady_clock::now();
   WqGemmPlan plan(rt, base, opt.ms, po);
   const double plan_ms =
@@ -201,7 +202,7 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
     try {
       row.rel_err = setup.check(plan, m, stream.get());          // 1. correctness first
       row.us = setup.time_us(plan, m, opt.rounds, opt.replays);  // 2. graph replay, rotating copies
-      row.stream_us = setup.stream_us(m, opt.rounds);            // 3. same bytes, same rotation
+      row.stream_us = setup.stream_us(m, opt.rounds, opt.chain);  // 3. same bytes, same rotation
       row.tc_us = row.flops / (ceil.mma_tflops * 1e6);
       row.floor_us = std::max(static_cast<double>(row.bytes) / (ceil.read_gbs * 1e3), row.tc_us);
       const int host_calls = 200;  // 4. host cost of plan.run
@@ -217,6 +218,7 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
           !(heuristic == plan.config_for(m))) {  // 5. tuned vs heuristic
         WqGemmPlanOptions ho;
         ho.config = heuristic;
+        ho.overlap_previous = opt.chain;
         WqGemmPlan hp(rt, base, {m}, ho);
         setup.check(hp, m, stream.get());
         row.heuristic_us = setup.time_us(hp, m, opt.rounds, opt.replays);

@@ -27,7 +27,7 @@ class WqBenchSetup {
   // returns the relative error, throws Error over the tolerance.
   double check(const WqGemmPlan& plan, int64_t m, Stream stream);
   double time_us(const WqGemmPlan& plan, int64_t m, int rounds, int replays);  // median per call
-  double stream_us(int64_t m, int rounds);  // stream ceiling of one call's bytes
+  double stream_us(int64_t m, int rounds, bool chain = false);  // stream ceiling of one call's bytes
   int copies() const { return copies_; }
 
  private:
@@ -49,6 +49,9 @@ struct WqBenchOptions {
   int rounds = 4;  // graph = rounds × copies calls
   // Where the library's choice is not the heuristic's (a tuned entry), also time the heuristic's.
   bool compare_heuristic = true;
+  // Chained calls (WqGemmPlanOptions::overlap_previous), the stream ceiling chained likewise: not the
+  // shared/BENCHMARKS.md protocol, what back-to-back calls in an engine see.
+  bool chain = false;
 };
 
 struct WqBenchRow {

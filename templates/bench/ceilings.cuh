@@ -5,6 +5,7 @@
 //   mma_peak_kernel: back-to-back m16n8k16 MMAs on registers — the tensor-core rate of the MMA path
 //   the wq_gemm kernels use.
 #pragma once
+#include "common/grid_dependency.cuh"
 #include "common/mma.cuh"
 #include "common/ptx.cuh"
 #include "common/types.cuh"
@@ -15,10 +16,13 @@ namespace lowbit::kern {
 // a time; true: every step with its kUnroll loads in flight, the last one's predicated. Neither is
 // the faster at every size (H200: the second up to 21 % at 8-17 MB, where the first does all or
 // most of its work one load at a time; the first up to 1.6 % at 35-134 MB), so the stream ceiling
-// of a case is the faster of the two (docs/perf-notes.md, thirty-third session).
-template <int kUnroll, bool kPredicated>
+// of a case is the faster of the two (docs/perf-notes.md, thirty-third session). kChain: timed like
+// chained GEMM calls (`lowbit bench --chain`): the next launch may start at once, and the kernel
+// waits for the previous one before its stores.
+template <int kUnroll, bool kPredicated, bool kChain = false>
 __global__ void stream_kernel(const uint4* __restrict__ in, u64 in16, uint4* __restrict__ out, u64 out16,
                               u32 never) {
+  if constexpr (kChain) allow_dependent_launch();
   const u64 stride = static_cast<u64>(gridDim.x) * blockDim.x;
   u64 i = static_cast<u64>(blockIdx.x) * blockDim.x + threadIdx.x;
   u32 acc = 0;
@@ -35,6 +39,7 @@ __global__ void stream_kernel(const uint4* __restrict__ in, u64 in16, uint4* __r
     const uint4 v = ld_stream_v4(in + i);
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
+  if constexpr (kChain) wait_for_previous_grid();
   for (u64 j = static_cast<u64>(blockIdx.x) * blockDim.x + threadIdx.x; j < out16; j += stride)
     out[j] = make_uint4(acc, acc, acc, acc);
   if (acc == never && out16 == 0) out[0] = make_uint4(acc, 0, 0, 0);  // keeps the loads alive

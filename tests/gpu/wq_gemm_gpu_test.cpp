@@ -539,3 +539,89 @@ TEST_CASE("wq_gemm wgmma: a K split with no chunks of its own still counts in", 
   WqGemmPlan plan(rt, L->problem, {65}, o);
   for (int64_t m : {1, 64, 65}) run_and_check(*L, plan, m, true);
 }
+
+namespace {
+// Runs layer a, then layer b on a's output (b's x is a's y on the device), both plans chained, back to
+// back on one stream `repeats` times without a synchronization in between.
+void run_chain(const DeviceLayer& a, const WqGemmPlan& pa, const DeviceLayer& b, const WqGemmPlan& pb,
+               int64_t m, int repeats, CUstream stream) {
+  WqGemmArgs bargs = b.args(false);
+  bargs.x = a.y_dev.get();
+  for (int i = 0; i < repeats; ++i) {
+    pa.run(a.args(false), m, stream);
+    pb.run(bargs, m, stream);
+  }
+}
+void require_close(const DeviceLayer& L, int64_t m) {
+  const auto y = download_y(L, m);
+  for (double v : y) REQUIRE(std::isfinite(v));
+  const double err = relative_error(L, y, m);
+  CAPTURE(L.problem.str(), m, err);
+  REQUIRE(err <= tolerance(L.problem));
+}
+}  // namespace
+
+TEST_CASE("wq_gemm chained calls (overlap_previous): a layer on the previous layer's output, repeated, "
+          "in a graph",
+          "[gpu]") {
+  // A chained call starts while the one before it runs and waits for it only before it reads x or
+  // writes: so layer b, whose x is layer a's y, must see a's whole output, a's next call must not
+  // overwrite y while b still reads it, and b's K split must leave its workspace clean for the next.
+  Runtime& rt = gpu_runtime();
+  if (rt.arch().sm() < 90) WARN("sm_90 is needed for chained launches: the plans below launch as usual");
+  tune::ScopedStream stream;
+  const std::vector<int64_t> ms = {1, 16};
+  // a: no K split, so its output is the same bits every call (b's reference is computed from it).
+  auto a = make_layer(problem(1024, 2048, 128, 16), false);
+  WqGemmPlanOptions oa, ob, ob_split;
+  oa.config = config(1, 2, 1, 8, 1, 2, true);
+  ob.config = config(1, 4, 1, 4, 1, 3, true);
+  ob_split.config = config(1, 4, 1, 2, 5, 2, true);  // split K: atomics and counters in the workspace
+  for (auto* o : {&oa, &ob, &ob_split}) o->overlap_previous = true;
+  WqGemmPlan pa(rt, a->problem, ms, oa);
+  for (int64_t m : ms) {
+    // a's output at this m, then b's layer with that output as its activations (and reference).
+    run_and_check(*a, pa, m, false);
+    std::vector<uint16_t> ya(static_cast<std::size_t>(m * a->problem.n));
+    a->y_dev.download(ya.data(), ya.size() * 2);
+    auto b = make_layer(problem(520, a->problem.n, 128, 16), false,
+                        [&](RandomLayer&, std::vector<uint16_t>& x) { std::copy(ya.begin(), ya.end(), x.begin()); });
+    for (const auto* o : {&ob, &ob_split}) {
+      WqGemmPlan pb(rt, b->problem, ms, *o);
+      INFO("m = " << m << ", b: " << pb.config_for(m).str());
+      a->y_dev.fill_bytes(0xff);  // poisoned: an unwritten element cannot pass
+      b->y_dev.fill_bytes(0xff);
+      run_chain(*a, pa, *b, pb, m, 4, stream.get());
+      stream.synchronize();
+      require_close(*a, m);
+      require_close(*b, m);
+      // The same pair captured once and replayed: programmatic edges in a graph.
+      const jit::Driver& d = jit::driver();
+      CUgraph graph = nullptr;
+      CUgraphExec exec = nullptr;
+      LOWBIT_CU_CHECK(d.cuStreamBeginCapture(stream.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+      run_chain(*a, pa, *b, pb, m, 2, stream.get());
+      LOWBIT_CU_CHECK(d.cuStreamEndCapture(stream.get(), &graph));
+      LOWBIT_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
+      for (int replay = 0; replay < 3; ++replay) {
+        a->y_dev.fill_bytes(0xff);
+        b->y_dev.fill_bytes(0xff);
+        LOWBIT_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
+        stream.synchronize();
+        CAPTURE(replay);
+        require_close(*a, m);
+        require_close(*b, m);
+      }
+      d.cuGraphExecDestroy(exec);
+      d.cuGraphDestroy(graph);
+    }
+  }
+  // A bucket the chained prologue does not cover launches as usual in a chained plan.
+  if (has_wgmma()) {
+    WqGemmPlanOptions o;
+    o.config = wgmma_config(4, 2, 8, 1, 3);
+    o.overlap_previous = true;
+    WqGemmPlan plan(rt, a->problem, {16}, o);
+    run_and_check(*a, plan, 16, false);
+  }
+}

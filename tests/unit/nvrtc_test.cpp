@@ -1,5 +1,5 @@
 // Real NVRTC compiles of wq_gemm for several archs, offline (no GPU, no driver), and the memory and
-// disk caches serving them afterwards. Each compile costs seconds: this file does three.
+// disk caches serving them afterwards. Each compile costs seconds: this file does five.
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -251,4 +251,34 @@ TEST_CASE("compile_wq_gemm_layers: one batch for several layers, records in laye
   CHECK(source_name(recs[1].source) == "memory-cache");
   CHECK(lowbit::test::contains(recs[2].name, "permute"));
   CHECK(recs[2].config.empty());
+}
+
+TEST_CASE("chained kernels: their own name and cache entry, only where the launch order allows", "[nvrtc]") {
+  lowbit::test::TempDir dir;
+  lowbit::Runtime rt(offline("sm_90a", dir.path));
+  const lowbit::WqGemmProblem p = problem_4096();
+  const lowbit::WqGemmConfig c{1, 2, 1, 8, 1, 2, true};
+  const auto plain = lowbit::wq::kernel_spec(p, c, 1);
+  const auto chained = lowbit::wq::kernel_spec(p, c, 1, true);
+  CHECK(plain.name != chained.name);
+  CHECK(lowbit::test::contains(chained.name_expression, ", true>"));
+  CHECK_FALSE(lowbit::test::contains(plain.name_expression, ", true>"));
+  // Compiles (griddepcontrol needs sm_90), and is not the plain kernel's cache entry.
+  KernelRecord a, b;
+  rt.context().compile(plain, &a);
+  rt.context().compile(chained, &b);
+  CHECK(a.digest != b.digest);
+  CHECK(source_name(b.source) == "compiled");
+  // Eligible: the mma.sync kernel with nothing launched before it, on sm_90.
+  const auto arch90 = lowbit::Arch::parse("sm_90a"), arch80 = lowbit::Arch::parse("sm_80");
+  CHECK(lowbit::wq::chain_eligible(p, c, arch90));
+  CHECK_FALSE(lowbit::wq::chain_eligible(p, c, arch80));
+  lowbit::WqGemmConfig sums = c, wg{4, 2, 8, 1, 1, 3};
+  sums.x_sums = true;
+  wg.wgmma = true;
+  CHECK_FALSE(lowbit::wq::chain_eligible(p, sums, arch90));
+  CHECK_FALSE(lowbit::wq::chain_eligible(p, wg, arch90));
+  lowbit::WqGemmProblem ordered = p;
+  ordered.act_order = true;
+  CHECK_FALSE(lowbit::wq::chain_eligible(ordered, c, arch90));
 }
