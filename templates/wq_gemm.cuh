@@ -52,7 +52,7 @@
 //
 // Chained calls (kChain, WqGemmPlanOptions::overlap_previous; sm_90, launched with programmatic stream
 // serialization): the kernel lets the next kernel in the stream launch at once, issues its first
-// stages' weight, scale and zero copies, and only then waits for the previous kernel (which may still
+// chunk's weight, scale and zero copies, and only then waits for the previous kernel (which may still
 // be running) before its activation copies and so before anything it writes. The host gives each
 // block the shared memory of 1 / ceil(blocks / SMs) of an SM, so the next call's early blocks can only
 // take the slots this call's blocks leave (H200 back to back: 4-18 % faster per call; without that
@@ -488,25 +488,21 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // rows up to +4.8 %, W8 4096×14336 at one row +4.5 %, bf16 and 2-bit mixed; docs/perf-notes.md,
   // thirty-third session, sections 12-13).
   constexpr bool kWeightsFirst = kOneRow && kBits == 4 && !kBf16;
-  if constexpr (kChain) {  // the weights before the wait for the previous kernel (see the top)
+  if constexpr (kChain) {  // chunk 0's weights before the wait for the previous kernel (see the top)
+    // Only chunk 0's: the later stages' weights before the wait would share chunk 0's copy group (its
+    // activations come after the wait), so chunk 0 would wait for all of them (H200, 4 chunks per warp
+    // in a 5-stage ring: 8 % slower than not chained; docs/perf-notes.md, thirty-fourth session).
     allow_dependent_launch();
-#pragma unroll
-    for (int j = 0; j < kStages - 1; ++j)
-      if (j < n_chunks) issue(j, j);  // all in the first group: chunk 0 also waits for these
+    if (n_chunks > 0) issue(0, 0);
     wait_for_previous_grid();
+  }
 #pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) {
-      if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
-      cp_async_commit();
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) {
-      if (kWeightsFirst && j < n_chunks) issue(j, j);
-      if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
-      if (!kWeightsFirst && j < n_chunks) issue(j, j);
-      cp_async_commit();  // empty groups keep the count uniform
-    }
+  for (int j = 0; j < kStages - 1; ++j) {
+    const bool weights = j < n_chunks && !(kChain && j == 0);
+    if (kWeightsFirst && weights) issue(j, j);
+    if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
+    if (!kWeightsFirst && weights) issue(j, j);
+    cp_async_commit();  // empty groups keep the count uniform
   }
   uint4 xa[4][kMTiles][kHalves];
   if constexpr (kPrefetchX)
