@@ -1063,6 +1063,7 @@ struct WqGemmPlan::Impl {
     const jit::LoadedKernel* image;  // x_image: the kernel that arranges the activations
     const jit::LoadedKernel* sums;   // x_sums: the kernel that sums them per chunk
     bool chain = false;              // chained launch (WqGemmPlanOptions::overlap_previous)
+    unsigned chain_smem_max = 0;     // chained: the most dynamic shared memory a block may take
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -1079,7 +1080,6 @@ struct WqGemmPlan::Impl {
   // (programmatic dependent launch); LOWBIT_NO_PDL=1 launches it after, for comparisons.
   bool overlap_image = true;
   unsigned smem_per_sm = 0;  // chained buckets: an SM's shared memory, shared out among the blocks
-  unsigned smem_per_block_max = 0;
 };
 
 namespace {
@@ -1256,10 +1256,12 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     pb.m = bucket;
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap). Its
     // size depends on the bucket (x_shared stages 8 rows where the kernel skips rows 8..15, 1 at M = 1).
-    // A chained bucket may ask for up to a block's opt-in maximum (run() shares out an SM's memory).
+    // A chained bucket may ask for up to a block's opt-in maximum less its static shared memory (run()
+    // shares out an SM's memory).
+    const int chain_smem_max = ctx.device().smem_optin_per_block - k.static_smem;
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(
         k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        bk.chain ? ctx.device().smem_optin_per_block : static_cast<int>(wq::smem_bytes(pb, c))));
+        bk.chain ? chain_smem_max : static_cast<int>(wq::smem_bytes(pb, c))));
     if (bk.chain && impl_->smem_per_sm == 0) {
       CUdevice dev = 0;
       int per_sm = 0;
@@ -1267,7 +1269,6 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       LOWBIT_CU_CHECK(
           jit::driver().cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
       impl_->smem_per_sm = static_cast<unsigned>(per_sm);
-      impl_->smem_per_block_max = static_cast<unsigned>(ctx.device().smem_optin_per_block);
     }
     int64_t resident = 0;
     if (c.stream_k) {
@@ -1290,7 +1291,8 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       sums = &ctx.load(wq::x_sums_spec(problem));  // compiled above
       sums_bytes = std::max(sums_bytes, wq::x_sums_bytes(problem, c, bucket));
     }
-    impl_->buckets.push_back({bucket, c, &k, resident, image, sums, bk.chain});
+    impl_->buckets.push_back(
+        {bucket, c, &k, resident, image, sums, bk.chain, static_cast<unsigned>(std::max(chain_smem_max, 0))});
     // Stream K and wgmma K splits need only the counters there (their sums go through the scratch
     // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
@@ -1444,15 +1446,16 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   if (b->chain) {
     // The next call may start early, and this one while the previous call runs: each block takes the
-    // shared memory of 1 / ceil(blocks / SMs) of an SM (less 1 KiB the SM reserves per block), so the
-    // grid spreads as evenly as it would on an idle device (templates/wq_gemm.cuh, kChain).
+    // shared memory of 1 / ceil(blocks / SMs) of an SM (less 1 KiB the SM reserves per block and its
+    // static shared memory), so the grid spreads as evenly as it would on an idle device
+    // (templates/wq_gemm.cuh, kChain).
     options.overlap_previous = true;
     const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z;
     const unsigned sms = static_cast<unsigned>(im.ctx->sm_count());
     const unsigned per_sm = (blocks + sms - 1) / sms;
-    const unsigned share = im.smem_per_sm / per_sm;
+    const unsigned share = im.smem_per_sm / per_sm, reserved = 1024 + 256 + static_cast<unsigned>(b->kernel->static_smem);
     wq::Geometry chained = geo;
-    if (share > 1024 + 256) chained.smem = std::max(geo.smem, std::min(share - 1024 - 256, im.smem_per_block_max));
+    if (share > reserved) chained.smem = std::max(geo.smem, std::min(share - reserved, b->chain_smem_max));
     jit::launch(b->kernel->function, chained, stream, const_cast<void**>(args), options);
     return;
   }
