@@ -39,8 +39,9 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
     std::printf("ceilings read %.0f GB/s, mma.sync f16 %.0f TFLOP/s, empty launch in a graph %.2f us\n",
                 ceil.read_gbs, ceil.mma_tflops, ceil.empty_us);
     if (chain)
-      std::printf("chained: consecutive calls (and the stream ceiling's) overlap by programmatic dependent launch "
-                  "(not the BENCHMARKS.md protocol)\n");
+      std::printf(
+          "chained: consecutive calls (and the stream ceiling's) overlap by programmatic dependent launch "
+          "(not the BENCHMARKS.md protocol)\n");
     std::printf("%-24s %4s %-40s %8s %8s %8s %8s %7s %7s %6s %6s %8s %s\n", "case", "M", "config", "rel.err",
                 "us", "stream", "floor", "%strm", "%floor", "GB/s", "host", "heur.us", "chosen by");
   }

@@ -286,17 +286,16 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name =
-      fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}{}", p.bits,
-                  p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                  p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
-                  p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
-                  one_row      ? "r"
-                  : upper_rows ? ""
-                               : "h",
-                  c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                  c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "", c.x_sums ? "xz" : "",
-                  chain ? "ch" : "");
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}{}", p.bits,
+                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                       p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
+                       p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
+                       one_row      ? "r"
+                       : upper_rows ? ""
+                                    : "h",
+                       c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
+                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "",
+                       c.x_sums ? "xz" : "", chain ? "ch" : "");
   s.name_expression =
       c.wgmma ? fmt::format(
                     "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
@@ -1266,8 +1265,8 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       CUdevice dev = 0;
       int per_sm = 0;
       LOWBIT_CU_CHECK(jit::driver().cuDeviceGet(&dev, ctx.device().ordinal));
-      LOWBIT_CU_CHECK(
-          jit::driver().cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
+      LOWBIT_CU_CHECK(jit::driver().cuDeviceGetAttribute(
+          &per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
       impl_->smem_per_sm = static_cast<unsigned>(per_sm);
     }
     int64_t resident = 0;
@@ -1453,7 +1452,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z;
     const unsigned sms = static_cast<unsigned>(im.ctx->sm_count());
     const unsigned per_sm = (blocks + sms - 1) / sms;
-    const unsigned share = im.smem_per_sm / per_sm, reserved = 1024 + 256 + static_cast<unsigned>(b->kernel->static_smem);
+    const unsigned share = im.smem_per_sm / per_sm,
+                   reserved = 1024 + 256 + static_cast<unsigned>(b->kernel->static_smem);
     wq::Geometry chained = geo;
     if (share > reserved) chained.smem = std::max(geo.smem, std::min(share - reserved, b->chain_smem_max));
     jit::launch(b->kernel->function, chained, stream, const_cast<void**>(args), options);

@@ -561,9 +561,10 @@ void require_close(const DeviceLayer& L, int64_t m) {
 }
 }  // namespace
 
-TEST_CASE("wq_gemm chained calls (overlap_previous): a layer on the previous layer's output, repeated, "
-          "in a graph",
-          "[gpu]") {
+TEST_CASE(
+    "wq_gemm chained calls (overlap_previous): a layer on the previous layer's output, repeated, "
+    "in a graph",
+    "[gpu]") {
   // A chained call starts while the one before it runs and waits for it only before it reads x or
   // writes: so layer b, whose x is layer a's y, must see a's whole output, a's next call must not
   // overwrite y while b still reads it, and b's K split must leave its workspace clean for the next.
@@ -584,8 +585,9 @@ TEST_CASE("wq_gemm chained calls (overlap_previous): a layer on the previous lay
     run_and_check(*a, pa, m, false);
     std::vector<uint16_t> ya(static_cast<std::size_t>(m * a->problem.n));
     a->y_dev.download(ya.data(), ya.size() * 2);
-    auto b = make_layer(problem(520, a->problem.n, 128, 16), false,
-                        [&](RandomLayer&, std::vector<uint16_t>& x) { std::copy(ya.begin(), ya.end(), x.begin()); });
+    auto b = make_layer(
+        problem(520, a->problem.n, 128, 16), false,
+        [&](RandomLayer&, std::vector<uint16_t>& x) { std::copy(ya.begin(), ya.end(), x.begin()); });
     for (const auto* o : {&ob, &ob_split}) {
       WqGemmPlan pb(rt, b->problem, ms, *o);
       INFO("m = " << m << ", b: " << pb.config_for(m).str());
