@@ -19,11 +19,6 @@ for round in $(seq "${ROUNDS:-2}"); do
     if [ "$v" != 0 ]; then export LOWBIT_PDL_CHAIN=1; else unset LOWBIT_PDL_CHAIN; fi
     # A trailing c (1c, 2c): the GEMM's shared memory capped to the blocks per SM its grid needs.
     if [ "${v%c}" != "$v" ]; then export LOWBIT_PDL_CHAIN_CAP=1; else unset LOWBIT_PDL_CHAIN_CAP; fi
-    while IFS= read -r line; do
-      [ -z "$line" ] && continue
-      read -r -a args <<<"$line"
-      echo "-- $line" | tee -a "$S"
-      LOWBIT_CACHE_DIR=/tmp/lowbit-chain-$v "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | tee -a "$S"
-    done <<<"$BENCHES"
+    bench_lines "/tmp/lowbit-chain-$v"
   done
 done

@@ -80,3 +80,14 @@ bench_formats() {
       grep -v "^#" | tee -a "$S"
   done
 }
+# bench_lines CACHE: `lowbit bench wq_gemm` once per non-empty line of $BENCHES (bench arguments),
+# each line echoed into the summary first, all in kernel cache CACHE (the variant scripts).
+bench_lines() {
+  local line args
+  while IFS= read -r line; do
+    [ -z "$line" ] && continue
+    read -r -a args <<<"$line"
+    echo "-- $line" | tee -a "$S"
+    LOWBIT_CACHE_DIR=$1 "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | tee -a "$S"
+  done <<<"$BENCHES"
+}

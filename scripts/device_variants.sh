@@ -15,12 +15,7 @@ for round in $(seq "${ROUNDS:-1}"); do
     device_build lowbit_cli
     echo "== $MACRO=$v, round $round" | tee -a "$S"
     if [ -n "${BENCHES:-}" ]; then  # one bench argument list per line, instead of "$@"
-      while IFS= read -r line; do
-        [ -z "$line" ] && continue
-        read -r -a args <<<"$line"
-        echo "-- $line" | tee -a "$S"
-        LOWBIT_CACHE_DIR=/tmp/lowbit-variant-$v "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | tee -a "$S"
-      done <<<"$BENCHES"
+      bench_lines "/tmp/lowbit-variant-$v"
     else
       LOWBIT_CACHE_DIR=/tmp/lowbit-variant-$v "$B/lowbit" bench wq_gemm "$@" 2>&1 | tee -a "$S"
     fi
