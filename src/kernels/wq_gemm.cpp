@@ -276,6 +276,12 @@ bool chain_eligible(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& a
   return arch.sm() >= 90 && !c.wgmma && !c.x_image && !c.x_sums && !p.act_order;
 }
 
+int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
+  const int64_t chunks = ceil_div(ceil_div(p.k, 128), c.split_k);
+  const int per_warp = static_cast<int>(ceil_div(chunks, c.warps_k));
+  return c.stages - 1 >= per_warp && per_warp >= 2 ? per_warp : c.stages;
+}
+
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket, bool chain) {
   // Act-order layers run the plain kernel on permuted activations: one kernel (and cache entry) for both.
   WqGemmProblem p = problem;
@@ -1169,6 +1175,13 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       bk.config =
           config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, &bk.config_source);
       bk.chain = chain && wq::chain_eligible(problems[l], bk.config, ctx.arch());
+      if (bk.chain && !forced) {
+        const int stages = wq::chained_stages(problems[l], bk.config);
+        if (stages != bk.config.stages) {
+          bk.config_source += fmt::format(" (chained: stages {} -> {})", bk.config.stages, stages);
+          bk.config.stages = stages;
+        }
+      }
       bk.spec = wq::kernel_spec(problems[l], bk.config, bucket, bk.chain);
       specs.push_back(bk.spec);
       if (bk.config.x_image) add_extra(wq::x_image_spec(problems[l], bk.config));

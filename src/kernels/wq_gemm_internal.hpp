@@ -53,6 +53,12 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& co
 // Whether a bucket with this config runs chained when its plan asks for it (sm_90, the mma.sync kernel
 // without an image, sums or act-order permutation launched before it); others launch as usual.
 bool chain_eligible(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch);
+// The stages a chained bucket runs (a plan's own choice; forced configs keep theirs): fewer where the
+// prologue would hold every chunk of a warp (stages − 1 ≥ its chunks), so one is left to refill. The
+// one such standard case, W2 4096² at 16 rows (4 chunks per warp, 5 stages), ran 7-8 % slower chained
+// than plain on both GPUs, and 12 % faster than plain with 4 stages (docs/perf-notes.md, thirty-fourth
+// session).
+int chained_stages(const WqGemmProblem& problem, const WqGemmConfig& config);
 
 // The kernel that puts an act-order layer's activations in packed K order (one per K).
 jit::KernelSpec permute_spec(const WqGemmProblem& problem);

@@ -282,3 +282,16 @@ TEST_CASE("chained kernels: their own name and cache entry, only where the launc
   ordered.act_order = true;
   CHECK_FALSE(lowbit::wq::chain_eligible(ordered, c, arch90));
 }
+
+TEST_CASE("chained plans keep one chunk per warp out of the prologue", "[nvrtc]") {
+  lowbit::WqGemmProblem p = problem_4096();  // 32 chunks of 128
+  // (1,4,1,8): 4 chunks per warp. 5 stages would hold all 4 in the prologue: 4 stages instead.
+  CHECK(lowbit::wq::chained_stages(p, lowbit::WqGemmConfig{1, 4, 1, 8, 1, 5}) == 4);
+  CHECK(lowbit::wq::chained_stages(p, lowbit::WqGemmConfig{1, 4, 1, 8, 1, 8}) == 4);
+  CHECK(lowbit::wq::chained_stages(p, lowbit::WqGemmConfig{1, 4, 1, 8, 1, 4}) == 4);
+  CHECK(lowbit::wq::chained_stages(p, lowbit::WqGemmConfig{1, 4, 1, 8, 1, 2}) == 2);
+  // K split and warps along K divide the chunks: 32 / 2 / 8 = 2 per warp, so at most 2 stages.
+  CHECK(lowbit::wq::chained_stages(p, lowbit::WqGemmConfig{1, 4, 1, 8, 2, 3}) == 2);
+  // One chunk per warp: nothing to keep back, the stages stay.
+  CHECK(lowbit::wq::chained_stages(p, lowbit::WqGemmConfig{1, 4, 1, 16, 2, 3}) == 3);
+}
