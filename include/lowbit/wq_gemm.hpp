@@ -193,9 +193,9 @@ struct WqGemmPlanOptions {
   // them: synchronize, or put another kernel between). Each block then asks for the shared memory of
   // 1 / ceil(blocks / SMs) of an SM, so that an early next call cannot crowd some SMs. Pays where calls
   // come back to back and the kernel before lets its dependents launch early (another chained lowbit
-  // call): H200, W4 f16 4096² at M = 1 4.26 → 3.51 µs per call; the standard layers at 1 and 16 rows
-  // 1-19 % faster on the H200 and H100, but W2 4096² at M = 16 7-8 % slower (docs/perf-notes.md,
-  // thirty-fourth session). Buckets on the wgmma kernel, with x_image or
+  // call): H200, W4 f16 4096² at M = 1 4.26 → 3.51 µs per call; every standard layer at 1 and 16
+  // rows 2-24 % faster on the H200 (docs/perf-notes.md, thirty-fourth session). The plan's own choice
+  // may run fewer stages chained (wq::chained_stages); forced configs run as given. Buckets on the wgmma kernel, with x_image or
   // x_sums, act-order layers and archs before sm_90 launch as without it. Not part of the
   // shared/BENCHMARKS.md protocol: `lowbit bench --chain` measures it (the stream ceiling chained too).
   bool overlap_previous = false;
