@@ -194,7 +194,7 @@ struct WqGemmPlanOptions {
   // 1 / ceil(blocks / SMs) of an SM, so that an early next call cannot crowd some SMs. Pays where calls
   // come back to back and the kernel before lets its dependents launch early (another chained lowbit
   // call): H200, W4 f16 4096² at M = 1 4.26 → 3.51 µs per call; every standard layer at 1 and 16
-  // rows 1-24 % faster on the H200 (docs/perf-notes.md, thirty-fourth session). The plan's own choice
+  // rows 1-24 % faster on the H200 and H100 (docs/perf-notes.md, thirty-fourth session). The plan's own choice
   // may run fewer stages chained (wq::chained_stages); forced configs run as given. Buckets on the wgmma kernel, with x_image or
   // x_sums, act-order layers and archs before sm_90 launch as without it. Not part of the
   // shared/BENCHMARKS.md protocol: `lowbit bench --chain` measures it (the stream ceiling chained too).
