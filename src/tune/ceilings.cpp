@@ -50,6 +50,7 @@ double stream_ceiling_us(jit::Context& ctx, const std::vector<const jit::DeviceB
   // What one trivial kernel can reach at this size: the faster of the two loop shapes of
   // stream_kernel (templates/bench/ceilings.cuh), each timed like the case.
   const int n = static_cast<int>(copies.size());
+  chain = chain && ctx.arch().sm() >= 90;  // as the GEMM: no chained launch before sm_90
   double best = std::numeric_limits<double>::infinity();
   for (const auto& [name, expr] : {std::pair{"stream_u4", "lowbit::kern::stream_kernel<4, false"},
                                    std::pair{"stream_u4p", "lowbit::kern::stream_kernel<4, true"}}) {

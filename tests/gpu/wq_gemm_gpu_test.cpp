@@ -552,6 +552,12 @@ void run_chain(const DeviceLayer& a, const WqGemmPlan& pa, const DeviceLayer& b,
     pb.run(bargs, m, stream);
   }
 }
+// Whether every kernel of the plan is the chained one (its name ends in "ch").
+bool runs_chained(const WqGemmPlan& plan) {
+  for (const KernelRecord& r : plan.records())
+    if (r.name.size() < 2 || r.name.compare(r.name.size() - 2, 2, "ch") != 0) return false;
+  return true;
+}
 void require_close(const DeviceLayer& L, int64_t m) {
   const auto y = download_y(L, m);
   for (double v : y) REQUIRE(std::isfinite(v));
@@ -569,17 +575,26 @@ TEST_CASE(
   // writes: so layer b, whose x is layer a's y, must see a's whole output, a's next call must not
   // overwrite y while b still reads it, and b's K split must leave its workspace clean for the next.
   Runtime& rt = gpu_runtime();
-  if (rt.arch().sm() < 90) WARN("sm_90 is needed for chained launches: the plans below launch as usual");
+  const bool chains = rt.arch().sm() >= 90;
+  if (!chains) WARN("sm_90 is needed for chained launches: the plans below launch as usual");
   tune::ScopedStream stream;
   const std::vector<int64_t> ms = {1, 16};
-  // a: no K split, so its output is the same bits every call (b's reference is computed from it).
+  // a: no K split, so its output is the same bits every call (b's reference is computed from it);
+  // a2: the same problem with other weights and activations, run into a's y after b.
   auto a = make_layer(problem(1024, 2048, 128, 16), false);
-  WqGemmPlanOptions oa, ob, ob_split;
+  auto a2 = make_layer(a->problem, false);
+  WqGemmPlanOptions oa, ob, ob_split, ob_regs, ob_block, chosen;
   oa.config = config(1, 2, 1, 8, 1, 2, true);
   ob.config = config(1, 4, 1, 4, 1, 3, true);
   ob_split.config = config(1, 4, 1, 2, 5, 2, true);  // split K: atomics and counters in the workspace
-  for (auto* o : {&oa, &ob, &ob_split}) o->overlap_previous = true;
+  ob_regs.config = config(1, 4, 1, 4, 1, 3);         // activations in registers, not staged
+  ob_block.config = config(1, 2, 2, 1, 1, 3, true);  // staged by the block (one warp along K)
+  for (auto* o : {&oa, &ob, &ob_split, &ob_regs, &ob_block, &chosen}) o->overlap_previous = true;
   WqGemmPlan pa(rt, a->problem, ms, oa);
+  CHECK(runs_chained(pa) == chains);
+  // The plan's own choice (with wq::chained_stages), chained, on its own.
+  WqGemmPlan pchosen(rt, a->problem, ms, chosen);
+  for (int64_t m : ms) run_and_check(*a, pchosen, m, false);
   for (int64_t m : ms) {
     // a's output at this m, then b's layer with that output as its activations (and reference).
     run_and_check(*a, pa, m, false);
@@ -588,10 +603,25 @@ TEST_CASE(
     auto b = make_layer(
         problem(520, a->problem.n, 128, 16), false,
         [&](RandomLayer&, std::vector<uint16_t>& x) { std::copy(ya.begin(), ya.end(), x.begin()); });
-    for (const auto* o : {&ob, &ob_split}) {
+    for (const auto* o : {&ob, &ob_split, &ob_regs, &ob_block}) {
       WqGemmPlan pb(rt, b->problem, ms, *o);
       INFO("m = " << m << ", b: " << pb.config_for(m).str());
+      CHECK(runs_chained(pb) == chains);
+      // One pair, then a2 into a's y: b must read a's finished output (not the poison a's y held
+      // before a ran), and a2 must not overwrite it while b still reads.
+      WqGemmArgs a2_into_a = a2->args(false);
+      a2_into_a.y = a->y_dev.get();
       a->y_dev.fill_bytes(0xff);  // poisoned: an unwritten element cannot pass
+      b->y_dev.fill_bytes(0xff);
+      run_chain(*a, pa, *b, pb, m, 1, stream.get());
+      pa.run(a2_into_a, m, stream.get());
+      stream.synchronize();
+      require_close(*b, m);
+      const std::vector<double> y_a2 = download_y(*a, m);
+      CAPTURE(relative_error(*a2, y_a2, m));
+      REQUIRE(relative_error(*a2, y_a2, m) <= tolerance(a2->problem));
+      // Back to back, four pairs.
+      a->y_dev.fill_bytes(0xff);
       b->y_dev.fill_bytes(0xff);
       run_chain(*a, pa, *b, pb, m, 4, stream.get());
       stream.synchronize();
@@ -624,6 +654,7 @@ TEST_CASE(
     o.config = wgmma_config(4, 2, 8, 1, 3);
     o.overlap_previous = true;
     WqGemmPlan plan(rt, a->problem, {16}, o);
+    CHECK_FALSE(runs_chained(plan));
     run_and_check(*a, plan, 16, false);
   }
 }
