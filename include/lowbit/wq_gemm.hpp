@@ -188,14 +188,16 @@ struct WqGemmPlanOptions {
   // Chained calls (sm_90): each run() may start while the previous kernel in its stream is still
   // running (programmatic dependent launch), and lets the next kernel in the stream launch early. The
   // kernel issues its first weight, scale and zero copies, then waits for the previous kernel
-  // (griddepcontrol.wait) before it reads x or writes y, the workspace or anything else; so the kernel
-  // just before it in the stream must not write this layer's weights, scales or zeros (a device pack of
-  // them: synchronize, or put another kernel between). Each block then asks for the shared memory of
-  // 1 / ceil(blocks / SMs) of an SM, so that an early next call cannot crowd some SMs. Pays where calls
-  // come back to back and the kernel before lets its dependents launch early (another chained lowbit
-  // call): H200, W4 f16 4096² at M = 1 4.26 → 3.51 µs per call; every standard layer at 1 and 16
-  // rows 1-24 % faster on the H200 and H100 (docs/perf-notes.md, thirty-fourth session). The plan's own choice
-  // may run fewer stages chained (wq::chained_stages); forced configs run as given. Buckets on the wgmma kernel, with x_image or
+  // (griddepcontrol.wait) before it reads x or writes y, the workspace or anything else. So no kernel
+  // still running when it starts may write this layer's weights, scales or zeros: that is the kernels
+  // back to the last one in the stream that does not let its dependents launch early (all but chained
+  // lowbit calls do not; e.g. a device pack of the weights, then any kernel, then the call is safe).
+  // Each block asks for the shared memory of 1 / ceil(blocks / SMs) of an SM, so that an early next
+  // call cannot crowd some SMs. Pays where calls come back to back and the kernel before lets its
+  // dependents launch early (another chained lowbit call): H200, W4 f16 4096² at M = 1 4.26 → 3.51 µs
+  // per call; every standard layer at 1 and 16 rows 1-24 % faster on the H200 and H100
+  // (docs/perf-notes.md, thirty-fourth session). The plan's own choice may run fewer stages chained
+  // (wq::chained_stages); forced configs run as given. Buckets on the wgmma kernel, with x_image or
   // x_sums, act-order layers and archs before sm_90 launch as without it. Not part of the
   // shared/BENCHMARKS.md protocol: `lowbit bench --chain` measures it (the stream ceiling chained too).
   bool overlap_previous = false;
