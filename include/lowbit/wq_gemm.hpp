@@ -188,10 +188,11 @@ struct WqGemmPlanOptions {
   // Chained calls (sm_90): each run() may start while the previous kernel in its stream is still
   // running (programmatic dependent launch), and lets the next kernel in the stream launch early. The
   // kernel issues its first weight, scale and zero copies, then waits for the previous kernel
-  // (griddepcontrol.wait) before it reads x or writes y, the workspace or anything else. So no kernel
-  // still running when it starts may write this layer's weights, scales or zeros: that is the kernels
-  // back to the last one in the stream that does not let its dependents launch early (all but chained
-  // lowbit calls do not; e.g. a device pack of the weights, then any kernel, then the call is safe).
+  // (griddepcontrol.wait) before it reads x or writes y, the workspace or anything else. So its weights,
+  // scales and zeros must not be written by the most recent kernel in the stream launched without
+  // programmatic dependent launch, nor by any kernel after it (that kernel may still be finishing its
+  // writes when this one starts reading): after writing them (a device pack), launch another kernel
+  // or synchronize before the call.
   // Each block asks for the shared memory of 1 / ceil(blocks / SMs) of an SM, so that an early next
   // call cannot crowd some SMs. Pays where calls come back to back and the kernel before lets its
   // dependents launch early (another chained lowbit call): H200, W4 f16 4096² at M = 1 4.26 → 3.51 µs
