@@ -19,6 +19,7 @@ struct DeviceInfo {
   int sm_count = 0;
   int64_t l2_bytes = 0;
   int smem_optin_per_block = 0;  // bytes a block may use after opting in
+  int smem_per_sm = 0;           // bytes of shared memory per SM, shared by its resident blocks
   int clock_khz = 0;             // SM clock
   int mem_clock_khz = 0;
   int mem_bus_bits = 0;

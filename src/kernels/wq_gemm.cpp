@@ -1068,7 +1068,6 @@ struct WqGemmPlan::Impl {
     const jit::LoadedKernel* image;  // x_image: the kernel that arranges the activations
     const jit::LoadedKernel* sums;   // x_sums: the kernel that sums them per chunk
     bool chain = false;              // chained launch (WqGemmPlanOptions::overlap_previous)
-    unsigned chain_smem_max = 0;     // chained: the most dynamic shared memory a block may take
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -1084,7 +1083,6 @@ struct WqGemmPlan::Impl {
   // x_image and x_sums configs: the GEMM starts its weight copies while the image (sums) kernel runs
   // (programmatic dependent launch); LOWBIT_NO_PDL=1 launches it after, for comparisons.
   bool overlap_image = true;
-  unsigned smem_per_sm = 0;  // chained buckets: an SM's shared memory, shared out among the blocks
 };
 
 namespace {
@@ -1270,18 +1268,9 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     // size depends on the bucket (x_shared stages 8 rows where the kernel skips rows 8..15, 1 at M = 1).
     // A chained bucket may ask for up to a block's opt-in maximum less its static shared memory (run()
     // shares out an SM's memory).
-    const int chain_smem_max = ctx.device().smem_optin_per_block - k.static_smem;
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(
         k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        bk.chain ? chain_smem_max : static_cast<int>(wq::smem_bytes(pb, c))));
-    if (bk.chain && impl_->smem_per_sm == 0) {
-      CUdevice dev = 0;
-      int per_sm = 0;
-      LOWBIT_CU_CHECK(jit::driver().cuDeviceGet(&dev, ctx.device().ordinal));
-      LOWBIT_CU_CHECK(jit::driver().cuDeviceGetAttribute(
-          &per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
-      impl_->smem_per_sm = static_cast<unsigned>(per_sm);
-    }
+        bk.chain ? ctx.device().smem_optin_per_block - k.static_smem : static_cast<int>(wq::smem_bytes(pb, c))));
     int64_t resident = 0;
     if (c.stream_k) {
       const wq::Geometry geo = wq::geometry(problem, c, bucket, bucket, 1);
@@ -1303,8 +1292,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       sums = &ctx.load(wq::x_sums_spec(problem));  // compiled above
       sums_bytes = std::max(sums_bytes, wq::x_sums_bytes(problem, c, bucket));
     }
-    impl_->buckets.push_back(
-        {bucket, c, &k, resident, image, sums, bk.chain, static_cast<unsigned>(std::max(chain_smem_max, 0))});
+    impl_->buckets.push_back({bucket, c, &k, resident, image, sums, bk.chain});
     // Stream K and wgmma K splits need only the counters there (their sums go through the scratch
     // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
@@ -1456,23 +1444,21 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   options.overlap_previous = needs_own_buffer(b->config) && im.overlap_image;
   // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
   if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
+  wq::Geometry shape = geo;
   if (b->chain) {
     // The next call may start early, and this one while the previous call runs: each block takes the
     // shared memory of 1 / ceil(blocks / SMs) of an SM (less 1 KiB the SM reserves per block and its
     // static shared memory), so the grid spreads as evenly as it would on an idle device
-    // (templates/wq_gemm.cuh, kChain).
+    // (templates/wq_gemm.cuh, kChain). At most the opt-in maximum set at plan build.
     options.overlap_previous = true;
-    const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z;
-    const unsigned sms = static_cast<unsigned>(im.ctx->sm_count());
-    const unsigned per_sm = (blocks + sms - 1) / sms;
-    const unsigned share = im.smem_per_sm / per_sm,
-                   reserved = 1024 + 256 + static_cast<unsigned>(b->kernel->static_smem);
-    wq::Geometry chained = geo;
-    if (share > reserved) chained.smem = std::max(geo.smem, std::min(share - reserved, b->chain_smem_max));
-    jit::launch(b->kernel->function, chained, stream, const_cast<void**>(args), options);
-    return;
+    const DeviceInfo& dev = im.ctx->device();
+    const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z, sms = static_cast<unsigned>(dev.sm_count);
+    const unsigned share = static_cast<unsigned>(dev.smem_per_sm) / ((blocks + sms - 1) / sms);
+    const unsigned reserved = 1024 + 256 + static_cast<unsigned>(b->kernel->static_smem);
+    const unsigned most = static_cast<unsigned>(dev.smem_optin_per_block - b->kernel->static_smem);
+    if (share > reserved) shape.smem = std::max(geo.smem, std::min(share - reserved, most));
   }
-  jit::launch(b->kernel->function, geo, stream, const_cast<void**>(args), options);
+  jit::launch(b->kernel->function, shape, stream, const_cast<void**>(args), options);
 }
 
 // ---- functional API -----------------------------------------------------------------------------
