@@ -1268,9 +1268,10 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     // size depends on the bucket (x_shared stages 8 rows where the kernel skips rows 8..15, 1 at M = 1).
     // A chained bucket may ask for up to a block's opt-in maximum less its static shared memory (run()
     // shares out an SM's memory).
-    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(
-        k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        bk.chain ? ctx.device().smem_optin_per_block - k.static_smem : static_cast<int>(wq::smem_bytes(pb, c))));
+    LOWBIT_CU_CHECK(
+        jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         bk.chain ? ctx.device().smem_optin_per_block - k.static_smem
+                                                  : static_cast<int>(wq::smem_bytes(pb, c))));
     int64_t resident = 0;
     if (c.stream_k) {
       const wq::Geometry geo = wq::geometry(problem, c, bucket, bucket, 1);
