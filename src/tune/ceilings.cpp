@@ -30,16 +30,12 @@ void launch_stream(jit::Context& ctx, CUfunction f, CUdeviceptr in, std::size_t 
   const unsigned blocks = static_cast<unsigned>(
       std::min<unsigned long long>(want, static_cast<unsigned long long>(ctx.device().sm_count) * 8));
   void* args[] = {&in, &in16, &out, &out16, &never};
-  if (chain) {
-    jit::LaunchShape shape;
-    shape.grid_x = blocks;
-    shape.block = threads;
-    jit::LaunchOptions o;
-    o.overlap_previous = true;
-    jit::launch(f, shape, static_cast<CUstream>(stream), args, o);
-    return;
-  }
-  LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, stream, args, nullptr));
+  jit::LaunchShape shape;
+  shape.grid_x = blocks;
+  shape.block = threads;
+  jit::LaunchOptions o;
+  o.overlap_previous = chain;
+  jit::launch(f, shape, static_cast<CUstream>(stream), args, o);
 }
 
 }  // namespace
