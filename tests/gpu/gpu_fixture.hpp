@@ -40,6 +40,8 @@ std::vector<std::unique_ptr<WqGemmPlan>> build_plans(const std::vector<WqGemmPro
 // Poisons y, runs, and checks rows [0, m): every element finite and ‖y − ref‖/‖ref‖ within the
 // tolerance for the output dtype. Returns the relative error.
 double run_and_check(const DeviceLayer& layer, const WqGemmPlan& plan, int64_t m, bool with_bias);
+// The check of run_and_check on y as it is (the caller ran and synchronized).
+double check_y(const DeviceLayer& layer, int64_t m);
 // Downloads rows [0, m) of y as doubles.
 std::vector<double> download_y(const DeviceLayer& layer, int64_t m);
 double relative_error(const DeviceLayer& layer, const std::vector<double>& y, int64_t m);
