@@ -57,7 +57,9 @@
 // block the shared memory of 1 / ceil(blocks / SMs) of an SM, so the next call's early blocks can only
 // take the slots this call's blocks leave (H200 back to back: 4-18 % faster per call; without that
 // cap up to 45 % slower, the next grid piling onto the SMs that finish first; docs/perf-notes.md,
-// thirty-fourth session).
+// thirty-fourth session). With a pre-kernel (x_sums; act-order's permutation) the pre-kernel is the
+// chained one: it waits for the previous call in every block before it reads x or writes its buffer,
+// and this kernel, launched as its dependent, waits for it (so for both) at the same point.
 //
 // K order: inside a 128-wide chunk, lane t's A and B fragments both cover k = 32t + 8p + e; the MMA
 // sums over k, so this permutation of k (the same on both sides) changes nothing but lets every
@@ -844,6 +846,10 @@ template <int kK, int kBits, bool kBf16>
 __global__ void __launch_bounds__(256)
     wq_x_sums_kernel(const u16* __restrict__ x, float* __restrict__ sums, int M, int rows) {
   allow_dependent_launch();  // the GEMM's blocks may start their weight copies meanwhile
+  // Chained (launched as the previous call's dependent): x may still be being written, and the sums
+  // still read, by the previous kernel. Every block waits, so that this grid's end implies the
+  // previous one's (the GEMM waits for this grid only). A no-op in an ordinary launch.
+  wait_for_previous_grid();
   const int lane = threadIdx.x & 31, row = blockIdx.y * 8 + threadIdx.x / 32, c = blockIdx.x;
   if (row >= rows) return;
   const int k = c * 128 + 4 * lane;
@@ -875,6 +881,9 @@ template <int kK>
 __global__ void __launch_bounds__(256)
     wq_permute_x_kernel(const u16* __restrict__ x, const int* __restrict__ perm, u16* __restrict__ xp,
                         int M) {
+  // Chained: as wq_x_sums_kernel (x and xp may be in use by the previous kernel until it ends).
+  allow_dependent_launch();
+  wait_for_previous_grid();
   const int j = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
   if (j >= kK) return;
   const int4 i0 = __ldg(reinterpret_cast<const int4*>(perm + j));

@@ -271,12 +271,15 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
 }
 
 bool chain_eligible(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
-  // griddepcontrol is sm_90; the wgmma kernel, the image and sums kernels and act-order's permutation
-  // have their own launch order, which the chained prologue does not cover.
-  return arch.sm() >= 90 && !c.wgmma && !c.x_image && !c.x_sums && !p.act_order;
+  // griddepcontrol is sm_90. Stream K's launch is cooperative, which a programmatic dependent launch
+  // is not. (The pre-kernels of x_image, x_sums and act-order wait for the previous call themselves.)
+  (void)p;
+  return arch.sm() >= 90 && !c.stream_k;
 }
 
 int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
+  // The wgmma producer tracks each stage by its own mbarrier, not by commit groups: no such coupling.
+  if (c.wgmma) return c.stages;
   const int64_t chunks = ceil_div(ceil_div(p.k, 128), c.split_k);
   const int per_warp = static_cast<int>(ceil_div(chunks, c.warps_k));
   return c.stages - 1 >= per_warp && per_warp >= 2 ? per_warp : c.stages;
@@ -305,10 +308,10 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   s.name_expression =
       c.wgmma ? fmt::format(
                     "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                    "{}, {}>",
+                    "{}, {}{}>",
                     p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k,
                     b(wq::cluster_split(c)), c.stages, b(bf16), b(p.out == DType::F32),
-                    static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
+                    static_cast<int>(p.mode), b(c.stream_k), b(c.x_image), chain ? ", true" : "")
               : fmt::format(
                     "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
                     "{}, {}, {}, {}, {}{}>",
@@ -1391,13 +1394,18 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   const void* x = a.x;
   int mi = static_cast<int>(m);
   im.ctx->make_current();
+  // Chained, the first kernel of the call is the one that waits for the previous call; the pre-kernels
+  // (permutation, image, sums) wait in every block before they read x or write their buffers.
+  jit::LaunchOptions pre_options;
+  pre_options.overlap_previous = b->chain;
   if (p.act_order) {
     void* xp = base;
     const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi};
-    const unsigned blocks_x = static_cast<unsigned>((p.k / 8 + 255) / 256);
-    const unsigned blocks_y = static_cast<unsigned>(std::min<int64_t>(m, 65535));
-    LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(im.permute->function, blocks_x, blocks_y, 1, 256, 1, 1, 0,
-                                                 stream, const_cast<void**>(pargs), nullptr));
+    jit::LaunchShape shape;
+    shape.grid_x = static_cast<unsigned>((p.k / 8 + 255) / 256);
+    shape.grid_y = static_cast<unsigned>(std::min<int64_t>(m, 65535));
+    shape.block = 256;
+    jit::launch(im.permute->function, shape, stream, const_cast<void**>(pargs), pre_options);
     x = xp;
   }
   if (b->config.x_image) {
@@ -1414,7 +1422,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const int block_rows = rows == 128 ? 16 : rows;
     shape.grid_z = static_cast<unsigned>(rows / block_rows);
     shape.block = static_cast<unsigned>(4 * block_rows);
-    jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs));
+    jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs), pre_options);
     x = image;
   }
   float* xsums = nullptr;
@@ -1426,7 +1434,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128));
     shape.grid_y = static_cast<unsigned>(ceil_div(rows, 8));
     shape.block = 256;  // a warp per row and chunk
-    jit::launch(b->sums->function, shape, stream, const_cast<void**>(sargs));
+    jit::launch(b->sums->function, shape, stream, const_cast<void**>(sargs), pre_options);
   }
   char* split_ws = base ? base + im.permuted_x_bytes + im.stream_k_bytes : nullptr;
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;

@@ -552,10 +552,12 @@ void run_chain(const DeviceLayer& a, const WqGemmPlan& pa, const DeviceLayer& b,
     pb.run(bargs, m, stream);
   }
 }
-// Whether every kernel of the plan is the chained one (its name ends in "ch").
+// Whether every GEMM kernel of the plan is the chained one (its name ends in "ch"; the pre-kernels of
+// x_image, x_sums and act-order are the same kernels chained or not).
 bool runs_chained(const WqGemmPlan& plan) {
   for (const KernelRecord& r : plan.records())
-    if (r.name.size() < 2 || r.name.compare(r.name.size() - 2, 2, "ch") != 0) return false;
+    if (r.name.rfind("wq_gemm_w", 0) == 0 && (r.name.size() < 2 || r.name.compare(r.name.size() - 2, 2, "ch") != 0))
+      return false;
   return true;
 }
 }  // namespace
@@ -576,13 +578,23 @@ TEST_CASE(
   // a2: the same problem with other weights and activations, run into a's y after b.
   auto a = make_layer(problem(1024, 2048, 128, 16), false);
   auto a2 = make_layer(a->problem, false);
-  WqGemmPlanOptions oa, ob, ob_split, ob_regs, ob_block, chosen;
+  WqGemmPlanOptions oa, ob, ob_split, ob_regs, ob_block, ob_sums, ob_wg, ob_wg_image, ob_wg_split4, chosen;
   oa.config = config(1, 2, 1, 8, 1, 2, true);
   ob.config = config(1, 4, 1, 4, 1, 3, true);
   ob_split.config = config(1, 4, 1, 2, 5, 2, true);  // split K: atomics and counters in the workspace
   ob_regs.config = config(1, 4, 1, 4, 1, 3);         // activations in registers, not staged
   ob_block.config = config(1, 2, 2, 1, 1, 3, true);  // staged by the block (one warp along K)
-  for (auto* o : {&oa, &ob, &ob_split, &ob_regs, &ob_block, &chosen}) o->overlap_previous = true;
+  ob_sums.config = config(1, 4, 1, 4, 1, 3, true);   // the sums pre-kernel first
+  ob_sums.config->x_sums = true;
+  std::vector<const WqGemmPlanOptions*> b_options = {&ob, &ob_split, &ob_regs, &ob_block, &ob_sums};
+  if (has_wgmma()) {
+    ob_wg.config = wgmma_config(4, 2, 8, 1, 3);
+    ob_wg_image.config = with_image(wgmma_config(4, 2, 8, 2, 3));  // the image pre-kernel, a cluster split
+    ob_wg_split4.config = wgmma_config(4, 2, 8, 4, 3);             // a split through the workspace's scratch
+    b_options.insert(b_options.end(), {&ob_wg, &ob_wg_image, &ob_wg_split4});
+  }
+  for (auto* o : {&oa, &ob, &ob_split, &ob_regs, &ob_block, &ob_sums, &ob_wg, &ob_wg_image, &ob_wg_split4, &chosen})
+    o->overlap_previous = true;
   WqGemmPlan pa(rt, a->problem, ms, oa);
   CHECK(runs_chained(pa) == chains);
   // The plan's own choice (with wq::chained_stages), chained, on its own.
@@ -593,12 +605,18 @@ TEST_CASE(
     run_and_check(*a, pa, m, false);
     std::vector<uint16_t> ya(static_cast<std::size_t>(m * a->problem.n));
     a->y_dev.download(ya.data(), ya.size() * 2);
-    auto b = make_layer(
-        problem(520, a->problem.n, 128, 16), false,
-        [&](RandomLayer&, std::vector<uint16_t>& x) { std::copy(ya.begin(), ya.end(), x.begin()); });
-    for (const auto* o : {&ob, &ob_split, &ob_regs, &ob_block}) {
+    auto with_ya = [&](RandomLayer&, std::vector<uint16_t>& x) { std::copy(ya.begin(), ya.end(), x.begin()); };
+    // b plain, and b on act-order weights (the permutation pre-kernel first).
+    auto b_plain = make_layer(problem(520, a->problem.n, 128, 16), false, with_ya);
+    WqGemmProblem ordered = b_plain->problem;
+    ordered.act_order = true;
+    auto b_ordered = make_layer(ordered, false, with_ya);
+    std::vector<std::pair<const DeviceLayer*, const WqGemmPlanOptions*>> cases;
+    for (const auto* o : b_options) cases.emplace_back(b_plain.get(), o);
+    for (const auto* o : {&ob, &ob_sums}) cases.emplace_back(b_ordered.get(), o);
+    for (const auto& [b, o] : cases) {
       WqGemmPlan pb(rt, b->problem, ms, *o);
-      INFO("m = " << m << ", b: " << pb.config_for(m).str());
+      INFO("m = " << m << ", b: " << pb.config_for(m).str() << (b->problem.act_order ? ", act-order" : ""));
       CHECK(runs_chained(pb) == chains);
       // One pair, then a2 into a's y: b must read a's finished output (not the poison a's y held
       // before a ran), and a2 must not overwrite it while b still reads.
@@ -641,10 +659,10 @@ TEST_CASE(
       d.cuGraphDestroy(graph);
     }
   }
-  // A bucket the chained prologue does not cover launches as usual in a chained plan.
+  // A bucket that cannot chain (stream K: a cooperative launch) launches as usual in a chained plan.
   if (has_wgmma()) {
     WqGemmPlanOptions o;
-    o.config = wgmma_config(4, 2, 8, 1, 3);
+    o.config = stream_k_config(4, 2, 8, 3);
     o.overlap_previous = true;
     WqGemmPlan plan(rt, a->problem, {16}, o);
     CHECK_FALSE(runs_chained(plan));
