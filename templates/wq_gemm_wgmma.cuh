@@ -39,11 +39,6 @@
 //
 // Scales: every weight is dequantized completely (scale included) before the MMA, except
 // per-channel integer scales, which multiply the fp32 sums once at the end.
-//
-// Chained calls (kChain; WqGemmPlanOptions::overlap_previous, as wq_gemm.cuh's): the next kernel may
-// launch at once; the producer issues the first kStages stages' weights and then waits for the
-// previous kernel (the image kernel, which itself waited for the call before) before it reads x; the
-// MMA warpgroups wait before they can write anything. Not with stream K (a cooperative launch).
 #pragma once
 #include "common/cluster.cuh"
 #include "common/grid_dependency.cuh"
@@ -77,7 +72,6 @@ template <int kK, int kTok>
 __global__ void __launch_bounds__(kTok * 4)
     wq_x_image_kernel(const u16* __restrict__ x, u8* __restrict__ image, int M) {
   allow_dependent_launch();  // the GEMM's blocks may start their weight copies meanwhile
-  wait_for_previous_grid();  // chained: as wq_x_sums_kernel (wq_gemm.cuh); else a no-op
   constexpr int kChunks = (kK + 127) / 128;
   // A block takes blockDim.x / 4 of the kTok rows (the host may split them over gridDim.z blocks).
   const int n = blockIdx.z * (blockDim.x / 4) + threadIdx.x / 4, p = threadIdx.x % 4, c = blockIdx.x;
@@ -97,8 +91,7 @@ __global__ void __launch_bounds__(kTok * 4)
 }
 
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
-          bool kClusterK, int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK, bool kXImage,
-          bool kChain = false>
+          bool kClusterK, int kStages, bool kBf16, bool kOutF32, int kMode, bool kStreamK, bool kXImage>
 __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     wq_gemm_wgmma_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                          const void* __restrict__ zeros, const u16* __restrict__ x,
@@ -111,7 +104,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   static_assert(kWarpsN == 4 || kWarpsN == 8, "one or two warpgroups");
   static_assert(kStages >= 2, "the producer fills one stage while the MMA warps read another");
   static_assert(!kStreamK || kSplitK == 1, "stream K replaces split K");
-  static_assert(!kChain || !kStreamK, "a chained launch is not cooperative (wq::chain_eligible)");
   // kClusterK (the host's wq::cluster_split): the split's blocks are one cluster and add through it.
   static_assert(!kClusterK || kSplitK > 1, "a cluster split splits K");
   constexpr int kTok = 16 * kTokTiles;      // activation rows per block: wgmma's N
@@ -142,7 +134,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   const u8* zeros8 = static_cast<const u8*>(zeros);
   const u16* zeros16 = static_cast<const u16*>(zeros);
 
-  if constexpr (kChain) allow_dependent_launch();  // the next call may launch and copy its weights
   extern __shared__ uint4 smem[];
   const u32 smem0 = (smem_addr(smem) + 1023) & ~1023u;  // the host adds 1 KiB for this
   const bool producer = threadIdx.x >= kConsumers;
@@ -475,11 +466,10 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       issue_w(pos_c, j);
       mbar_arrive_cp_async(full_bar(j));
     }
-    // The image kernel (or, chained, the previous call) runs just before this one, which the host may
-    // launch early (programmatic dependent launch): the weight copies above overlap it; the image (x)
-    // is read only once it is done.
-    if constexpr (kXImage || kChain) wait_for_previous_grid();
     if constexpr (kXImage) {
+      // The image kernel runs just before this one, which the host may launch early (programmatic
+      // dependent launch): the weight copies above overlap it; the image is read only once it is done.
+      wait_for_previous_grid();
       for (int j = 0; j < kStages && j < n_steps; ++j) {
         seek(j);
         issue_x(pos_c, j);
@@ -512,10 +502,6 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
     cp_async_wait<0>();
     if constexpr (kAccInBranch) zero_acc();  // never stored
   } else {
-    // Chained: nothing this warpgroup writes (y, the split's scratch and counters) may be touched
-    // before the previous kernel ends; most writes follow the producer's wait through the stages, but
-    // a split with no chunks of its own goes straight to its epilogue.
-    if constexpr (kChain) wait_for_previous_grid();
     int stage = 0;
     u32 phase = 0;
     // The steps of one tile (stream K: of one piece of a tile).

@@ -271,15 +271,14 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
 }
 
 bool chain_eligible(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
-  // griddepcontrol is sm_90. Stream K's launch is cooperative, which a programmatic dependent launch
-  // is not. (The pre-kernels of x_image, x_sums and act-order wait for the previous call themselves.)
+  // griddepcontrol is sm_90. The pre-kernels of x_sums and act-order wait for the previous call
+  // themselves. The wgmma kernel chained was slower on four of the five layers measured (up to +49 %
+  // with the shared-memory cap, +4-10 % without; docs/perf-notes.md, thirty-fifth session).
   (void)p;
-  return arch.sm() >= 90 && !c.stream_k;
+  return arch.sm() >= 90 && !c.wgmma;
 }
 
 int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
-  // The wgmma producer tracks each stage by its own mbarrier, not by commit groups: no such coupling.
-  if (c.wgmma) return c.stages;
   const int64_t chunks = ceil_div(ceil_div(p.k, 128), c.split_k);
   const int per_warp = static_cast<int>(ceil_div(chunks, c.warps_k));
   return c.stages - 1 >= per_warp && per_warp >= 2 ? per_warp : c.stages;
@@ -308,10 +307,10 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   s.name_expression =
       c.wgmma ? fmt::format(
                     "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                    "{}, {}{}>",
+                    "{}, {}>",
                     p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k,
                     b(wq::cluster_split(c)), c.stages, b(bf16), b(p.out == DType::F32),
-                    static_cast<int>(p.mode), b(c.stream_k), b(c.x_image), chain ? ", true" : "")
+                    static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
               : fmt::format(
                     "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
                     "{}, {}, {}, {}, {}{}>",
@@ -1395,7 +1394,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   int mi = static_cast<int>(m);
   im.ctx->make_current();
   // Chained, the first kernel of the call is the one that waits for the previous call; the pre-kernels
-  // (permutation, image, sums) wait in every block before they read x or write their buffers.
+  // (permutation, sums) wait in every block before they read x or write their buffers. (x_image
+  // buckets are wgmma ones, which do not chain.)
   jit::LaunchOptions pre_options;
   pre_options.overlap_previous = b->chain;
   if (p.act_order) {
@@ -1422,7 +1422,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const int block_rows = rows == 128 ? 16 : rows;
     shape.grid_z = static_cast<unsigned>(rows / block_rows);
     shape.block = static_cast<unsigned>(4 * block_rows);
-    jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs), pre_options);
+    jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs));
     x = image;
   }
   float* xsums = nullptr;

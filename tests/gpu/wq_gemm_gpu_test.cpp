@@ -578,7 +578,7 @@ TEST_CASE(
   // a2: the same problem with other weights and activations, run into a's y after b.
   auto a = make_layer(problem(1024, 2048, 128, 16), false);
   auto a2 = make_layer(a->problem, false);
-  WqGemmPlanOptions oa, ob, ob_split, ob_regs, ob_block, ob_sums, ob_wg, ob_wg_image, ob_wg_split4, chosen;
+  WqGemmPlanOptions oa, ob, ob_split, ob_regs, ob_block, ob_sums, chosen;
   oa.config = config(1, 2, 1, 8, 1, 2, true);
   ob.config = config(1, 4, 1, 4, 1, 3, true);
   ob_split.config = config(1, 4, 1, 2, 5, 2, true);  // split K: atomics and counters in the workspace
@@ -586,15 +586,7 @@ TEST_CASE(
   ob_block.config = config(1, 2, 2, 1, 1, 3, true);  // staged by the block (one warp along K)
   ob_sums.config = config(1, 4, 1, 4, 1, 3, true);   // the sums pre-kernel first
   ob_sums.config->x_sums = true;
-  std::vector<const WqGemmPlanOptions*> b_options = {&ob, &ob_split, &ob_regs, &ob_block, &ob_sums};
-  if (has_wgmma()) {
-    ob_wg.config = wgmma_config(4, 2, 8, 1, 3);
-    ob_wg_image.config = with_image(wgmma_config(4, 2, 8, 2, 3));  // the image pre-kernel, a cluster split
-    ob_wg_split4.config = wgmma_config(4, 2, 8, 4, 3);             // a split through the workspace's scratch
-    b_options.insert(b_options.end(), {&ob_wg, &ob_wg_image, &ob_wg_split4});
-  }
-  for (auto* o : {&oa, &ob, &ob_split, &ob_regs, &ob_block, &ob_sums, &ob_wg, &ob_wg_image, &ob_wg_split4, &chosen})
-    o->overlap_previous = true;
+  for (auto* o : {&oa, &ob, &ob_split, &ob_regs, &ob_block, &ob_sums, &chosen}) o->overlap_previous = true;
   WqGemmPlan pa(rt, a->problem, ms, oa);
   CHECK(runs_chained(pa) == chains);
   // The plan's own choice (with wq::chained_stages), chained, on its own.
@@ -612,7 +604,8 @@ TEST_CASE(
     ordered.act_order = true;
     auto b_ordered = make_layer(ordered, false, with_ya);
     std::vector<std::pair<const DeviceLayer*, const WqGemmPlanOptions*>> cases;
-    for (const auto* o : b_options) cases.emplace_back(b_plain.get(), o);
+    for (const auto* o : {&ob, &ob_split, &ob_regs, &ob_block, &ob_sums})
+      cases.emplace_back(b_plain.get(), o);
     for (const auto* o : {&ob, &ob_sums}) cases.emplace_back(b_ordered.get(), o);
     for (const auto& [b, o] : cases) {
       WqGemmPlan pb(rt, b->problem, ms, *o);
@@ -659,10 +652,11 @@ TEST_CASE(
       d.cuGraphDestroy(graph);
     }
   }
-  // A bucket that cannot chain (stream K: a cooperative launch) launches as usual in a chained plan.
+  // A bucket that does not chain (the wgmma kernel, here with its image pre-kernel) launches as usual
+  // in a chained plan.
   if (has_wgmma()) {
     WqGemmPlanOptions o;
-    o.config = stream_k_config(4, 2, 8, 3);
+    o.config = with_image(wgmma_config(4, 2, 8, 1, 3));
     o.overlap_previous = true;
     WqGemmPlan plan(rt, a->problem, {16}, o);
     CHECK_FALSE(runs_chained(plan));
