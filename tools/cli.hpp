@@ -33,6 +33,7 @@ struct WqFlags {
   std::string model;   // preset name
   std::string cases;   // "standard"
   std::string shapes;  // file of "N K" lines
+  bool chain = false;  // --chain: chained calls (bench: timed so; compile: their kernels built too)
 };
 
 void add_common(CLI::App* app, CommonFlags& f, bool with_device);
@@ -57,7 +58,7 @@ void print_json(const nlohmann::json& j);
 int run_info(const CommonFlags& f);
 int run_compile(const CommonFlags& f, const WqFlags& w, const std::string& family);
 int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, bool resources, bool explain);
-int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save, bool chain);
+int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save);
 int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s,
              int refine_rounds, int final_rounds, const std::string& devices, bool resume);
 // "[#####.....] 12/48 problems, 30 s elapsed, ETA 90 s" (ETA "?" before the first result).

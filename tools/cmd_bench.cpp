@@ -10,7 +10,8 @@
 
 namespace lowbit::cli {
 
-int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save, bool chain) {
+int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::string& save) {
+  const bool chain = w.chain;
   Runtime rt = make_runtime(f, true);
   const DeviceInfo& d = rt.device();
   const tune::Ceilings ceil = tune::measure_ceilings(rt.context());

@@ -17,7 +17,7 @@ int run_compile(const CommonFlags& f, const WqFlags& w, const std::string& famil
     const auto config = parse_config(w.config);
     std::vector<WqGemmProblem> layers;
     for (auto [n, k] : wq_shapes(w)) layers.push_back(wq_problem(w, n, k));
-    batches.push_back(compile_wq_gemm_layers(rt, layers, ms, config));
+    batches.push_back(compile_wq_gemm_layers(rt, layers, ms, config, w.chain));
   }
   const double wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

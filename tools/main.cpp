@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   add_wq(compile, wq);
   compile->add_option("--m-buckets,--m", wq.ms, "M values whose buckets to build, e.g. 1,16")
       ->default_val("1,16");
+  compile->add_flag("--chain", wq.chain,
+                    "also the chained kernels (WqGemmPlanOptions::overlap_previous, sm_90: their own cache "
+                    "entries), which a chained plan would otherwise compile when it is built");
 
   auto* inspect = app.add_subcommand("inspect", "show a kernel's source, PTX or resource usage");
   inspect->add_option("family", family, "kernel family: wq_gemm")
@@ -50,8 +53,7 @@ int main(int argc, char** argv) {
   bench->add_option("--replays", replays, "graph replays per case (median)")->default_val(30);
   std::string save;
   bench->add_option("--save", save, "also write the --json report to this file");
-  bool chain = false;
-  bench->add_flag("--chain", chain,
+  bench->add_flag("--chain", wq.chain,
                   "chained calls: each may start while the previous runs (programmatic dependent launch, "
                   "sm_90; WqGemmPlanOptions::overlap_previous), the stream ceiling chained likewise; not the "
                   "BENCHMARKS.md protocol");
@@ -101,7 +103,7 @@ int main(int argc, char** argv) {
     if (*info) return run_info(common);
     if (*compile) return run_compile(common, wq, family);
     if (*inspect) return run_inspect(common, wq, want_source, want_ptx, want_resources, want_explain);
-    if (*bench) return run_bench(common, wq, replays, save, chain);
+    if (*bench) return run_bench(common, wq, replays, save);
     if (*tune) return run_tune(common, wq, db_path, budget, refine, final_rounds, devices, resume);
     if (*cache) return run_cache(common, action, prune_all, older_than);
   } catch (const lowbit::Error& e) {

@@ -174,8 +174,16 @@ bool can_implement(const WqGemmProblem& problem, const WqGemmConfig& config, con
 // 32 MiB against 6 MiB without act-order); a workspace sized for the largest M serves every M.
 std::size_t workspace_bytes(const WqGemmProblem& problem);
 
+// Options of a functional call.
+struct WqGemmCallOptions {
+  // Chained: as WqGemmPlanOptions::overlap_previous (its rule for weights written on the device
+  // applies). The chained and the plain call of a problem keep a plan each.
+  bool overlap_previous = false;
+};
+
 // Functional call. Validates everything before launching; throws lowbit::Error.
-void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, Stream stream);
+void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, Stream stream,
+             const WqGemmCallOptions& options = {});
 
 struct WqGemmPlanOptions {
   std::optional<WqGemmConfig> config;  // force one config for every bucket (tests, tuning)
@@ -241,9 +249,12 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
                                           const std::optional<WqGemmConfig>& config = std::nullopt);
 // The same for several layers, their kernels compiled side by side (up to 16 threads); the records
 // come layer by layer, in the order of `problems`.
+// chained: also the chained kernels (WqGemmPlanOptions::overlap_previous), after the plain ones; they
+// are their own cache entries, which a chained plan would otherwise compile when it is built.
 std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<WqGemmProblem>& problems,
                                                  const std::vector<int64_t>& m_values,
-                                                 const std::optional<WqGemmConfig>& config = std::nullopt);
+                                                 const std::optional<WqGemmConfig>& config = std::nullopt,
+                                                 bool chained = false);
 
 // The config the heuristic picks for a problem on an arch with sm_count SMs (plans consult the
 // tuning database first).

@@ -1189,7 +1189,8 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       if (needs_own_buffer(bk.config) && own == OwnBuffers::kBoth) {
         WqGemmConfig plain = bk.config;
         plain.x_image = plain.x_sums = false;
-        add_extra(wq::kernel_spec(problems[l], plain, bucket), bucket, plain);
+        const bool plain_chain = chain && wq::chain_eligible(problems[l], plain, ctx.arch());
+        add_extra(wq::kernel_spec(problems[l], plain, bucket, plain_chain), bucket, plain);
       }
       out[l].buckets.push_back(std::move(bk));
     }
@@ -1241,8 +1242,15 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
 
 std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<WqGemmProblem>& problems,
                                                  const std::vector<int64_t>& m_values,
-                                                 const std::optional<WqGemmConfig>& config) {
-  return records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth));
+                                                 const std::optional<WqGemmConfig>& config, bool chained) {
+  std::vector<KernelRecord> out =
+      records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth));
+  if (!chained) return out;
+  // The second pass finds everything but the chained GEMM kernels in the cache: keep only those.
+  for (KernelRecord& r :
+       records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth, true)))
+    if (r.name.size() > 2 && r.name.compare(r.name.size() - 2, 2, "ch") == 0) out.push_back(std::move(r));
+  return out;
 }
 
 WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vector<int64_t>& m_values,
@@ -1472,16 +1480,18 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
 
 // ---- functional API -----------------------------------------------------------------------------
 
-void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, Stream stream) {
+void wq_gemm(Runtime& rt, const WqGemmProblem& problem, const WqGemmArgs& args, Stream stream,
+             const WqGemmCallOptions& options) {
   std::string why;
   LOWBIT_CHECK(can_implement(problem, &why), "wq_gemm: {}", why);
-  // One plan per (problem, bucket), kept by the runtime; built on first use.
+  // One plan per (problem, bucket, chained or not), kept by the runtime; built on first use.
   WqGemmProblem key_problem = problem;
   key_problem.m = m_bucket(problem.m);
-  const std::string key = "wq_gemm|" + key_problem.str();
+  const std::string key = "wq_gemm|" + key_problem.str() + (options.overlap_previous ? "|chained" : "");
   auto plan = rt.context().memo<WqGemmPlan>(key, [&] {
     WqGemmPlanOptions o;
     o.allocate_workspace = false;  // one plan serves every call, on any stream: no buffers of its own
+    o.overlap_previous = options.overlap_previous;
     return std::make_shared<WqGemmPlan>(rt, key_problem, std::vector<int64_t>{key_problem.m}, o);
   });
   if (plan->workspace_bytes() > 0) {

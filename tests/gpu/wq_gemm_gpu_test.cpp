@@ -478,6 +478,14 @@ TEST_CASE("wq_gemm functional API", "[gpu]") {
     const double err = relative_error(*L, download_y(*L, 3), 3);
     REQUIRE(err <= tolerance(L->problem));
   }
+  // Chained (its own plan): three calls back to back, then one more after the output is poisoned.
+  WqGemmCallOptions chained;
+  chained.overlap_previous = true;
+  for (int rep = 0; rep < 3; ++rep) wq_gemm(rt, L->problem, a, nullptr, chained);
+  L->y_dev.fill_bytes(0xff);
+  wq_gemm(rt, L->problem, a, nullptr, chained);
+  LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+  REQUIRE(relative_error(*L, download_y(*L, 3), 3) <= tolerance(L->problem));
 }
 
 TEST_CASE("wq_gemm bad arguments fail before launch and write nothing", "[gpu]") {

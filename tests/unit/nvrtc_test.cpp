@@ -1,5 +1,6 @@
 // Real NVRTC compiles of wq_gemm for several archs, offline (no GPU, no driver), and the memory and
 // disk caches serving them afterwards. Each compile costs seconds: this file does five.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -283,6 +284,27 @@ TEST_CASE("chained kernels: their own name and cache entry, only where the launc
   lowbit::WqGemmProblem ordered = p;
   ordered.act_order = true;
   CHECK(lowbit::wq::chain_eligible(ordered, c, arch90));
+}
+
+TEST_CASE("lowbit compile --chain builds the chained kernels after the plain ones, on sm_90 only",
+          "[nvrtc]") {
+  lowbit::test::TempDir dir;
+  auto count_chained = [](const std::vector<KernelRecord>& recs) {
+    return std::count_if(recs.begin(), recs.end(), [](const KernelRecord& r) {
+      return r.name.size() > 2 && r.name.compare(r.name.size() - 2, 2, "ch") == 0;
+    });
+  };
+  lowbit::Runtime rt90(offline("sm_90a", dir.path));
+  const auto plain = lowbit::compile_wq_gemm_layers(rt90, {problem_4096()}, {1});
+  const auto both = lowbit::compile_wq_gemm_layers(rt90, {problem_4096()}, {1}, std::nullopt, true);
+  CHECK(count_chained(plain) == 0);
+  REQUIRE(both.size() == 2 * plain.size());
+  CHECK(count_chained(both) == static_cast<std::ptrdiff_t>(plain.size()));
+  CHECK(both[0].name == plain[0].name);
+  CHECK(both[plain.size()].name == plain[0].name + "ch");
+  lowbit::Runtime rt80(offline("sm_80", dir.path));
+  const auto on80 = lowbit::compile_wq_gemm_layers(rt80, {problem_4096()}, {1}, std::nullopt, true);
+  CHECK(count_chained(on80) == 0);
 }
 
 TEST_CASE("chained plans keep one chunk per warp out of the prologue", "[nvrtc]") {
