@@ -206,10 +206,11 @@ struct WqGemmPlanOptions {
   // dependents launch early (another chained lowbit call): H200, W4 f16 4096² at M = 1 4.26 → 3.51 µs
   // per call; every standard layer at 1 and 16 rows 1-24 % faster on the H200 and H100
   // (docs/perf-notes.md, thirty-fourth session). The plan's own choice may run fewer stages chained
-  // (wq::chained_stages); forced configs run as given. x_sums buckets, and act-order layers at M = 1,
-  // chain through their pre-kernel, which waits for the previous call before it reads x or writes its
-  // buffer. Buckets on the wgmma kernel (x_image ones too), act-order buckets past M = 1 and archs
-  // before sm_90 launch as without it (chained, those ran slower). Not part of the shared/BENCHMARKS.md
+  // (wq::chained_stages); forced configs run as given. x_sums buckets and act-order layers chain
+  // through their pre-kernel, which waits for the previous call before it reads x or writes its
+  // buffer (act-order blocks take at most 96 KiB of shared memory: L1 for the permutation's gathers).
+  // Buckets on the wgmma kernel (x_image ones too) and archs before sm_90 launch as without it
+  // (chained, the wgmma kernel ran slower). Not part of the shared/BENCHMARKS.md
   // protocol: `lowbit bench --chain` measures it (the stream ceiling chained too).
   bool overlap_previous = false;
 };

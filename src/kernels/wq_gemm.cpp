@@ -274,8 +274,9 @@ bool chain_eligible(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& a
   // griddepcontrol is sm_90. The pre-kernels of x_sums and act-order wait for the previous call
   // themselves. Measured on the H200 (docs/perf-notes.md, thirty-fifth session): the wgmma kernel
   // chained was slower on four of the five layers (up to +49 % with the shared-memory cap, +4-10 %
-  // without); act-order layers chained were 5-23 % faster at one row but 12-45 % slower at 16.
-  return arch.sm() >= 90 && !c.wgmma && (!p.act_order || bucket == 1);
+  // without). (Act-order layers chain with a smaller cap: WqGemmPlan::run.)
+  (void)p, (void)bucket;
+  return arch.sm() >= 90 && !c.wgmma;
 }
 
 int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
@@ -1472,7 +1473,12 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z, sms = static_cast<unsigned>(dev.sm_count);
     const unsigned share = static_cast<unsigned>(dev.smem_per_sm) / ((blocks + sms - 1) / sms);
     const unsigned reserved = 1024 + 256 + static_cast<unsigned>(b->kernel->static_smem);
-    const unsigned most = static_cast<unsigned>(dev.smem_optin_per_block - b->kernel->static_smem);
+    unsigned most = static_cast<unsigned>(dev.smem_optin_per_block - b->kernel->static_smem);
+    // Act-order: at most 96 KiB, so the SM keeps L1 for the permutation's 2-byte gathers (H200, W4 f16
+    // at 16 rows with the whole SM: 11-45 % slower than not chained on five of six layers; with 96 KiB
+    // 2-8 % faster on four, 16384² +1 %, 6144×4096 +10 %; one row unchanged, 5-23 % faster;
+    // docs/perf-notes.md, thirty-fifth session).
+    if (p.act_order) most = std::min(most, 96u * 1024);
     if (share > reserved) shape.smem = std::max(geo.smem, std::min(share - reserved, most));
   }
   jit::launch(b->kernel->function, shape, stream, const_cast<void**>(args), options);

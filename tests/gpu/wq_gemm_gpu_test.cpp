@@ -607,7 +607,7 @@ TEST_CASE(
     std::vector<uint16_t> ya(static_cast<std::size_t>(m * a->problem.n));
     a->y_dev.download(ya.data(), ya.size() * 2);
     auto with_ya = [&](RandomLayer&, std::vector<uint16_t>& x) { std::copy(ya.begin(), ya.end(), x.begin()); };
-    // b plain, and b on act-order weights (the permutation pre-kernel first; chained at one row).
+    // b plain, and b on act-order weights (the permutation pre-kernel first).
     auto b_plain = make_layer(problem(520, a->problem.n, 128, 16), false, with_ya);
     WqGemmProblem ordered = b_plain->problem;
     ordered.act_order = true;
@@ -619,8 +619,7 @@ TEST_CASE(
     for (const auto& [b, o] : cases) {
       WqGemmPlan pb(rt, b->problem, ms, *o);
       INFO("m = " << m << ", b: " << pb.config_for(m).str() << (b->problem.act_order ? ", act-order" : ""));
-      // Act-order layers chain at one row only (wq::chain_eligible).
-      CHECK(runs_chained(pb) == (chains && !b->problem.act_order));
+      CHECK(runs_chained(pb) == chains);
       CHECK(runs_chained(pb, 1) == chains);
       // One pair, then a2 into a's y: b must read a's finished output (not the poison a's y held
       // before a ran), and a2 must not overwrite it while b still reads.
