@@ -270,12 +270,11 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   return k;
 }
 
-bool chain_eligible(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, int64_t bucket) {
+bool chain_eligible(const WqGemmConfig& c, const Arch& arch) {
   // griddepcontrol is sm_90. The pre-kernels of x_sums and act-order wait for the previous call
   // themselves. Measured on the H200 (docs/perf-notes.md, thirty-fifth session): the wgmma kernel
   // chained was slower on four of the five layers (up to +49 % with the shared-memory cap, +4-10 %
   // without). (Act-order layers chain with a smaller cap: WqGemmPlan::run.)
-  (void)p, (void)bucket;
   return arch.sm() >= 90 && !c.wgmma;
 }
 
@@ -1175,7 +1174,7 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       BucketKernel bk{bucket, {}, {}, {}, {}};
       bk.config =
           config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, &bk.config_source);
-      bk.chain = chain && wq::chain_eligible(problems[l], bk.config, ctx.arch(), bucket);
+      bk.chain = chain && wq::chain_eligible(bk.config, ctx.arch());
       if (bk.chain && !forced) {
         const int stages = wq::chained_stages(problems[l], bk.config);
         if (stages != bk.config.stages) {
@@ -1190,7 +1189,7 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       if (needs_own_buffer(bk.config) && own == OwnBuffers::kBoth) {
         WqGemmConfig plain = bk.config;
         plain.x_image = plain.x_sums = false;
-        const bool plain_chain = chain && wq::chain_eligible(problems[l], plain, ctx.arch(), bucket);
+        const bool plain_chain = chain && wq::chain_eligible(plain, ctx.arch());
         add_extra(wq::kernel_spec(problems[l], plain, bucket, plain_chain), bucket, plain);
       }
       out[l].buckets.push_back(std::move(bk));

@@ -50,10 +50,9 @@ int64_t stream_k_steps(const WqGemmProblem& problem, const WqGemmConfig& config,
 // chain: the mma.sync kernel for chained calls (WqGemmPlanOptions::overlap_previous; see chain_eligible).
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket,
                             bool chain = false);
-// Whether M bucket `bucket` with this config runs chained when its plan asks for it (sm_90, the mma.sync
-// kernel, with its x_sums pre-kernel, and act-order layers at one row); others launch as usual.
-bool chain_eligible(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch,
-                    int64_t bucket);
+// Whether a bucket with this config runs chained when its plan asks for it (sm_90, the mma.sync kernel,
+// with or without its x_sums or act-order pre-kernel); others launch as usual.
+bool chain_eligible(const WqGemmConfig& config, const Arch& arch);
 // The stages a chained bucket runs (a plan's own choice; forced configs keep theirs): fewer where the
 // prologue would hold every chunk of a warp (stages − 1 ≥ its chunks), so one is left to refill. The
 // one such standard case, W2 4096² at 16 rows (4 chunks per warp, 5 stages), ran 7-8 % slower chained
