@@ -59,7 +59,9 @@
 // cap up to 45 % slower, the next grid piling onto the SMs that finish first; docs/perf-notes.md,
 // thirty-fourth session). With a pre-kernel (x_sums; act-order's permutation) the pre-kernel is the
 // chained one: it waits for the previous call in every block before it reads x or writes its buffer,
-// and this kernel, launched as its dependent, waits for it (so for both) at the same point.
+// and this kernel, launched as its dependent, waits for it (so for both) at the same point. Act-order
+// layers run this kernel in unchained calls too, as the permutation's dependent (wq::overlaps_permutation):
+// its first weights stream while the permutation runs.
 //
 // K order: inside a 128-wide chunk, lane t's A and B fragments both cover k = 32t + 8p + e; the MMA
 // sums over k, so this permutation of k (the same on both sides) changes nothing but lets every
@@ -876,7 +878,7 @@ __global__ void __launch_bounds__(256)
 
 // Act-order layers: xp[m][j] = x[m][perm[j]], the activations in the packed K order, so the GEMM
 // reads them with 16-byte loads (a gather inside the GEMM cost twice its time). 8 values per
-// thread; rows loop over gridDim.y.
+// thread; rows loop over gridDim.y. The kernels after it in the call start early and wait for it.
 template <int kK>
 __global__ void __launch_bounds__(256)
     wq_permute_x_kernel(const u16* __restrict__ x, const int* __restrict__ perm, u16* __restrict__ xp,

@@ -278,6 +278,10 @@ bool chain_eligible(const WqGemmConfig& c, const Arch& arch) {
   return arch.sm() >= 90 && !c.wgmma;
 }
 
+bool overlaps_permutation(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
+  return p.act_order && chain_eligible(c, arch);
+}
+
 int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
   const int64_t chunks = ceil_div(ceil_div(p.k, 128), c.split_k);
   const int per_warp = static_cast<int>(ceil_div(chunks, c.warps_k));
@@ -1070,6 +1074,7 @@ struct WqGemmPlan::Impl {
     const jit::LoadedKernel* image;  // x_image: the kernel that arranges the activations
     const jit::LoadedKernel* sums;   // x_sums: the kernel that sums them per chunk
     bool chain = false;              // chained launch (WqGemmPlanOptions::overlap_previous)
+    bool after_permutation = false;  // the permutation's dependent (wq::overlaps_permutation)
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -1082,8 +1087,9 @@ struct WqGemmPlan::Impl {
   std::size_t workspace_bytes = 0;             // the above + what the splitting buckets need
   jit::DeviceBuffer x_image;                   // x_image configs: the activations' stage image
   jit::DeviceBuffer x_sums;                    // x_sums configs: each row's sums per chunk
-  // x_image and x_sums configs: the GEMM starts its weight copies while the image (sums) kernel runs
-  // (programmatic dependent launch); LOWBIT_NO_PDL=1 launches it after, for comparisons.
+  // x_image and x_sums configs, and act-order layers: the GEMM starts its weight copies while the image
+  // (sums, permutation) kernel runs (programmatic dependent launch); LOWBIT_NO_PDL=1 launches it after,
+  // for comparisons.
   bool overlap_image = true;
 };
 
@@ -1130,7 +1136,8 @@ struct BucketKernel {
   std::string config_source;  // how the config was chosen
   jit::KernelSpec spec;
   KernelRecord record;
-  bool chain = false;  // the chained kernel (compile_layers' `chain` and wq::chain_eligible)
+  bool chain = false;              // chained launch (compile_layers' `chain` and wq::chain_eligible)
+  bool after_permutation = false;  // the chained kernel in every call (wq::overlaps_permutation)
 };
 // How compile_layers treats x_image and x_sums configs: as chosen (a plan that owns its workspace),
 // cleared (a plan without one: it owns no image or sums either), or both (ahead-of-time builds, which
@@ -1182,14 +1189,16 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
           bk.config.stages = stages;
         }
       }
-      bk.spec = wq::kernel_spec(problems[l], bk.config, bucket, bk.chain);
+      bk.after_permutation = wq::overlaps_permutation(problems[l], bk.config, ctx.arch());
+      bk.spec = wq::kernel_spec(problems[l], bk.config, bucket, bk.chain || bk.after_permutation);
       specs.push_back(bk.spec);
       if (bk.config.x_image) add_extra(wq::x_image_spec(problems[l], bk.config));
       if (bk.config.x_sums) add_extra(wq::x_sums_spec(problems[l]));
       if (needs_own_buffer(bk.config) && own == OwnBuffers::kBoth) {
         WqGemmConfig plain = bk.config;
         plain.x_image = plain.x_sums = false;
-        const bool plain_chain = chain && wq::chain_eligible(plain, ctx.arch());
+        const bool plain_chain = (chain && wq::chain_eligible(plain, ctx.arch())) ||
+                                 wq::overlaps_permutation(problems[l], plain, ctx.arch());
         add_extra(wq::kernel_spec(problems[l], plain, bucket, plain_chain), bucket, plain);
       }
       out[l].buckets.push_back(std::move(bk));
@@ -1246,10 +1255,15 @@ std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<
   std::vector<KernelRecord> out =
       records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth));
   if (!chained) return out;
-  // The second pass finds everything but the chained GEMM kernels in the cache: keep only those.
+  // The second pass finds everything but the chained GEMM kernels in the cache: keep only those (act-order
+  // layers' may be in the first pass already).
+  auto listed = [&](const KernelRecord& r) {
+    return std::any_of(out.begin(), out.end(), [&](const KernelRecord& o) { return o.name == r.name; });
+  };
   for (KernelRecord& r :
        records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth, true)))
-    if (r.name.size() > 2 && r.name.compare(r.name.size() - 2, 2, "ch") == 0) out.push_back(std::move(r));
+    if (r.name.size() > 2 && r.name.compare(r.name.size() - 2, 2, "ch") == 0 && !listed(r))
+      out.push_back(std::move(r));
   return out;
 }
 
@@ -1277,11 +1291,12 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     // Dynamic shared memory beyond the default 48 KiB needs an opt-in (set always: it is cheap). Its
     // size depends on the bucket (x_shared stages 8 rows where the kernel skips rows 8..15, 1 at M = 1).
     // A chained bucket may ask for up to a block's opt-in maximum less its static shared memory (run()
-    // shares out an SM's memory).
-    LOWBIT_CU_CHECK(
-        jit::driver().cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                         bk.chain ? ctx.device().smem_optin_per_block - k.static_smem
-                                                  : static_cast<int>(wq::smem_bytes(pb, c))));
+    // shares out an SM's memory). The chained kernel of an act-order bucket gets that maximum too: a
+    // chained plan of the same layer shares the function (and the attribute).
+    LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(
+        k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        bk.chain || bk.after_permutation ? ctx.device().smem_optin_per_block - k.static_smem
+                                         : static_cast<int>(wq::smem_bytes(pb, c))));
     int64_t resident = 0;
     if (c.stream_k) {
       const wq::Geometry geo = wq::geometry(problem, c, bucket, bucket, 1);
@@ -1303,7 +1318,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       sums = &ctx.load(wq::x_sums_spec(problem));  // compiled above
       sums_bytes = std::max(sums_bytes, wq::x_sums_bytes(problem, c, bucket));
     }
-    impl_->buckets.push_back({bucket, c, &k, resident, image, sums, bk.chain});
+    impl_->buckets.push_back({bucket, c, &k, resident, image, sums, bk.chain, bk.after_permutation});
     // Stream K and wgmma K splits need only the counters there (their sums go through the scratch
     // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
@@ -1406,6 +1421,10 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // buckets are wgmma ones, which do not chain.)
   jit::LaunchOptions pre_options;
   pre_options.overlap_previous = b->chain;
+  // Unchained, the permutation starts after whatever came before (an ordinary launch) and the kernels
+  // after it in this call are its dependents where they wait for it (the sums kernel in every block;
+  // the GEMM where wq::overlaps_permutation compiled the chained kernel).
+  const bool after_permutation = p.act_order && im.overlap_image;
   if (p.act_order) {
     void* xp = base;
     const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi};
@@ -1442,7 +1461,9 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128));
     shape.grid_y = static_cast<unsigned>(ceil_div(rows, 8));
     shape.block = 256;  // a warp per row and chunk
-    jit::launch(b->sums->function, shape, stream, const_cast<void**>(sargs), pre_options);
+    jit::LaunchOptions sums_options = pre_options;
+    sums_options.overlap_previous = b->chain || after_permutation;
+    jit::launch(b->sums->function, shape, stream, const_cast<void**>(sargs), sums_options);
   }
   char* split_ws = base ? base + im.permuted_x_bytes + im.stream_k_bytes : nullptr;
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
@@ -1458,7 +1479,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
   // is touched by the image kernel, and everything before that kernel in the stream has completed.
   // Likewise the mma.sync kernel reads the sums of x_sums only after it.
-  options.overlap_previous = needs_own_buffer(b->config) && im.overlap_image;
+  options.overlap_previous = (needs_own_buffer(b->config) || b->after_permutation) && im.overlap_image;
   // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
   if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   wq::Geometry shape = geo;

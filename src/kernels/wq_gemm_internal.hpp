@@ -53,6 +53,10 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& co
 // Whether a bucket with this config runs chained when its plan asks for it (sm_90, the mma.sync kernel,
 // with or without its x_sums or act-order pre-kernel); others launch as usual.
 bool chain_eligible(const WqGemmConfig& config, const Arch& arch);
+// Whether an act-order bucket runs the chained kernel in every call, chained or not: launched as the
+// permutation's dependent, it issues its first weights while the permutation runs and waits for it
+// before it reads the permuted activations (wherever chain_eligible; LOWBIT_NO_PDL=1 launches it after).
+bool overlaps_permutation(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch);
 // The stages a chained bucket runs (a plan's own choice; forced configs keep theirs): fewer where the
 // prologue would hold every chunk of a warp (stages − 1 ≥ its chunks), so one is left to refill. The
 // one such standard case, W2 4096² at 16 rows (4 chunks per warp, 5 stages), ran 7-8 % slower chained

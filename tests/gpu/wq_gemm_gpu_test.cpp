@@ -189,6 +189,7 @@ void refill_layer(DeviceLayer& L) {
   L.qweight.upload(fresh->packed.qweight.data(), fresh->packed.qweight.size() * 4);
   L.scales.upload(fresh->packed.scales.data(), fresh->packed.scales.size() * 2);
   L.zeros.upload(fresh->packed.zeros.data(), fresh->packed.zeros.size());
+  if (L.perm.bytes()) L.perm.upload(fresh->packed.perm.data(), fresh->packed.perm.size() * 4);  // act-order
   L.ref = fresh->ref;
 }
 // Sets an environment variable for its lifetime.
@@ -671,5 +672,42 @@ TEST_CASE(
     WqGemmPlan plan(rt, a->problem, {16}, o);
     CHECK_FALSE(runs_chained(plan));
     run_and_check(*a, plan, 16, false);
+  }
+}
+
+TEST_CASE(
+    "wq_gemm act-order: the GEMM overlapping the permutation gives the results of one launched after it",
+    "[gpu]") {
+  // On sm_90 an act-order call's kernels after the permutation (the GEMM, and the sums pre-kernel of an
+  // x_sums config) start while it runs and wait for it before they read the permuted activations;
+  // LOWBIT_NO_PDL=1 launches them after it. No K split, so both are bit for bit the same computation.
+  // Each call has new weights, permutation and activations: a kernel that read early would see the
+  // previous call's permuted activations.
+  Runtime& rt = gpu_runtime();
+  WqGemmProblem p = problem(1032, 2048, 128, 16);
+  p.act_order = true;
+  auto L = make_layer(p, false);
+  WqGemmPlanOptions staged, sums;
+  staged.config = config(1, 2, 1, 8, 1, 2, true);
+  sums.config = config(1, 4, 1, 4, 1, 3, true);
+  sums.config->x_sums = true;
+  for (const WqGemmPlanOptions* o : {&staged, &sums}) {
+    INFO(o->config->str());
+    WqGemmPlan overlapped(rt, p, {1, 16}, *o);
+    CHECK(runs_chained(overlapped) == (rt.arch().sm() >= 90));  // the kernel that waits for its predecessor
+    const std::unique_ptr<WqGemmPlan> after = [&] {
+      ScopedEnv serial("LOWBIT_NO_PDL", "1");
+      return std::make_unique<WqGemmPlan>(rt, p, std::vector<int64_t>{1, 16}, *o);
+    }();
+    for (int64_t m : {1, 16})
+      for (int call = 0; call < 3; ++call) {
+        refill_layer(*L);
+        CAPTURE(m, call);
+        run_and_check(*L, overlapped, m, false);
+        const std::vector<double> y_overlapped = download_y(*L, m);
+        run_and_check(*L, *after, m, false);
+        REQUIRE(download_y(*L, m) == y_overlapped);
+      }
+    check_graph_replay(*L, overlapped, 16);
   }
 }

@@ -243,15 +243,26 @@ TEST_CASE("compile_wq_gemm_layers: one batch for several layers, records in laye
   lowbit::test::TempDir dir;
   lowbit::Runtime rt(offline("sm_90a", dir.path));
   lowbit::WqGemmProblem plain = problem_4096(), permuted = problem_4096();
-  permuted.act_order = true;  // the same GEMM kernel on permuted activations, plus the permutation
-  const auto recs = lowbit::compile_wq_gemm_layers(rt, {plain, permuted}, {1});
-  REQUIRE(recs.size() == 3);
+  permuted.act_order = true;  // the GEMM kernel on permuted activations, plus the permutation
+  const auto recs = lowbit::compile_wq_gemm_layers(rt, {plain, permuted, plain}, {1});
+  REQUIRE(recs.size() == 4);
   CHECK(recs[0].m_bucket == 1);
   CHECK(source_name(recs[0].source) == "compiled");
-  CHECK(recs[1].digest == recs[0].digest);
-  CHECK(source_name(recs[1].source) == "memory-cache");
+  // On sm_90 the act-order layer runs the chained kernel (the permutation's dependent; compiled once
+  // and its own cache entry); the third layer is the first one again.
+  CHECK(recs[1].name == recs[0].name + "ch");
+  CHECK(recs[1].digest != recs[0].digest);
+  CHECK(recs[1].m_bucket == 1);
   CHECK(lowbit::test::contains(recs[2].name, "permute"));
   CHECK(recs[2].config.empty());
+  CHECK(recs[3].digest == recs[0].digest);
+  CHECK(source_name(recs[3].source) == "memory-cache");
+  // Elsewhere (no griddepcontrol): the plain kernel on permuted activations, the same cache entry.
+  lowbit::Runtime rt80(offline("sm_80", dir.path));
+  const auto on80 = lowbit::compile_wq_gemm_layers(rt80, {plain, permuted}, {1});
+  REQUIRE(on80.size() == 3);
+  CHECK(on80[1].digest == on80[0].digest);
+  CHECK(source_name(on80[1].source) == "memory-cache");
 }
 
 TEST_CASE("chained kernels: their own name and cache entry, only where the launch order allows", "[nvrtc]") {
@@ -282,6 +293,13 @@ TEST_CASE("chained kernels: their own name and cache entry, only where the launc
   CHECK_FALSE(lowbit::wq::chain_eligible(sums, arch80));
   CHECK_FALSE(lowbit::wq::chain_eligible(wg, arch90));
   // (The rule takes no problem: act-order layers chain as any; the GPU chained test checks their kernels.)
+  // Unchained, act-order layers run the chained kernel wherever it may chain.
+  lowbit::WqGemmProblem permuted = p;
+  permuted.act_order = true;
+  CHECK(lowbit::wq::overlaps_permutation(permuted, c, arch90));
+  CHECK_FALSE(lowbit::wq::overlaps_permutation(p, c, arch90));
+  CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, c, arch80));
+  CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, wg, arch90));
 }
 
 TEST_CASE("lowbit compile --chain builds the chained kernels after the plain ones, on sm_90 only",
@@ -303,6 +321,12 @@ TEST_CASE("lowbit compile --chain builds the chained kernels after the plain one
   lowbit::Runtime rt80(offline("sm_80", dir.path));
   const auto on80 = lowbit::compile_wq_gemm_layers(rt80, {problem_4096()}, {1}, std::nullopt, true);
   CHECK(count_chained(on80) == 0);
+  // An act-order layer's chained kernel is in the first pass already: listed once.
+  lowbit::WqGemmProblem permuted = problem_4096();
+  permuted.act_order = true;
+  const auto ordered = lowbit::compile_wq_gemm_layers(rt90, {permuted}, {1}, std::nullopt, true);
+  CHECK(ordered.size() == 2);  // the GEMM (chained) and the permutation
+  CHECK(count_chained(ordered) == 1);
 }
 
 TEST_CASE("chained plans keep one chunk per warp out of the prologue", "[nvrtc]") {
