@@ -43,8 +43,9 @@ struct WqGemmProblem {
   DequantMode mode = DequantMode::SubZeroThenScale;
   DType act = DType::F16;  // activations, scales, float zeros and bias
   DType out = DType::F16;  // output: F16, BF16 (same as act) or F32
-  // The weights were packed from an act-order checkpoint (PackedWeights::perm not empty): the kernel
-  // reads activations through args.w.perm.
+  // The weights were packed from an act-order checkpoint (PackedWeights::perm not empty): each call
+  // first permutes the activations through args.w.perm into the workspace (a small kernel; on sm_90 the
+  // GEMM starts beside it and waits for it before it reads them).
   bool act_order = false;
   // Split-K sums in a fixed order through the workspace instead of atomics, and every M bucket uses
   // the same K decomposition: results are bitwise equal across runs and across M buckets.

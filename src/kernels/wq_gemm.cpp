@@ -1479,16 +1479,19 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
   // is touched by the image kernel, and everything before that kernel in the stream has completed.
   // Likewise the mma.sync kernel reads the sums of x_sums only after it.
-  options.overlap_previous = (needs_own_buffer(b->config) || b->after_permutation) && im.overlap_image;
+  // Chained, or an act-order GEMM overlapping its permutation: the mma.sync kernel starts early.
+  const bool early = b->chain || (b->after_permutation && im.overlap_image);
+  options.overlap_previous = (needs_own_buffer(b->config) && im.overlap_image) || early;
   // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
   if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   wq::Geometry shape = geo;
-  if (b->chain) {
-    // The next call may start early, and this one while the previous call runs: each block takes the
-    // shared memory of 1 / ceil(blocks / SMs) of an SM (less 1 KiB the SM reserves per block and its
-    // static shared memory), so the grid spreads as evenly as it would on an idle device
-    // (templates/wq_gemm.cuh, kChain). At most the opt-in maximum set at plan build.
-    options.overlap_previous = true;
+  if (early) {
+    // The next call may start early (chained), and this one while the previous kernel runs: each block
+    // takes the shared memory of 1 / ceil(blocks / SMs) of an SM (less 1 KiB the SM reserves per block
+    // and its static shared memory), so the grid spreads as evenly as it would on an idle device
+    // (templates/wq_gemm.cuh, kChain). At most the opt-in maximum set at plan build. Without that, an
+    // act-order GEMM started beside its permutation ran 16384² at one row 26 % slower (H200; the other
+    // standard layers 4-12 % faster; docs/perf-notes.md, thirty-sixth session).
     const DeviceInfo& dev = im.ctx->device();
     const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z, sms = static_cast<unsigned>(dev.sm_count);
     const unsigned share = static_cast<unsigned>(dev.smem_per_sm) / ((blocks + sms - 1) / sms);
