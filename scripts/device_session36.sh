@@ -2,7 +2,7 @@
 # Session 36, call 1: the GPU suite on the act-order overlap (the GEMM as the permutation's dependent),
 # then an A/B of it: "base" = the tree with $AB_PATCH reversed (the GEMM launched after the
 # permutation, the plain kernel), "new" = the tree; W4 f16 act-order at M 1, 16, 64 on the standard
-# layers, two alternating rounds; then W4 bf16 and W2 act-order at M 1, 16 once per side.
+# layers, two alternating rounds; then W4 bf16, W2, and W4 f16/bf16 chained, act-order at M 1, 16 once per side.
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 PATCH=$(ab_patch_path) || exit 1
 echo "== gpu" | tee -a "$S"
@@ -21,7 +21,7 @@ for round in 1 2; do
   done
 done
 for side in base new; do
-  for fmt in "--act bf16" "--bits 2"; do
+  for fmt in "--act bf16" "--bits 2" "--chain" "--act bf16 --chain"; do
     echo "== $side: $fmt --act-order" | tee -a "$S"
     # shellcheck disable=SC2086
     LOWBIT_CACHE_DIR=/tmp/lowbit-ab-cache-$side "${CLI[$side]}" bench wq_gemm --cases standard --m 1,16 $fmt --act-order 2>&1 |

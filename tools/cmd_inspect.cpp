@@ -25,11 +25,16 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   const WqGemmConfig& config = choice.config;
   std::string why;
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
-  const jit::KernelSpec spec = wq::kernel_spec(p, config, m_bucket(p.m));
+  // The kernel a plan would run: the chained one for --chain (with a plan's stages, unless forced) and
+  // for act-order layers on sm_90.
+  WqGemmConfig run_config = config;
+  const bool chained = wq::uses_chained_kernel(p, config, rt.arch(), w.chain);
+  if (chained && w.config.empty()) run_config.stages = wq::chained_stages(p, config);
+  const jit::KernelSpec spec = wq::kernel_spec(p, run_config, m_bucket(p.m), chained);
   if (!source && !ptx && !resources && !explain) resources = true;
   nlohmann::json j = {{"name", spec.name},
                       {"arch", rt.arch().str()},
-                      {"config", config.str()},
+                      {"config", run_config.str()},
                       {"problem", p.str()},
                       {"config_source", choice.source},
                       {"tuning_key", wq::tuning_key(p, m_bucket(p.m)).str()}};

@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   bool want_explain = false;
   inspect->add_flag("--explain", want_explain,
                     "which step chose the config (tuning entry or heuristic) and why");
+  inspect->add_flag("--chain", wq.chain,
+                    "the chained kernel (WqGemmPlanOptions::overlap_previous, sm_90; act-order layers run it "
+                    "in every call there)");
 
   auto* bench = app.add_subcommand("bench", "time kernels by the protocol of shared/BENCHMARKS.md");
   bench->add_option("family", family, "kernel family: wq_gemm")

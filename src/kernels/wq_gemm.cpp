@@ -282,6 +282,10 @@ bool overlaps_permutation(const WqGemmProblem& p, const WqGemmConfig& c, const A
   return p.act_order && chain_eligible(c, arch);
 }
 
+bool uses_chained_kernel(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, bool chained_plan) {
+  return (chained_plan && chain_eligible(c, arch)) || overlaps_permutation(p, c, arch);
+}
+
 int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
   const int64_t chunks = ceil_div(ceil_div(p.k, 128), c.split_k);
   const int per_warp = static_cast<int>(ceil_div(chunks, c.warps_k));
@@ -1182,14 +1186,14 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       bk.config =
           config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, &bk.config_source);
       bk.chain = chain && wq::chain_eligible(bk.config, ctx.arch());
-      if (bk.chain && !forced) {
+      bk.after_permutation = wq::overlaps_permutation(problems[l], bk.config, ctx.arch());
+      if ((bk.chain || bk.after_permutation) && !forced) {
         const int stages = wq::chained_stages(problems[l], bk.config);
         if (stages != bk.config.stages) {
           bk.config_source += fmt::format(" (chained: stages {} -> {})", bk.config.stages, stages);
           bk.config.stages = stages;
         }
       }
-      bk.after_permutation = wq::overlaps_permutation(problems[l], bk.config, ctx.arch());
       bk.spec = wq::kernel_spec(problems[l], bk.config, bucket, bk.chain || bk.after_permutation);
       specs.push_back(bk.spec);
       if (bk.config.x_image) add_extra(wq::x_image_spec(problems[l], bk.config));
@@ -1197,8 +1201,7 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       if (needs_own_buffer(bk.config) && own == OwnBuffers::kBoth) {
         WqGemmConfig plain = bk.config;
         plain.x_image = plain.x_sums = false;
-        const bool plain_chain = (chain && wq::chain_eligible(plain, ctx.arch())) ||
-                                 wq::overlaps_permutation(problems[l], plain, ctx.arch());
+        const bool plain_chain = wq::uses_chained_kernel(problems[l], plain, ctx.arch(), chain);
         add_extra(wq::kernel_spec(problems[l], plain, bucket, plain_chain), bucket, plain);
       }
       out[l].buckets.push_back(std::move(bk));
@@ -1494,15 +1497,19 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     // standard layers 4-12 % faster; docs/perf-notes.md, thirty-sixth session).
     const DeviceInfo& dev = im.ctx->device();
     const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z, sms = static_cast<unsigned>(dev.sm_count);
-    const unsigned share = static_cast<unsigned>(dev.smem_per_sm) / ((blocks + sms - 1) / sms);
+    const unsigned per_sm = (blocks + sms - 1) / sms, smem_sm = static_cast<unsigned>(dev.smem_per_sm);
     const unsigned reserved = 1024 + 256 + static_cast<unsigned>(b->kernel->static_smem);
-    unsigned most = static_cast<unsigned>(dev.smem_optin_per_block - b->kernel->static_smem);
-    // Act-order: at most 96 KiB, so the SM keeps L1 for the permutation's 2-byte gathers (H200, W4 f16
-    // at 16 rows with the whole SM: 11-45 % slower than not chained on five of six layers; with 96 KiB
-    // 2-8 % faster on four, 16384² +1 %, 6144×4096 +10 %; one row unchanged, 5-23 % faster;
-    // docs/perf-notes.md, thirty-fifth session).
-    if (p.act_order) most = std::min(most, 96u * 1024);
-    if (share > reserved) shape.smem = std::max(geo.smem, std::min(share - reserved, most));
+    const unsigned most = static_cast<unsigned>(dev.smem_optin_per_block - b->kernel->static_smem);
+    if (smem_sm / per_sm > reserved) {
+      unsigned want = smem_sm / per_sm - reserved;  // the SM's share
+      // Act-order: at most 96 KiB, so the SM keeps L1 for the permutation's 2-byte gathers (H200, W4
+      // f16 at 16 rows with the whole SM: 11-45 % slower than not chained on five of six layers; with
+      // 96 KiB 2-8 % faster on four, 16384² +1 %, 6144×4096 +10 %; one row unchanged, 5-23 % faster;
+      // docs/perf-notes.md, thirty-fifth session); but enough that per_sm + 1 blocks do not fit, or
+      // the spread is lost (bf16 16384² at one row, 128 blocks of 105 KiB: 37 → 59 µs; thirty-sixth).
+      if (p.act_order) want = std::min(want, std::max(96u * 1024, smem_sm / (per_sm + 1) - reserved + 1));
+      shape.smem = std::max(geo.smem, std::min(want, most));
+    }
   }
   jit::launch(b->kernel->function, shape, stream, const_cast<void**>(args), options);
 }

@@ -57,6 +57,10 @@ bool chain_eligible(const WqGemmConfig& config, const Arch& arch);
 // permutation's dependent, it issues its first weights while the permutation runs and waits for it
 // before it reads the permuted activations (wherever chain_eligible; LOWBIT_NO_PDL=1 launches it after).
 bool overlaps_permutation(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch);
+// Whether a bucket runs the chained kernel: in a chained plan where chain_eligible, and wherever
+// overlaps_permutation. That kernel runs a plan's own choice with chained_stages.
+bool uses_chained_kernel(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch,
+                         bool chained_plan);
 // The stages a chained bucket runs (a plan's own choice; forced configs keep theirs): fewer where the
 // prologue would hold every chunk of a warp (stages − 1 ≥ its chunks), so one is left to refill. The
 // one such standard case, W2 4096² at 16 rows (4 chunks per warp, 5 stages), ran 7-8 % slower chained

@@ -215,7 +215,7 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
       row.heuristic_us = row.us;
       WqGemmConfig heuristic = choose_config(row.problem, rt.arch(), rt.sm_count());
       // A chained plan may run its choice with fewer stages (wq::chained_stages): compare like with like.
-      if (opt.chain && wq::chain_eligible(heuristic, rt.arch()))
+      if (wq::uses_chained_kernel(row.problem, heuristic, rt.arch(), opt.chain))
         heuristic.stages = wq::chained_stages(row.problem, heuristic);
       if (!opt.config && opt.compare_heuristic &&
           !(heuristic == plan.config_for(m))) {  // 5. tuned vs heuristic

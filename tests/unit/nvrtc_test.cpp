@@ -300,6 +300,10 @@ TEST_CASE("chained kernels: their own name and cache entry, only where the launc
   CHECK_FALSE(lowbit::wq::overlaps_permutation(p, c, arch90));
   CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, c, arch80));
   CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, wg, arch90));
+  CHECK(lowbit::wq::uses_chained_kernel(permuted, c, arch90, false));
+  CHECK(lowbit::wq::uses_chained_kernel(p, c, arch90, true));
+  CHECK_FALSE(lowbit::wq::uses_chained_kernel(p, c, arch90, false));
+  CHECK_FALSE(lowbit::wq::uses_chained_kernel(permuted, c, arch80, true));
 }
 
 TEST_CASE("lowbit compile --chain builds the chained kernels after the plain ones, on sm_90 only",
