@@ -1498,7 +1498,10 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const DeviceInfo& dev = im.ctx->device();
     const unsigned blocks = geo.grid_x * geo.grid_y * geo.grid_z, sms = static_cast<unsigned>(dev.sm_count);
     const unsigned per_sm = (blocks + sms - 1) / sms, smem_sm = static_cast<unsigned>(dev.smem_per_sm);
-    const unsigned reserved = 1024 + 256 + static_cast<unsigned>(b->kernel->static_smem);
+    // Beyond its dynamic shared memory a block holds its static memory and the 1 KiB the SM reserves
+    // per block; the share leaves 256 B more.
+    const unsigned per_block = 1024 + static_cast<unsigned>(b->kernel->static_smem),
+                   reserved = per_block + 256;
     const unsigned most = static_cast<unsigned>(dev.smem_optin_per_block - b->kernel->static_smem);
     if (smem_sm / per_sm > reserved) {
       unsigned want = smem_sm / per_sm - reserved;  // the SM's share
@@ -1507,7 +1510,9 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
       // 96 KiB 2-8 % faster on four, 16384² +1 %, 6144×4096 +10 %; one row unchanged, 5-23 % faster;
       // docs/perf-notes.md, thirty-fifth session); but enough that per_sm + 1 blocks do not fit, or
       // the spread is lost (bf16 16384² at one row, 128 blocks of 105 KiB: 37 → 59 µs; thirty-sixth).
-      if (p.act_order) want = std::min(want, std::max(96u * 1024, smem_sm / (per_sm + 1) - reserved + 1));
+      const unsigned one_more = smem_sm / (per_sm + 1);  // each block's room were one more to fit
+      if (p.act_order)
+        want = std::min(want, std::max(96u * 1024, one_more > per_block ? one_more - per_block + 256 : 0));
       shape.smem = std::max(geo.smem, std::min(want, most));
     }
   }
