@@ -7,8 +7,7 @@
 // | scales   | f16/bf16     | [K_pad/G][N_pad]               | row-major; one row for per-channel          |
 // | zeros    | u8 / f16/bf16| [K_pad/G][N_pad]               | integer (mode 0) or float (2, 3) zeros      |
 // | x        | f16/bf16     | [M][K]                         | row-major, 16 B aligned; act-order layers:  |
-// |          |              |                                | permuted first by wq_permute_x_kernel (or   |
-// |          |              |                                | gathered by wq_x_image_kernel)              |
+// |          |              |                                | permuted first by wq_permute_x_kernel       |
 // | bias     | f16/bf16     | [N]                            | or null                                     |
 // | y        | f16/bf16/f32 | [M][N]                         | row-major                                   |
 // | ws       | f32          | [M][N] or [kSplitK][M][N]      | split-K sums: atomic, zero on entry & exit; |

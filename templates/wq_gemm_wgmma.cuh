@@ -68,46 +68,20 @@ __device__ __forceinline__ u32 word_of(const uint4& v, int w) {  // w unrolled: 
 // at 64/128 rows without them; twenty-first session) for one more small launch that reads and writes
 // M·K·2 bytes. Thread (n, p) of block (chunk c, row block, z) moves row n's vectors (t, p) of chunk c,
 // n counted from z · the block's rows (the host gives 128-row blocks' rows to 8 blocks of 16).
-// kPermuted (act-order layers): value k of a row is x[row][perm[k]], gathered here, so these layers
-// need no permutation kernel before this one (a launch and its latency chain less per call).
-template <int kK, int kTok, bool kPermuted = false>
+template <int kK, int kTok>
 __global__ void __launch_bounds__(kTok * 4)
-    wq_x_image_kernel(const u16* __restrict__ x, u8* __restrict__ image, int M,
-                      const int* __restrict__ perm) {
+    wq_x_image_kernel(const u16* __restrict__ x, u8* __restrict__ image, int M) {
   allow_dependent_launch();  // the GEMM's blocks may start their weight copies meanwhile
   constexpr int kChunks = (kK + 127) / 128;
   // A block takes blockDim.x / 4 of the kTok rows (the host may split them over gridDim.z blocks).
   const int n = blockIdx.z * (blockDim.x / 4) + threadIdx.x / 4, p = threadIdx.x % 4, c = blockIdx.x;
   const int row = blockIdx.y * kTok + n;
-  const u16* x_row = x + static_cast<i64>(row) * kK;
   uint4 v[4];
-  if constexpr (kPermuted) {
-    // K is a multiple of 8: a vector of 8 indices lies wholly inside K or wholly past it.
-    int4 idx[4][2];
 #pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const int k = c * 128 + 32 * t + 8 * p;
-      const bool in = kK % 128 == 0 || k < kK;
-      idx[t][0] = in ? __ldg(reinterpret_cast<const int4*>(perm + k)) : make_int4(0, 0, 0, 0);
-      idx[t][1] = in ? __ldg(reinterpret_cast<const int4*>(perm + k + 4)) : make_int4(0, 0, 0, 0);
-    }
-    auto pair = [&](int a, int b) {
-      return static_cast<u32>(ld_cached_u16(x_row + a)) | static_cast<u32>(ld_cached_u16(x_row + b)) << 16;
-    };
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const int k = c * 128 + 32 * t + 8 * p;
-      const int4 i0 = idx[t][0], i1 = idx[t][1];
-      v[t] = row < M && (kK % 128 == 0 || k < kK)
-                 ? make_uint4(pair(i0.x, i0.y), pair(i0.z, i0.w), pair(i1.x, i1.y), pair(i1.z, i1.w))
-                 : make_uint4(0, 0, 0, 0);
-    }
-  } else {
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const int k = c * 128 + 32 * t + 8 * p;
-      v[t] = row < M && (kK % 128 == 0 || k < kK) ? ld_cached_v4(x_row + k) : make_uint4(0, 0, 0, 0);
-    }
+  for (int t = 0; t < 4; ++t) {
+    const int k = c * 128 + 32 * t + 8 * p;
+    v[t] = row < M && (kK % 128 == 0 || k < kK) ? ld_cached_v4(x + static_cast<i64>(row) * kK + k)
+                                                : make_uint4(0, 0, 0, 0);
   }
   u8* stage = image + (static_cast<i64>(blockIdx.y) * kChunks + c) * (kTok * 256);
 #pragma unroll

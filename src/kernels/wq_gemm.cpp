@@ -352,14 +352,12 @@ jit::KernelSpec permute_spec(const WqGemmProblem& p) {
 jit::KernelSpec x_image_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  // Act-order layers gather their activations through the permutation here (no permutation kernel).
-  s.name = fmt::format("wq_x_image_k{}_r{}{}", p.k, 16 * c.m_tiles, p.act_order ? "_perm" : "");
-  s.name_expression = fmt::format("lowbit::kern::wq_x_image_kernel<{}, {}, {}>", p.k, 16 * c.m_tiles,
-                                  p.act_order ? "true" : "false");
+  s.name = fmt::format("wq_x_image_k{}_r{}", p.k, 16 * c.m_tiles);
+  s.name_expression = fmt::format("lowbit::kern::wq_x_image_kernel<{}, {}>", p.k, 16 * c.m_tiles);
   s.source = fmt::format(
       "// {}\n#include \"wq_gemm_wgmma.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
       s.name_expression);
-  s.specialization = {{"k", p.k}, {"rows", 16 * c.m_tiles}, {"act_order", p.act_order}};
+  s.specialization = {{"k", p.k}, {"rows", 16 * c.m_tiles}};
   s.config = nlohmann::json::object();
   return s;
 }
@@ -1430,8 +1428,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // after it in this call are its dependents where they wait for it (the sums kernel in every block;
   // the GEMM where wq::overlaps_permutation compiled the chained kernel).
   const bool after_permutation = p.act_order && im.overlap_image;
-  // An x_image bucket's image kernel gathers through the permutation itself (no permutation kernel).
-  if (p.act_order && !b->config.x_image) {
+  if (p.act_order) {
     void* xp = base;
     const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi};
     jit::LaunchShape shape;
@@ -1443,8 +1440,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   }
   if (b->config.x_image) {
     void* image = im.x_image.get();
-    const int32_t* perm = p.act_order ? a.w.perm : nullptr;  // x is the caller's activations then
-    const void* iargs[] = {&x, &image, &mi, &perm};
+    const void* iargs[] = {&x, &image, &mi};
     const int rows = 16 * b->config.m_tiles;
     jit::LaunchShape shape;
     shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128));

@@ -582,13 +582,7 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK(spec_of(p, img, 64).name_expression != spec_of(p, c, 64).name_expression);
   CHECK(lowbit::test::contains(img.str(), "x_image"));
   CHECK(lowbit::test::contains(lowbit::wq::x_image_spec(p, img).name_expression,
-                               "wq_x_image_kernel<4096, 64, false>"));
-  // Act-order layers gather through the permutation in their own image kernel.
-  WqGemmProblem permuted = p;
-  permuted.act_order = true;
-  CHECK(lowbit::test::contains(lowbit::wq::x_image_spec(permuted, img).name_expression,
-                               "wq_x_image_kernel<4096, 64, true>"));
-  CHECK(lowbit::wq::x_image_spec(permuted, img).name != lowbit::wq::x_image_spec(p, img).name);
+                               "wq_x_image_kernel<4096, 64>"));
   CHECK(lowbit::wq::x_image_bytes(p, img, 65) == 128 * 4096 * 2);
   CHECK(lowbit::wq::x_image_bytes(p, c, 65) == 0);
 
