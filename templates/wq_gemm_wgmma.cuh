@@ -72,6 +72,9 @@ template <int kK, int kTok>
 __global__ void __launch_bounds__(kTok * 4)
     wq_x_image_kernel(const u16* __restrict__ x, u8* __restrict__ image, int M) {
   allow_dependent_launch();  // the GEMM's blocks may start their weight copies meanwhile
+  // Act-order layers launch this kernel as the permutation's dependent: x is its output. A no-op in an
+  // ordinary launch.
+  wait_for_previous_grid();
   constexpr int kChunks = (kK + 127) / 128;
   // A block takes blockDim.x / 4 of the kTok rows (the host may split them over gridDim.z blocks).
   const int n = blockIdx.z * (blockDim.x / 4) + threadIdx.x / 4, p = threadIdx.x % 4, c = blockIdx.x;

@@ -1425,8 +1425,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   jit::LaunchOptions pre_options;
   pre_options.overlap_previous = b->chain;
   // Unchained, the permutation starts after whatever came before (an ordinary launch) and the kernels
-  // after it in this call are its dependents where they wait for it (the sums kernel in every block;
-  // the GEMM where wq::overlaps_permutation compiled the chained kernel).
+  // after it in this call are its dependents where they wait for it (the sums and image kernels in every
+  // block; the GEMM where wq::overlaps_permutation compiled the chained kernel).
   const bool after_permutation = p.act_order && im.overlap_image;
   if (p.act_order) {
     void* xp = base;
@@ -1452,7 +1452,9 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const int block_rows = rows == 128 ? 16 : rows;
     shape.grid_z = static_cast<unsigned>(rows / block_rows);
     shape.block = static_cast<unsigned>(4 * block_rows);
-    jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs));
+    jit::LaunchOptions image_options;  // act-order: the permutation's dependent (it waits for it)
+    image_options.overlap_previous = after_permutation;
+    jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs), image_options);
     x = image;
   }
   float* xsums = nullptr;
@@ -1480,7 +1482,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // instead of hanging.
   options.cooperative = b->config.stream_k;
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
-  // is touched by the image kernel, and everything before that kernel in the stream has completed.
+  // is touched by the image kernel, and everything before that kernel in the stream has completed (but
+  // an act-order call's permutation, which touches only x, perm and its own workspace bytes).
   // Likewise the mma.sync kernel reads the sums of x_sums only after it.
   // Chained, or an act-order GEMM overlapping its permutation: the mma.sync kernel starts early.
   const bool early = b->chain || (b->after_permutation && im.overlap_image);

@@ -710,4 +710,16 @@ TEST_CASE(
       }
     check_graph_replay(*L, overlapped, 16);
   }
+  // An x_image bucket (wgmma): the image kernel reads the permuted activations. K = 2080 (groups of 32)
+  // ends inside a chunk. Replays with new weights, permutation and activations each time.
+  if (has_wgmma()) {
+    WqGemmProblem odd = problem(1032, 2080, 32, 16);
+    odd.act_order = true;
+    auto O = make_layer(odd, false);
+    WqGemmPlanOptions o;
+    o.config = with_image(wgmma_config(4, 2, 8, 1, 3));
+    WqGemmPlan plan(rt, odd, {1, 16}, o);
+    for (int64_t m : {1, 5, 16}) run_and_check(*O, plan, m, false);
+    check_graph_replay(*O, plan, 16);
+  }
 }
