@@ -209,7 +209,9 @@ struct WqGemmPlanOptions {
   // (docs/perf-notes.md, thirty-fourth session). The plan's own choice may run fewer stages chained
   // (wq::chained_stages); forced configs run as given. x_sums buckets and act-order layers chain
   // through their pre-kernel, which waits for the previous call before it reads x or writes its
-  // buffer (act-order blocks take at most 96 KiB of shared memory: L1 for the permutation's gathers).
+  // buffer (act-order blocks take at most 96 KiB of shared memory, L1 for the permutation's gathers,
+  // or just enough to keep one more block off an SM). Unchained act-order calls overlap their own
+  // permutation the same way (WqGemmProblem::act_order).
   // Buckets on the wgmma kernel (x_image ones too) and archs before sm_90 launch as without it
   // (chained, the wgmma kernel ran slower). Not part of the shared/BENCHMARKS.md
   // protocol: `lowbit bench --chain` measures it (the stream ceiling chained too).
