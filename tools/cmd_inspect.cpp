@@ -29,15 +29,15 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   // for act-order layers on sm_90.
   WqGemmConfig run_config = config;
   const bool chained = wq::uses_chained_kernel(p, config, rt.arch(), w.chain);
+  std::string chosen_by = choice.source;
   if (chained && w.config.empty()) run_config.stages = wq::chained_stages(p, config);
+  if (run_config.stages != config.stages)
+    chosen_by += fmt::format(" (chained: stages {} -> {})", config.stages, run_config.stages);
   const jit::KernelSpec spec = wq::kernel_spec(p, run_config, m_bucket(p.m), chained);
   if (!source && !ptx && !resources && !explain) resources = true;
-  nlohmann::json j = {{"name", spec.name},
-                      {"arch", rt.arch().str()},
-                      {"config", run_config.str()},
-                      {"problem", p.str()},
-                      {"config_source", choice.source},
-                      {"tuning_key", wq::tuning_key(p, m_bucket(p.m)).str()}};
+  nlohmann::json j = {{"name", spec.name},          {"arch", rt.arch().str()},
+                      {"config", run_config.str()}, {"problem", p.str()},
+                      {"config_source", chosen_by}, {"tuning_key", wq::tuning_key(p, m_bucket(p.m)).str()}};
   if (explain) {
     // What the choice costs a plan build: the whole chain (tuning lookup, validation, heuristic).
     const int reps = 2000;
@@ -54,7 +54,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
           "%s\n  M bucket %lld, tuning key %s\n  %s\n  chosen by: %s\n  choosing took %.2f us (median of 5 x "
           "%d)\n",
           p.str().c_str(), static_cast<long long>(m_bucket(p.m)), j["tuning_key"].get<std::string>().c_str(),
-          config.str().c_str(), choice.source.c_str(), us[2], reps);
+          run_config.str().c_str(), chosen_by.c_str(), us[2], reps);
   }
   if (source) {
     std::string templ;
@@ -83,7 +83,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
                           {"stack_bytes", grab(R"((\d+) bytes stack frame)")},
                           {"spill_store_bytes", grab(R"((\d+) bytes spill stores)")},
                           {"spill_load_bytes", grab(R"((\d+) bytes spill loads)")},
-                          {"dynamic_shared_bytes", wq::smem_bytes(p, config)},
+                          {"dynamic_shared_bytes", wq::smem_bytes(p, run_config)},
                           {"compile_ms", r.compile_ms},
                           {"ptxas_log", r.log}};
     if (!rt.offline()) {
@@ -98,8 +98,8 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
           "%s (%s)\n  %s\n  registers %ld, static shared %ld B, dynamic shared %zu B, stack %ld B, spill "
           "stores %ld B, "
           "spill loads %ld B\n",
-          spec.name.c_str(), rt.arch().str().c_str(), config.str().c_str(), res["registers"].get<long>(),
-          std::max(0L, res["shared_bytes"].get<long>()), wq::smem_bytes(p, config),
+          spec.name.c_str(), rt.arch().str().c_str(), run_config.str().c_str(), res["registers"].get<long>(),
+          std::max(0L, res["shared_bytes"].get<long>()), wq::smem_bytes(p, run_config),
           res["stack_bytes"].get<long>(), res["spill_store_bytes"].get<long>(),
           res["spill_load_bytes"].get<long>());
   }

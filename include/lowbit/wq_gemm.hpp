@@ -255,6 +255,7 @@ std::vector<KernelRecord> compile_wq_gemm(Runtime& rt, const WqGemmProblem& prob
 // come layer by layer, in the order of `problems`.
 // chained: also the chained kernels (WqGemmPlanOptions::overlap_previous), after the plain ones; they
 // are their own cache entries, which a chained plan would otherwise compile when it is built.
+// (Act-order layers on sm_90 run a chained kernel in every call: it is built without `chained`.)
 std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<WqGemmProblem>& problems,
                                                  const std::vector<int64_t>& m_values,
                                                  const std::optional<WqGemmConfig>& config = std::nullopt,

@@ -17,7 +17,8 @@ struct LaunchOptions {
   // Programmatic dependent launch (sm_90): the kernel may start while the previous kernel in the
   // stream is still running, once that kernel's blocks have all executed griddepcontrol.
   // launch_dependents (or exited). The kernel must execute griddepcontrol.wait before it reads
-  // anything the previous kernel writes; kernels launched earlier than that one are complete.
+  // anything the previous kernel writes; kernels launched earlier than that one are complete unless
+  // it was itself launched so (then wait covers them only if that kernel waited before it finished).
   bool overlap_previous = false;
   // Thread-block clusters of (1, cluster_y, 1) blocks (sm_90; grid_y a multiple of it): the blocks of
   // a cluster run at the same time and share their shared memory.

@@ -262,7 +262,8 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j) {
 
 tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   tune::TuningKey k;
-  // No act-order field: act-order layers run the same kernel as plain ones.
+  // No act-order field: act-order layers run the plain layers' config (on sm_90 in the chained kernel,
+  // wq::overlaps_permutation).
   k.format = fmt::format("w{}.{}.{}{}.{}{}{}", p.bits, p.group_size ? fmt::format("g{}", p.group_size) : "pc",
                          to_string(p.act), p.out == DType::F32 ? ".o32" : "", mode_tag(p.mode),
                          p.deterministic ? ".det" : "", p.accum == DType::F16 ? ".a16" : "");
@@ -293,7 +294,8 @@ int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
 }
 
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket, bool chain) {
-  // Act-order layers run the plain kernel on permuted activations: one kernel (and cache entry) for both.
+  // Act-order layers run a plain layer's kernel on permuted activations (on sm_90 the chained one, whose
+  // cache entry chained plans share): no act-order variant.
   WqGemmProblem p = problem;
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
@@ -1258,15 +1260,17 @@ std::vector<KernelRecord> compile_wq_gemm_layers(Runtime& rt, const std::vector<
   std::vector<KernelRecord> out =
       records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth));
   if (!chained) return out;
-  // The second pass finds everything but the chained GEMM kernels in the cache: keep only those (act-order
-  // layers' may be in the first pass already).
-  auto listed = [&](const KernelRecord& r) {
-    return std::any_of(out.begin(), out.end(), [&](const KernelRecord& o) { return o.name == r.name; });
+  // The second pass finds everything but the chained GEMM kernels in the cache: keep only those, one per
+  // (layer, bucket) as the first pass lists them, less those the first pass already ran chained
+  // (act-order layers on sm_90). Both passes list the same kernels in the same order.
+  auto chained_name = [](const KernelRecord& r) {
+    return r.name.size() > 2 && r.name.compare(r.name.size() - 2, 2, "ch") == 0;
   };
-  for (KernelRecord& r :
-       records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth, true)))
-    if (r.name.size() > 2 && r.name.compare(r.name.size() - 2, 2, "ch") == 0 && !listed(r))
-      out.push_back(std::move(r));
+  std::vector<KernelRecord> second =
+      records_of(compile_layers(rt.context(), problems, m_values, config, OwnBuffers::kBoth, true));
+  const std::size_t first = out.size();
+  for (std::size_t i = 0; i < second.size(); ++i)
+    if (chained_name(second[i]) && !(i < first && chained_name(out[i]))) out.push_back(std::move(second[i]));
   return out;
 }
 

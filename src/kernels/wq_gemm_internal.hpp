@@ -47,7 +47,8 @@ int64_t stream_k_steps(const WqGemmProblem& problem, const WqGemmConfig& config,
 
 // Everything the runtime needs to build the kernel for (problem, config) serving M bucket `bucket`
 // (buckets ≤ 8 with one 16-row tile skip the activation rows 8..15; see also one_row_kernel).
-// chain: the mma.sync kernel for chained calls (WqGemmPlanOptions::overlap_previous; see chain_eligible).
+// chain: the mma.sync kernel that waits for the previous grid before it reads x (chained calls,
+// WqGemmPlanOptions::overlap_previous, and act-order layers on sm_90; see uses_chained_kernel).
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket,
                             bool chain = false);
 // Whether a bucket with this config runs chained when its plan asks for it (sm_90, the mma.sync kernel,

@@ -194,10 +194,12 @@ std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& p, const WqGemmConf
 
 namespace {
 // The kernels a config's plan for `bucket` builds (it also builds buckets 1 .. bucket/2, whose
-// kernels differ where they skip rows).
+// kernels differ where they skip rows; act-order layers on sm_90 the chained ones).
 void add_plan_specs(std::vector<jit::KernelSpec>& specs, const WqGemmProblem& base, const WqGemmConfig& c,
-                    int64_t bucket) {
-  for (int64_t lower = 1; lower <= bucket; lower *= 2) specs.push_back(wq::kernel_spec(base, c, lower));
+                    int64_t bucket, const Arch& arch) {
+  const bool chained = wq::uses_chained_kernel(base, c, arch, false);
+  for (int64_t lower = 1; lower <= bucket; lower *= 2)
+    specs.push_back(wq::kernel_spec(base, c, lower, chained));
 }
 }  // namespace
 
@@ -235,7 +237,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   {
     std::vector<jit::KernelSpec> specs;
     for (const auto& [b, cands] : plan)
-      for (const auto& c : cands) add_plan_specs(specs, base, c, b);
+      for (const auto& c : cands) add_plan_specs(specs, base, c, b, ctx.arch());
     ctx.compile_all(specs);  // repeats are compiled once; failures are reported when timed
   }
 
@@ -295,7 +297,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
         if (std::find(seen.begin(), seen.end(), n) == seen.end()) next.push_back(n);
       if (next.empty()) break;
       std::vector<jit::KernelSpec> specs;
-      for (const auto& c : next) add_plan_specs(specs, base, c, bucket);
+      for (const auto& c : next) add_plan_specs(specs, base, c, bucket, ctx.arch());
       ctx.compile_all(specs);
       const WqGemmConfig before = r.best;
       for (const auto& c : next) {

@@ -331,6 +331,11 @@ TEST_CASE("lowbit compile --chain builds the chained kernels after the plain one
   const auto ordered = lowbit::compile_wq_gemm_layers(rt90, {permuted}, {1}, std::nullopt, true);
   CHECK(ordered.size() == 2);  // the GEMM (chained) and the permutation
   CHECK(count_chained(ordered) == 1);
+  // One record per layer and bucket, as the first pass lists them, even where two layers share kernels.
+  const auto twice =
+      lowbit::compile_wq_gemm_layers(rt90, {problem_4096(), problem_4096()}, {1}, std::nullopt, true);
+  CHECK(twice.size() == 4);
+  CHECK(count_chained(twice) == 2);
 }
 
 TEST_CASE("chained plans keep one chunk per warp out of the prologue", "[nvrtc]") {
