@@ -27,13 +27,11 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
   // The kernel a plan would run: the chained one for --chain (with a plan's stages, unless forced) and
   // for act-order layers on sm_90.
-  WqGemmConfig run_config = config;
-  const bool chained = wq::uses_chained_kernel(p, config, rt.arch(), w.chain);
-  std::string chosen_by = choice.source;
-  if (chained && w.config.empty()) run_config.stages = wq::chained_stages(p, config);
-  if (run_config.stages != config.stages)
-    chosen_by += fmt::format(" (chained: stages {} -> {})", config.stages, run_config.stages);
-  const jit::KernelSpec spec = wq::kernel_spec(p, run_config, m_bucket(p.m), chained);
+  const WqGemmConfig run_config =
+      w.config.empty() ? wq::config_as_run(p, config, rt.arch(), w.chain) : config;
+  const std::string chosen_by = choice.source + wq::stages_note(config, run_config);
+  const jit::KernelSpec spec =
+      wq::kernel_spec(p, run_config, m_bucket(p.m), wq::uses_chained_kernel(p, config, rt.arch(), w.chain));
   if (!source && !ptx && !resources && !explain) resources = true;
   nlohmann::json j = {{"name", spec.name},          {"arch", rt.arch().str()},
                       {"config", run_config.str()}, {"problem", p.str()},

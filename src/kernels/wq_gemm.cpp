@@ -293,6 +293,18 @@ int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
   return c.stages - 1 >= per_warp && per_warp >= 2 ? per_warp : c.stages;
 }
 
+WqGemmConfig config_as_run(const WqGemmProblem& p, const WqGemmConfig& chosen, const Arch& arch,
+                           bool chained_plan) {
+  WqGemmConfig run = chosen;
+  if (uses_chained_kernel(p, chosen, arch, chained_plan)) run.stages = chained_stages(p, chosen);
+  return run;
+}
+
+std::string stages_note(const WqGemmConfig& chosen, const WqGemmConfig& run) {
+  return run.stages == chosen.stages ? std::string()
+                                     : fmt::format(" (chained: stages {} -> {})", chosen.stages, run.stages);
+}
+
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket, bool chain) {
   // Act-order layers run a plain layer's kernel on permuted activations (on sm_90 the chained one, whose
   // cache entry chained plans share): no act-order variant.
@@ -1189,12 +1201,10 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
           config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, &bk.config_source);
       bk.chain = chain && wq::chain_eligible(bk.config, ctx.arch());
       bk.after_permutation = wq::overlaps_permutation(problems[l], bk.config, ctx.arch());
-      if ((bk.chain || bk.after_permutation) && !forced) {
-        const int stages = wq::chained_stages(problems[l], bk.config);
-        if (stages != bk.config.stages) {
-          bk.config_source += fmt::format(" (chained: stages {} -> {})", bk.config.stages, stages);
-          bk.config.stages = stages;
-        }
+      if (!forced) {
+        const WqGemmConfig run = wq::config_as_run(problems[l], bk.config, ctx.arch(), chain);
+        bk.config_source += wq::stages_note(bk.config, run);
+        bk.config = run;
       }
       bk.spec = wq::kernel_spec(problems[l], bk.config, bucket, bk.chain || bk.after_permutation);
       specs.push_back(bk.spec);

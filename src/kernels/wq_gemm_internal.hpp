@@ -68,6 +68,11 @@ bool uses_chained_kernel(const WqGemmProblem& problem, const WqGemmConfig& confi
 // than plain on both GPUs, and 12 % faster than plain with 4 stages (docs/perf-notes.md, thirty-fourth
 // session).
 int chained_stages(const WqGemmProblem& problem, const WqGemmConfig& config);
+// The config a plan runs for its own choice `chosen` (not a forced one): chained_stages where the bucket
+// uses the chained kernel; and the note for its config source, " (chained: stages a -> b)", or "".
+WqGemmConfig config_as_run(const WqGemmProblem& problem, const WqGemmConfig& chosen, const Arch& arch,
+                           bool chained_plan);
+std::string stages_note(const WqGemmConfig& chosen, const WqGemmConfig& run);
 
 // The kernel that puts an act-order layer's activations in packed K order (one per K).
 jit::KernelSpec permute_spec(const WqGemmProblem& problem);

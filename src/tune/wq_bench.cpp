@@ -214,9 +214,9 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
       row.host_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / host_calls;
       row.heuristic_us = row.us;
       WqGemmConfig heuristic = choose_config(row.problem, rt.arch(), rt.sm_count());
-      // A chained plan may run its choice with fewer stages (wq::chained_stages): compare like with like.
-      if (wq::uses_chained_kernel(row.problem, heuristic, rt.arch(), opt.chain))
-        heuristic.stages = wq::chained_stages(row.problem, heuristic);
+      // A plan may run its choice with fewer stages in the chained kernel (wq::config_as_run): like with
+      // like.
+      heuristic = wq::config_as_run(row.problem, heuristic, rt.arch(), opt.chain);
       if (!opt.config && opt.compare_heuristic &&
           !(heuristic == plan.config_for(m))) {  // 5. tuned vs heuristic
         WqGemmPlanOptions ho;
