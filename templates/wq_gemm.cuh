@@ -7,7 +7,7 @@
 // | scales   | f16/bf16     | [K_pad/G][N_pad]               | row-major; one row for per-channel          |
 // | zeros    | u8 / f16/bf16| [K_pad/G][N_pad]               | integer (mode 0) or float (2, 3) zeros      |
 // | x        | f16/bf16     | [M][K]                         | row-major, 16 B aligned; act-order layers:  |
-// |          |              |                                | permuted first by wq_permute_x_kernel       |
+// |          |              |                                | permuted first (wq_permute_x.cuh)           |
 // | bias     | f16/bf16     | [N]                            | or null                                     |
 // | y        | f16/bf16/f32 | [M][N]                         | row-major                                   |
 // | ws       | f32          | [M][N] or [kSplitK][M][N]      | split-K sums: atomic, zero on entry & exit; |
@@ -874,32 +874,6 @@ __global__ void __launch_bounds__(256)
   }
   if (lane == 0)
     *reinterpret_cast<float2*>(sums + (static_cast<i64>(c) * rows + row) * 2) = make_float2(s, sb);
-}
-
-// Act-order layers: xp[m][j] = x[m][perm[j]], the activations in the packed K order, so the GEMM
-// reads them with 16-byte loads (a gather inside the GEMM cost twice its time). 8 values per
-// thread; rows loop over gridDim.y. The kernels after it in the call start early and wait for it.
-template <int kK>
-__global__ void __launch_bounds__(256)
-    wq_permute_x_kernel(const u16* __restrict__ x, const int* __restrict__ perm, u16* __restrict__ xp,
-                        int M) {
-  // Chained: as wq_x_sums_kernel (x and xp may be in use by the previous kernel until it ends).
-  allow_dependent_launch();
-  wait_for_previous_grid();
-  const int j = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
-  if (j >= kK) return;
-  const int4 i0 = __ldg(reinterpret_cast<const int4*>(perm + j));
-  const int4 i1 = __ldg(reinterpret_cast<const int4*>(perm + j + 4));
-  const int idx[8] = {i0.x, i0.y, i0.z, i0.w, i1.x, i1.y, i1.z, i1.w};
-  for (int m = blockIdx.y; m < M; m += gridDim.y) {
-    const u16* row = x + static_cast<i64>(m) * kK;
-    u32 w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      w[i] =
-          static_cast<u32>(__ldg(row + idx[2 * i])) | (static_cast<u32>(__ldg(row + idx[2 * i + 1])) << 16);
-    *reinterpret_cast<uint4*>(xp + static_cast<i64>(m) * kK + j) = make_uint4(w[0], w[1], w[2], w[3]);
-  }
 }
 
 }  // namespace lowbit::kern

@@ -45,21 +45,10 @@
 #include "common/mbarrier.cuh"
 #include "common/stream_k.cuh"
 #include "common/wgmma.cuh"
+#include "common/x_image.cuh"
 #include "wq_gemm.cuh"
 
 namespace lowbit::kern {
-
-// One stage's activations: [2 halves of the chunk's 128 k][kTok rows][128 B]; 16-byte chunk q
-// (0..15) of row n lies in half q / 8 at position (q % 8) ^ (n % 8) (wgmma's 128-byte swizzle), and
-// chunk q = 4p + w holds word w of the row's 16-byte vectors (t, p) = k 128c + 32t + 8p .. +7,
-// t = 0..3 (the K order above).
-template <int kTok>
-__device__ __forceinline__ u32 x_chunk_offset(int n, int q) {
-  return (q / 8) * kTok * 128 + n * 128 + ((q % 8) ^ (n % 8)) * 16;
-}
-__device__ __forceinline__ u32 word_of(const uint4& v, int w) {  // w unrolled: a register select
-  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-}
 
 // WqGemmConfig::x_image: every stage's activations arranged once per call, so that the kernel below
 // fills a stage's with one bulk copy: image [ceil(M / kTok)][chunks][kTok·256 B], each block of bytes
@@ -72,9 +61,6 @@ template <int kK, int kTok>
 __global__ void __launch_bounds__(kTok * 4)
     wq_x_image_kernel(const u16* __restrict__ x, u8* __restrict__ image, int M) {
   allow_dependent_launch();  // the GEMM's blocks may start their weight copies meanwhile
-  // Act-order layers launch this kernel as the permutation's dependent: x is its output. A no-op in an
-  // ordinary launch.
-  wait_for_previous_grid();
   constexpr int kChunks = (kK + 127) / 128;
   // A block takes blockDim.x / 4 of the kTok rows (the host may split them over gridDim.z blocks).
   const int n = blockIdx.z * (blockDim.x / 4) + threadIdx.x / 4, p = threadIdx.x % 4, c = blockIdx.x;
@@ -90,7 +76,7 @@ __global__ void __launch_bounds__(kTok * 4)
 #pragma unroll
   for (int w = 0; w < 4; ++w)
     *reinterpret_cast<uint4*>(stage + x_chunk_offset<kTok>(n, 4 * p + w)) =
-        make_uint4(word_of(v[0], w), word_of(v[1], w), word_of(v[2], w), word_of(v[3], w));
+        make_uint4(word(v[0], w), word(v[1], w), word(v[2], w), word(v[3], w));
 }
 
 template <int kBits, int kGroup, int kN, int kK, int kTokTiles, int kNTiles, int kWarpsN, int kSplitK,
@@ -224,8 +210,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
         // words are register selects, not a divergent branch
         const int ws = w ^ wflip;
         const u32 dst = xs + x_chunk_offset<kTok>(x_n + kXRowsPerItem * r, 4 * x_pv + ws);
-        auto word = [&](const uint4& vt) { return wflip ? word_of(vt, w ^ 1) : word_of(vt, w); };
-        st_shared_v4(dst, word(v[r][0]), word(v[r][1]), word(v[r][2]), word(v[r][3]));
+        auto word_w = [&](const uint4& vt) { return wflip ? word(vt, w ^ 1) : word(vt, w); };
+        st_shared_v4(dst, word_w(v[r][0]), word_w(v[r][1]), word_w(v[r][2]), word_w(v[r][3]));
       }
     }
     // wgmma reads the stage through the async proxy. The fence waits for all of this thread's

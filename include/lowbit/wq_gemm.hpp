@@ -44,8 +44,9 @@ struct WqGemmProblem {
   DType act = DType::F16;  // activations, scales, float zeros and bias
   DType out = DType::F16;  // output: F16, BF16 (same as act) or F32
   // The weights were packed from an act-order checkpoint (PackedWeights::perm not empty): each call
-  // first permutes the activations through args.w.perm into the workspace (a small kernel; on sm_90 the
-  // GEMM starts beside it and waits for it before it reads them).
+  // first permutes the activations through args.w.perm into the workspace, or for x_image buckets
+  // straight into the image (a small kernel; on sm_90 the GEMM starts beside it and waits for it
+  // before it reads them).
   bool act_order = false;
   // Split-K sums in a fixed order through the workspace instead of atomics, and every M bucket uses
   // the same K decomposition: results are bitwise equal across runs and across M buckets.
@@ -197,8 +198,9 @@ struct WqGemmPlanOptions {
   // Chained calls (sm_90): each run() may start while the previous kernel in its stream is still
   // running (programmatic dependent launch), and lets the next kernel in the stream launch early. The
   // kernel issues its first weight, scale and zero copies, then waits for the previous kernel
-  // (griddepcontrol.wait) before it reads x or writes y, the workspace or anything else. So its weights,
-  // scales and zeros must not be written by the most recent kernel in the stream launched without
+  // (griddepcontrol.wait) before it reads x or writes y, the workspace or anything else (act-order:
+  // the permutation loads args.w.perm first). So its weights, scales, zeros and permutation must not
+  // be written by the most recent kernel in the stream launched without
   // programmatic dependent launch, nor by any kernel after it (that kernel may still be finishing its
   // writes when this one starts reading): after writing them (a device pack), launch another kernel
   // or synchronize before the call.

@@ -350,20 +350,37 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   return s;
 }
 
-jit::KernelSpec permute_spec(const WqGemmProblem& p) {
+jit::KernelSpec permute_spec(const WqGemmProblem& p, int image_rows) {
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_permute_x_k{}", p.k);
-  s.name_expression = fmt::format("lowbit::kern::wq_permute_x_kernel<{}>", p.k);
-  s.source =
-      fmt::format("// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
-                  s.name, s.name_expression);
-  s.specialization = {{"k", p.k}};
+  s.name = image_rows ? fmt::format("wq_permute_x_k{}_r{}", p.k, image_rows)
+                      : fmt::format("wq_permute_x_k{}", p.k);
+  s.name_expression = fmt::format("lowbit::kern::wq_permute_x_kernel<{}, {}>", p.k, image_rows);
+  s.source = fmt::format(
+      "// {}\n#include \"wq_permute_x.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
+      s.name_expression);
+  s.specialization = {{"k", p.k}, {"rows", image_rows}};
   s.config = nlohmann::json::object();
   return s;
 }
 
+jit::LaunchShape permute_shape(const WqGemmProblem& p, int image_rows, int64_t m, int sm_count) {
+  const int64_t vectors = image_rows ? ceil_div(p.k, 128) * 16 : p.k / 8;  // per row: one per thread
+  const int64_t rows = image_rows ? ceil_div(m, image_rows) * image_rows : m;
+  // Each block copies its row of x whole (wq_permute_x.cuh): as few blocks per row as give every SM
+  // one (fewer copies of the row), at most 1024 threads and at least 128 per block.
+  const int64_t per_row = std::clamp<int64_t>(ceil_div(sm_count, rows), ceil_div(vectors, 1024),
+                                              std::max<int64_t>(1, ceil_div(vectors, 128)));
+  jit::LaunchShape shape;
+  shape.block = static_cast<unsigned>(ceil_div(ceil_div(vectors, per_row), 32) * 32);
+  shape.grid_x = static_cast<unsigned>(ceil_div(vectors, shape.block));  // (rounding may leave one idle)
+  shape.grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
+  return shape;
+}
+
 jit::KernelSpec x_image_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
+  // Act-order: the permutation writes the image itself.
+  if (p.act_order) return permute_spec(p, 16 * c.m_tiles);
   jit::KernelSpec s;
   s.family = "wq_gemm";
   s.name = fmt::format("wq_x_image_k{}_r{}", p.k, 16 * c.m_tiles);
@@ -1439,36 +1456,40 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   jit::LaunchOptions pre_options;
   pre_options.overlap_previous = b->chain;
   // Unchained, the permutation starts after whatever came before (an ordinary launch) and the kernels
-  // after it in this call are its dependents where they wait for it (the sums and image kernels in every
-  // block; the GEMM where wq::overlaps_permutation compiled the chained kernel).
+  // after it in this call are its dependents where they wait for it (the sums kernel in every block; the
+  // GEMM where wq::overlaps_permutation compiled the chained kernel). x_image buckets: the permutation
+  // writes the image, and the wgmma GEMM is its dependent as it is the image kernel's.
   const bool after_permutation = p.act_order && im.overlap_image;
-  if (p.act_order) {
+  const int sm_count = im.ctx->sm_count();
+  if (p.act_order && !b->config.x_image) {
     void* xp = base;
     const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi};
-    jit::LaunchShape shape;
-    shape.grid_x = static_cast<unsigned>((p.k / 8 + 255) / 256);
-    shape.grid_y = static_cast<unsigned>(std::min<int64_t>(m, 65535));
-    shape.block = 256;
-    jit::launch(im.permute->function, shape, stream, const_cast<void**>(pargs), pre_options);
+    jit::launch(im.permute->function, wq::permute_shape(p, 0, m, sm_count), stream, const_cast<void**>(pargs),
+                pre_options);
     x = xp;
   }
   if (b->config.x_image) {
     void* image = im.x_image.get();
-    const void* iargs[] = {&x, &image, &mi};
     const int rows = 16 * b->config.m_tiles;
-    jit::LaunchShape shape;
-    shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128));
-    shape.grid_y = static_cast<unsigned>(ceil_div(m, rows));
-    // 128 rows per block: the image kernel's blocks take 16 of them each (8 × 64 threads per chunk
-    // instead of 512), so its loads spread over more SMs. H200, W4 f16 at 128 rows: 0.2-2.9 % faster
-    // on four of five such standard layers (6144×4096 19.06 → 18.47 µs), one +0.4 %; split at 64 rows
-    // per block it was ±0.7 % (docs/perf-notes.md, twenty-sixth session).
-    const int block_rows = rows == 128 ? 16 : rows;
-    shape.grid_z = static_cast<unsigned>(rows / block_rows);
-    shape.block = static_cast<unsigned>(4 * block_rows);
-    jit::LaunchOptions image_options;  // act-order: the permutation's dependent (it waits for it)
-    image_options.overlap_previous = after_permutation;
-    jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs), image_options);
+    if (p.act_order) {
+      // The permutation writes the image itself (wq::x_image_spec): one kernel before the GEMM.
+      const void* pargs[] = {&a.x, &a.w.perm, &image, &mi};
+      jit::launch(b->image->function, wq::permute_shape(p, rows, m, sm_count), stream,
+                  const_cast<void**>(pargs), pre_options);
+    } else {
+      const void* iargs[] = {&x, &image, &mi};
+      jit::LaunchShape shape;
+      shape.grid_x = static_cast<unsigned>(ceil_div(p.k, 128));
+      shape.grid_y = static_cast<unsigned>(ceil_div(m, rows));
+      // 128 rows per block: the image kernel's blocks take 16 of them each (8 × 64 threads per chunk
+      // instead of 512), so its loads spread over more SMs. H200, W4 f16 at 128 rows: 0.2-2.9 % faster
+      // on four of five such standard layers (6144×4096 19.06 → 18.47 µs), one +0.4 %; split at 64 rows
+      // per block it was ±0.7 % (docs/perf-notes.md, twenty-sixth session).
+      const int block_rows = rows == 128 ? 16 : rows;
+      shape.grid_z = static_cast<unsigned>(rows / block_rows);
+      shape.block = static_cast<unsigned>(4 * block_rows);
+      jit::launch(b->image->function, shape, stream, const_cast<void**>(iargs), pre_options);
+    }
     x = image;
   }
   float* xsums = nullptr;

@@ -74,12 +74,16 @@ WqGemmConfig config_as_run(const WqGemmProblem& problem, const WqGemmConfig& cho
                            bool chained_plan);
 std::string stages_note(const WqGemmConfig& chosen, const WqGemmConfig& run);
 
-// The kernel that puts an act-order layer's activations in packed K order (one per K).
-jit::KernelSpec permute_spec(const WqGemmProblem& problem);
+// The kernel that puts an act-order layer's activations in packed K order (one per K): into the
+// workspace (image_rows 0), or straight into the stage image of an x_image bucket with image_rows rows
+// per block (x_image_spec gives it for act-order problems); and its launch shape for M rows.
+jit::KernelSpec permute_spec(const WqGemmProblem& problem, int image_rows = 0);
+jit::LaunchShape permute_shape(const WqGemmProblem& problem, int image_rows, int64_t m, int sm_count);
 // The rows the grid's row blocks cover for M rows (16·m_tiles each): the image's and the sums' rows.
 int64_t grid_rows(const WqGemmConfig& config, int64_t m);
 // The kernel that arranges the activations into a wgmma config's stage image (WqGemmConfig::x_image;
-// one per K and rows per block), and the image's bytes for up to max_m rows (0 without x_image).
+// one per K and rows per block; for act-order problems the permutation, which writes it), and the image's
+// bytes for up to max_m rows (0 without x_image).
 jit::KernelSpec x_image_spec(const WqGemmProblem& problem, const WqGemmConfig& config);
 std::size_t x_image_bytes(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t max_m);
 // The kernel that sums each row's activations per chunk for WqGemmConfig::x_sums (one per K, bits and

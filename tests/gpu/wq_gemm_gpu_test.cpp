@@ -723,3 +723,30 @@ TEST_CASE(
     check_graph_replay(*O, plan, 16);
   }
 }
+
+TEST_CASE("wq_gemm act-order: the permutation past a row in shared memory, and into 128-row images",
+          "[gpu]") {
+  // K = 24704 is past the rows the permutation copies into shared memory (kRowInShared,
+  // templates/wq_permute_x.cuh): it gathers from global memory, into the workspace and into an image.
+  // Then K = 4096 into 128-row images, M rising and falling within the bucket (the last row block
+  // partly filled), and a graph replay with new weights, permutation and activations.
+  Runtime& rt = gpu_runtime();
+  WqGemmProblem wide = problem(264, 24704, 128, 130);
+  wide.act_order = true;
+  auto W = make_layer(wide, false);
+  WqGemmPlan library(rt, wide, {1, 16, 64});
+  for (int64_t m : {1, 16, 64}) run_and_check(*W, library, m, false);
+  if (!has_wgmma()) return;
+  WqGemmPlanOptions image;
+  image.config = with_image(wgmma_config(4, 2, 8, 1, 3));
+  WqGemmPlan imaged(rt, wide, {1, 64}, image);
+  for (int64_t m : {64, 3}) run_and_check(*W, imaged, m, false);
+  WqGemmProblem tall = problem(1032, 4096, 128, 130);
+  tall.act_order = true;
+  auto T = make_layer(tall, false);
+  WqGemmPlanOptions rows128;
+  rows128.config = with_image(wgmma_config(8, 2, 8, 1, 3));
+  WqGemmPlan plan(rt, tall, {130}, rows128);
+  for (int64_t m : {130, 128, 97, 130}) run_and_check(*T, plan, m, false);
+  check_graph_replay(*T, plan, 130);
+}

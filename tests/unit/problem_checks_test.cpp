@@ -585,6 +585,15 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
                                "wq_x_image_kernel<4096, 64>"));
   CHECK(lowbit::wq::x_image_bytes(p, img, 65) == 128 * 4096 * 2);
   CHECK(lowbit::wq::x_image_bytes(p, c, 65) == 0);
+  // Act-order: the permutation writes the image (one kernel per K and rows per block, not the x_image
+  // kernel), and without an image into the workspace (one per K).
+  WqGemmProblem ordered = p;
+  ordered.act_order = true;
+  CHECK(lowbit::wq::x_image_spec(ordered, img).name_expression ==
+        "lowbit::kern::wq_permute_x_kernel<4096, 64>");
+  CHECK(lowbit::wq::x_image_spec(ordered, img).name == "wq_permute_x_k4096_r64");
+  CHECK(lowbit::wq::permute_spec(ordered).name_expression == "lowbit::kern::wq_permute_x_kernel<4096, 0>");
+  CHECK(lowbit::wq::permute_spec(ordered).name != lowbit::wq::x_image_spec(ordered, img).name);
 
   // Off sm_90a (and for deterministic problems) shrink_to_fit turns it into the mma.sync config of
   // the same block shape; on sm_90a it only trims stages and tiles until the shared memory fits.
@@ -675,6 +684,33 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK(deep.wgmma);
   CHECK(deep.stages < 8);
   CHECK(lowbit::can_implement(p, deep, hopper));
+}
+
+TEST_CASE("permute_shape: a thread per output vector, few blocks per row, every SM busy", "[wq_gemm]") {
+  WqGemmProblem p;
+  p.n = 4096, p.k = 14336, p.act_order = true;
+  auto check = [&](int image_rows, int64_t m, unsigned grid_x, unsigned grid_y, unsigned block) {
+    const lowbit::jit::LaunchShape s = lowbit::wq::permute_shape(p, image_rows, m, 132);
+    INFO("image_rows " << image_rows << ", m " << m);
+    CHECK(s.grid_x == grid_x);
+    CHECK(s.grid_y == grid_y);
+    CHECK(s.block == block);
+    // Every output vector of a row has a thread: K / 8 into the workspace, 16 per 128-k chunk (K
+    // rounded up) into an image.
+    const int64_t vectors = image_rows ? (p.k + 127) / 128 * 16 : p.k / 8;
+    CHECK(static_cast<int64_t>(s.grid_x) * s.block >= vectors);
+    CHECK(static_cast<int64_t>(s.grid_x - 1) * s.block < vectors);
+    CHECK(s.block % 32 == 0);
+    CHECK(s.block <= 1024);
+  };
+  check(0, 1, 14, 1, 128);      // one row: blocks of 128 threads (14 of them), the latency's spread
+  check(0, 16, 8, 16, 224);     // 16 rows: ceil(132 / 16) = 9 blocks per row, 8 after rounding to warps
+  check(128, 97, 2, 128, 896);  // an image of 128 rows: the fewest blocks per row (1792 vectors)
+  p.k = 4096;
+  check(64, 64, 3, 64, 192);   // 512 vectors: 3 blocks per row fill 132 SMs
+  check(0, 140, 1, 140, 512);  // more rows than SMs: one block per row
+  p.k = 2080;                  // K rounded up to 17 chunks of 16 vectors in an image
+  check(64, 1, 3, 64, 96);
 }
 
 TEST_CASE("fill_split: the smallest power of 2 that fills the grid, keeping 2 chunks per warp", "[wq_gemm]") {
