@@ -3,19 +3,23 @@
 //
 // | arg        | dtype          | shape                              | layout                               |
 // |------------|----------------|------------------------------------|--------------------------------------|
-// | src_q      | u8 / u32       | [N][K] / [K·bits/32][N]            | unpacked bytes / GPTQ qweight        |
-// | src_zeros  | u8 / u32 / u16 | [G][N] / [G][N·bits/32] / [G][N]   | unpacked int / GPTQ qzeros / float   |
-// | src_scales | u16            | [G][N]                             | G = source groups (1 per channel)    |
-// | qweight    | u32            | [K_pad/128][N_pad/8][bits·32]      | lowbit's tiles (pack.hpp)            |
+// | src_q      | u8 / u32       | [N][K] / [K·bits/32][N] / [K][N/8] | unpacked bytes and HQQ W_q / GPTQ    |
+// |            |                |                                    | qweight / AWQ qweight                |
+// | src_zeros  | u8 / u32 / u16 | [G][N] / [G][N·bits/32] / [G][N/8] | unpacked int / GPTQ / AWQ qzeros /   |
+// |            |                | / [G][N] or [N][G]                 | float (HQQ: [N][G])                  |
+// | src_scales | u16            | [G][N] (HQQ: [N][G])               | G = source groups (1 per channel)    |
+// | perm       | i32            | [K] or null                        | act-order: packed k j ← source
+// perm[j]| | qweight    | u32            | [K_pad/128][N_pad/8][bits·32]      | lowbit's tiles (pack.hpp) |
 // | scales     | u16            | [G_pad][N_pad]                     | zero padding                         |
 // | zeros      | u8 / u16       | [G_pad][N_pad]                     | integer or float zeros; zero padding |
 //
 // One launch, two parts: blocks [0, qweight_blocks) write one qweight word per thread, the others
 // one (scale, zero) entry of [G_pad][N_pad] per thread. Every output byte is written, padding as
-// zero, so the buffers need no clearing first.
+// zero, so the buffers need no clearing first. Act-order checkpoints first get their permutation from
+// wq_pack_perm_kernel (g_idx → perm, the stable sort by group of pack()), in the same stream.
 //
 // Values are masked to kBits so that a bad one cannot spill into its neighbours; out-of-range
-// values and zeros are not reported here (that needs a host round trip: pack() checks them).
+// values, zeros and g_idx are not reported here (that needs a host round trip: pack() checks them).
 #pragma once
 #include "common/types.cuh"
 
@@ -51,8 +55,15 @@ __device__ __forceinline__ bool value_touches_word(int e, int w) {
   return pack_lane_bit<kBits>(e, 0).word == w;
 }
 
+// Where a source keeps (group g, column n) of its scales and float zeros: [G][N] (HQQ differs).
+struct GroupsByRow {
+  static __device__ __forceinline__ i64 group_entry(int N, int /*groups*/, int g, int n) {
+    return static_cast<i64>(g) * N + n;
+  }
+};
+
 // Plain unpacked integers, one per byte: q [N][K], integer zeros [G][N].
-struct UnpackedSource {
+struct UnpackedSource : GroupsByRow {
   template <int kBits>
   static __device__ __forceinline__ u32 value(const void* q, int /*N*/, int K, int n, int k) {
     return static_cast<const u8*>(q)[static_cast<i64>(n) * K + k];
@@ -65,7 +76,7 @@ struct UnpackedSource {
 
 // GPTQ: qweight [K·bits/32][N] holds 32/bits values of consecutive k per int32, low bits first;
 // qzeros [G][N·bits/32] holds 32/bits zeros of consecutive n per int32 (as stored: v1 adds 1 later).
-struct GptqSource {
+struct GptqSource : GroupsByRow {
   template <int kBits>
   static __device__ __forceinline__ u32 value(const void* q, int N, int /*K*/, int n, int k) {
     static_assert(kBits == 2 || kBits == 4 || kBits == 8, "GPTQ packing is 2, 4 or 8 bits");
@@ -81,12 +92,40 @@ struct GptqSource {
   }
 };
 
+// AutoAWQ's "GEMM" layout (4-bit): qweight [K][N/8] and qzeros [G][N/8], column 8c + j of a row at
+// nibble {0, 4, 1, 5, 2, 6, 3, 7}[j] of word c.
+struct AwqSource : GroupsByRow {
+  static __device__ __forceinline__ u32 nibble(const void* rows, int N, int row, int n) {
+    const u32 w = static_cast<const u32*>(rows)[static_cast<i64>(row) * (N / 8) + n / 8];
+    const int j = n % 8;
+    return w >> (4 * ((j % 2) * 4 + j / 2));  // {0, 4, 1, 5, 2, 6, 3, 7}[j]
+  }
+  template <int kBits>
+  static __device__ __forceinline__ u32 value(const void* q, int N, int /*K*/, int n, int k) {
+    static_assert(kBits == 4, "the AWQ GEMM layout is 4-bit");
+    return nibble(q, N, k, n);
+  }
+  template <int kBits>
+  static __device__ __forceinline__ u32 int_zero(const void* zeros, int N, int g, int n) {
+    return nibble(zeros, N, g, n) & 0xfu;
+  }
+};
+
+// HQQ / GemLite: W_q [N][K] one value per byte (as UnpackedSource); scales and float zeros [N][G], one
+// row of groups per output channel.
+struct HqqSource : UnpackedSource {
+  static __device__ __forceinline__ i64 group_entry(int /*N*/, int groups, int g, int n) {
+    return static_cast<i64>(n) * groups + g;
+  }
+};
+
 __device__ __forceinline__ int pack_round_up(int a, int b) { return (a + b - 1) / b * b; }
 
 // Word `index` of qweight: its tile, lane and word number, then the bits of the lane's values
 // that land in that word.
 template <class Source, int kBits>
-__device__ __forceinline__ void write_qweight_word(const void* src_q, u32* qweight, int N, int K, i64 index) {
+__device__ __forceinline__ void write_qweight_word(const void* src_q, const int* perm, u32* qweight, int N,
+                                                   int K, i64 index) {
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // a tile is [kBits/kV][32 lanes][kV]
   constexpr int kTileWords = 32 * kBits;
   constexpr u32 kMask = (1u << kBits) - 1;
@@ -104,7 +143,11 @@ __device__ __forceinline__ void write_qweight_word(const void* src_q, u32* qweig
 #pragma unroll
     for (int e = 0; e < 32; ++e) {
       if (!value_touches_word<kBits>(e, w) || k0 + e >= K) continue;
-      const u32 v = Source::template value<kBits>(src_q, N, K, n, k0 + e) & kMask;
+      // Act-order: packed position k0 + e holds source feature perm[k0 + e] (outside [0, K): a g_idx
+      // that pack() would refuse left that slot unfilled; it packs as 0).
+      const int k = perm ? __ldg(perm + k0 + e) : k0 + e;
+      if (static_cast<unsigned>(k) >= static_cast<unsigned>(K)) continue;
+      const u32 v = Source::template value<kBits>(src_q, N, K, n, k) & kMask;
 #pragma unroll
       for (int b = 0; b < kBits; ++b) {
         const PackLaneBit lb = pack_lane_bit<kBits>(e, b);
@@ -125,7 +168,7 @@ __device__ __forceinline__ void write_group_entry(const u16* src_scales, const v
   const int g = static_cast<int>(index / n_pad);
   const int n = static_cast<int>(index % n_pad);
   const bool inside = g < groups && n < N;
-  const i64 src = static_cast<i64>(g) * N + n;
+  const i64 src = Source::group_entry(N, groups, g, n);
   scales[index] = inside ? src_scales[src] : u16(0);
   if (zero_kind == kPackIntZeros) {
     const u32 z = inside ? Source::template int_zero<kBits>(src_zeros, N, g, n) + zero_offset : 0u;
@@ -138,18 +181,40 @@ __device__ __forceinline__ void write_group_entry(const u16* src_scales, const v
 template <class Source, int kBits>
 __global__ void __launch_bounds__(kPackThreads)
     wq_pack_kernel(const void* __restrict__ src_q, const void* __restrict__ src_zeros,
-                   const u16* __restrict__ src_scales, u32* __restrict__ qweight, u16* __restrict__ scales,
-                   void* __restrict__ zeros, int N, int K, int groups, int groups_pad, int zero_kind,
-                   int zero_offset, unsigned qweight_blocks) {
+                   const u16* __restrict__ src_scales, const int* __restrict__ perm,
+                   u32* __restrict__ qweight, u16* __restrict__ scales, void* __restrict__ zeros, int N,
+                   int K, int groups, int groups_pad, int zero_kind, int zero_offset,
+                   unsigned qweight_blocks) {
   static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
   if (blockIdx.x < qweight_blocks) {
     const i64 index = static_cast<i64>(blockIdx.x) * kPackThreads + threadIdx.x;
-    write_qweight_word<Source, kBits>(src_q, qweight, N, K, index);
+    write_qweight_word<Source, kBits>(src_q, perm, qweight, N, K, index);
   } else {
     const i64 index = static_cast<i64>(blockIdx.x - qweight_blocks) * kPackThreads + threadIdx.x;
     write_group_entry<Source, kBits>(src_scales, src_zeros, scales, zeros, N, groups, groups_pad, zero_kind,
                                      zero_offset, index);
   }
+}
+
+// Act-order: perm [K] from g_idx [K], the stable sort of the input features by group that pack()
+// computes: group g's features, in increasing k, fill perm[g·G .. g·G + G). One warp per group scans
+// g_idx 32 features at a time (a ballot ranks its hits); slots a bad g_idx leaves unfilled get −1,
+// which the packer and the GEMM's permutation read as zero.
+__global__ void __launch_bounds__(kPackThreads)
+    wq_pack_perm_kernel(const int* __restrict__ g_idx, int* __restrict__ perm, int K, int group_size) {
+  const int g = static_cast<int>((static_cast<i64>(blockIdx.x) * kPackThreads + threadIdx.x) / 32);
+  const int lane = threadIdx.x % 32;
+  if (g >= K / group_size) return;  // the whole warp
+  int filled = 0;
+  for (int k0 = 0; k0 < K; k0 += 32) {
+    const int k = k0 + lane;
+    const bool hit = k < K && __ldg(g_idx + k) == g;
+    const unsigned hits = __ballot_sync(0xffffffffu, hit);
+    const int rank = filled + __popc(hits & ((1u << lane) - 1u));
+    if (hit && rank < group_size) perm[static_cast<i64>(g) * group_size + rank] = k;
+    filled += __popc(hits);
+  }
+  for (int r = filled + lane; r < group_size; r += 32) perm[static_cast<i64>(g) * group_size + r] = -1;
 }
 
 }  // namespace lowbit::kern

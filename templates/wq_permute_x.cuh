@@ -36,8 +36,11 @@ __global__ void __launch_bounds__(1024)
   allow_dependent_launch();
   const int v = blockIdx.x * blockDim.x + threadIdx.x;
   const bool active = v < kVectors;
-  // Word t of the vector: source features src[2t], src[2t + 1] (−1: a k past K, zero).
+  // Word t of the vector: source features src[2t], src[2t + 1] (−1: a k past K, zero). An index
+  // outside the row (a perm not made by pack(): pack_on_device does not check g_idx) reads as zero
+  // rather than outside the row.
   int src[8];
+  auto in_row = [](int i) { return static_cast<unsigned>(i) < static_cast<unsigned>(kK); };
   int c = 0, q = 0;
   if constexpr (kImage) {
     c = v / 16, q = v % 16;
@@ -73,15 +76,15 @@ __global__ void __launch_bounds__(1024)
         const u16* rs = reinterpret_cast<const u16*>(row_s);
 #pragma unroll
         for (int t = 0; t < 4; ++t)
-          pair[t] = (src[2 * t] < 0 ? 0u : static_cast<u32>(rs[src[2 * t]])) |
-                    (src[2 * t + 1] < 0 ? 0u : static_cast<u32>(rs[src[2 * t + 1]]) << 16);
+          pair[t] = (in_row(src[2 * t]) ? static_cast<u32>(rs[src[2 * t]]) : 0u) |
+                    (in_row(src[2 * t + 1]) ? static_cast<u32>(rs[src[2 * t + 1]]) << 16 : 0u);
         __syncthreads();  // every gather done before the next row overwrites row_s
       }
     } else if (m < M && active) {
 #pragma unroll
       for (int t = 0; t < 4; ++t)
-        pair[t] = (src[2 * t] < 0 ? 0u : static_cast<u32>(__ldg(row + src[2 * t]))) |
-                  (src[2 * t + 1] < 0 ? 0u : static_cast<u32>(__ldg(row + src[2 * t + 1])) << 16);
+        pair[t] = (in_row(src[2 * t]) ? static_cast<u32>(__ldg(row + src[2 * t])) : 0u) |
+                  (in_row(src[2 * t + 1]) ? static_cast<u32>(__ldg(row + src[2 * t + 1])) << 16 : 0u);
     }
     if (!active) continue;
     const uint4 value = make_uint4(pair[0], pair[1], pair[2], pair[3]);

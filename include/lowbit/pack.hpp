@@ -144,12 +144,18 @@ struct LaneBit {
 };
 LaneBit lane_bit(int bits, int e, int bit);
 
-// Device-side packing: the same layout as pack(), computed by a kernel on `stream`. Inputs are
-// device pointers in the checkpoint layouts below; outputs are device buffers of
-// packed_sizes(...) bytes (16-byte aligned). No host round trip, no allocation.
+// Device-side packing: the same layout as pack(), byte for byte, computed by kernels on `stream`, for
+// every format pack() reads (GPTQ at 2, 4 and 8 bits). Inputs are device pointers in the checkpoint
+// layouts above; outputs are device buffers of packed_sizes(...) bytes (16-byte aligned). No host
+// round trip, no allocation.
 // Shapes, bits and modes are checked on the host first (pack()'s rules); the values themselves are
-// not (q and zeros out of range, v1 qzeros of 2^bits − 1): pack() reports those.
-// Act-order (g_idx set) is refused: the permutation is computed on the host, so use pack().
+// not (q and zeros out of range, v1 qzeros of 2^bits − 1, a g_idx that is not a permutation of
+// groups): pack() reports those.
+// Act-order (g_idx set, GPTQ and unpacked views): the permutation pack() computes (the stable sort
+// of the input features by group) is written to out.perm (K int32, 16-byte aligned) first and the
+// weights packed through it; the problem is then act_order, with args.w.perm = out.perm. Unlike
+// pack(), which drops an identity permutation, out.perm is written whatever g_idx holds (telling
+// needs a host round trip). A bad g_idx leaves slots of −1, which pack as 0 and read as 0.
 struct PackedSizes {
   std::size_t qweight_bytes = 0, scales_bytes = 0, zeros_bytes = 0;
 };
@@ -157,14 +163,20 @@ PackedSizes packed_sizes(const WqGemmProblem& problem);  // from n, k, bits, gro
 struct DevicePackedWeights {
   void* qweight = nullptr;
   void* scales = nullptr;
-  void* zeros = nullptr;  // null for Symmetric
+  void* zeros = nullptr;    // null for Symmetric
+  int32_t* perm = nullptr;  // [K], act-order views (g_idx set) only
 };
 void pack_on_device(Runtime& rt, const UnpackedWeightsView& device_view, const DevicePackedWeights& out,
                     Stream stream);
 void pack_on_device(Runtime& rt, const GptqWeightsView& device_view, const DevicePackedWeights& out,
                     Stream stream);
-// Compiles (no device needed) the device packer's kernels for `bits`: unpacked, and GPTQ for 2, 4
-// and 8 bits; for caches built ahead (LOWBIT_NO_COMPILE deployments) and tests.
+void pack_on_device(Runtime& rt, const AwqWeightsView& device_view, const DevicePackedWeights& out,
+                    Stream stream);
+void pack_on_device(Runtime& rt, const HqqWeightsView& device_view, const DevicePackedWeights& out,
+                    Stream stream);
+// Compiles (no device needed) the device packer's kernels for `bits`: unpacked and HQQ, GPTQ for 2, 4
+// and 8 bits, AWQ for 4, and the act-order permutation's; for caches built ahead (LOWBIT_NO_COMPILE
+// deployments) and tests.
 std::vector<KernelRecord> compile_pack_on_device(Runtime& rt, int bits);
 
 }  // namespace lowbit

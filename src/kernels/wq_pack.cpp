@@ -192,6 +192,26 @@ void check_counts(const GptqWeightsView& v, const std::string& who) {
   check_count(who, "g_idx", v.g_idx_count, v.k, "K");
 }
 
+void check_counts(const AwqWeightsView& v, const std::string& who) {
+  const int64_t groups = groups_of(v.k, v.group_size);
+  check_count(who, "qweight", v.qweight_count, v.k * (v.n / 8), "K · N/8");
+  check_count(who, "qzeros", v.qzeros_count, groups * (v.n / 8), "groups · N/8");
+  check_count(who, "scales", v.scales_count, groups * v.n, "groups·N");
+}
+
+void check_counts(const HqqWeightsView& v, const std::string& who) {
+  const int64_t groups = groups_of(v.k, v.group_size);
+  check_count(who, "w_q", v.w_q_count, v.n * v.k, "N·K");
+  check_count(who, "scales", v.scales_count, v.n * groups, "N·groups");
+  check_count(who, "zeros", v.zeros_count, v.n * groups, "N·groups");
+}
+
+void check_awq_packing(const AwqWeightsView& v, const std::string& who) {
+  LOWBIT_CHECK(v.bits == 4, "{}: bits = {}: the AutoAWQ GEMM layout is 4-bit only", who, v.bits);
+  LOWBIT_CHECK(v.n % 8 == 0, "{}: n = {}: AWQ packs 8 output columns per int32, so N must be a multiple of 8",
+               who, v.n);
+}
+
 DequantMode unpacked_mode(const UnpackedWeightsView& v, const std::string& who) {
   const DequantMode mode = v.mode          ? *v.mode
                            : v.zeros       ? DequantMode::SubZeroThenScale
@@ -248,9 +268,7 @@ PackedWeights pack(const UnpackedWeightsView& v) {
 
 PackedWeights pack(const HqqWeightsView& v) {
   check_shape(v.n, v.k, v.bits, v.group_size, "hqq");
-  check_count("pack(hqq)", "w_q", v.w_q_count, v.n * v.k, "N·K");
-  check_count("pack(hqq)", "scales", v.scales_count, v.n * groups_of(v.k, v.group_size), "N·groups");
-  check_count("pack(hqq)", "zeros", v.zeros_count, v.n * groups_of(v.k, v.group_size), "N·groups");
+  check_counts(v, "pack(hqq)");
   LOWBIT_CHECK(v.scales != nullptr && v.zeros != nullptr, "pack(hqq): scales and zeros must both be set");
   // HQQ keeps one row of groups per output channel; lowbit wants [groups, N].
   const int64_t groups = groups_of(v.k, v.group_size);
@@ -298,13 +316,8 @@ void unpack_gptq(const GptqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
 void unpack_awq(const AwqWeightsView& v, uint8_t* q_out, uint8_t* zeros_out) {
   check_shape(v.n, v.k, v.bits, v.group_size, "awq");
   LOWBIT_CHECK(v.qweight != nullptr, "pack(awq): qweight is null");
-  LOWBIT_CHECK(v.bits == 4, "pack(awq): bits = {}: the AutoAWQ GEMM layout is 4-bit only", v.bits);
-  LOWBIT_CHECK(v.n % 8 == 0,
-               "pack(awq): n = {}: AWQ packs 8 output columns per int32, so N must be a multiple of 8", v.n);
-  check_count("pack(awq)", "qweight", v.qweight_count, v.k * (v.n / 8), "K · N/8");
-  check_count("pack(awq)", "qzeros", v.qzeros_count, groups_of(v.k, v.group_size) * (v.n / 8),
-              "groups · N/8");
-  check_count("pack(awq)", "scales", v.scales_count, groups_of(v.k, v.group_size) * v.n, "groups·N");
+  check_awq_packing(v, "pack(awq)");
+  check_counts(v, "pack(awq)");
   // Column 8c + j sits at nibble kNibbleOf[j] of word c (AutoAWQ's interleaved order).
   static constexpr int kNibbleOf[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   const int64_t words = v.n / 8;

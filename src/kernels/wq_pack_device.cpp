@@ -18,16 +18,40 @@ constexpr unsigned kThreads = 256;  // kPackThreads in templates/wq_pack.cuh
 // Which zero points a launch writes: kPack*Zeros in templates/wq_pack.cuh.
 enum class ZeroKind : int { None = 0, Int = 1, Float = 2 };
 
-enum class SourceFormat { Unpacked, Gptq };
+enum class SourceFormat { Unpacked, Gptq, Awq, Hqq };
 
 const char* format_name(SourceFormat f) {
-  return f == SourceFormat::Gptq ? "gptq" : "unpacked";
+  switch (f) {
+    case SourceFormat::Gptq:
+      return "gptq";
+    case SourceFormat::Awq:
+      return "awq";
+    case SourceFormat::Hqq:
+      return "hqq";
+    case SourceFormat::Unpacked:
+      break;
+  }
+  return "unpacked";
 }
 const char* source_type(SourceFormat f) {
-  return f == SourceFormat::Gptq ? "lowbit::kern::GptqSource" : "lowbit::kern::UnpackedSource";
+  switch (f) {
+    case SourceFormat::Gptq:
+      return "lowbit::kern::GptqSource";
+    case SourceFormat::Awq:
+      return "lowbit::kern::AwqSource";
+    case SourceFormat::Hqq:
+      return "lowbit::kern::HqqSource";
+    case SourceFormat::Unpacked:
+      break;
+  }
+  return "lowbit::kern::UnpackedSource";
 }
 bool gptq_bits(int bits) {
   return bits == 2 || bits == 4 || bits == 8;
+}
+// The bit widths a format's kernel reads.
+bool reads_bits(SourceFormat f, int bits) {
+  return f == SourceFormat::Gptq ? gptq_bits(bits) : f == SourceFormat::Awq ? bits == 4 : true;
 }
 
 // One kernel per (format, bits): shapes and modes are run-time arguments, so a model's layers
@@ -45,6 +69,20 @@ jit::KernelSpec pack_kernel_spec(SourceFormat f, int bits) {
   return s;
 }
 
+// Act-order: g_idx → perm (wq_pack_perm_kernel; one for every format and width).
+jit::KernelSpec perm_kernel_spec() {
+  jit::KernelSpec s;
+  s.family = "wq_pack";
+  s.name = "wq_pack_perm";
+  s.name_expression = "lowbit::kern::wq_pack_perm_kernel";
+  s.source =
+      fmt::format("// {}\n#include \"wq_pack.cuh\"\n// instantiated through the name expression:\n// {}\n",
+                  s.name, s.name_expression);
+  s.specialization = nlohmann::json::object();
+  s.config = {{"threads", kThreads}};
+  return s;
+}
+
 // One checked launch: the layout fields of the problem and the source tensors.
 struct PackJob {
   SourceFormat format = SourceFormat::Unpacked;
@@ -52,7 +90,8 @@ struct PackJob {
   const void* q = nullptr;
   const void* zeros = nullptr;  // int or float zeros as the mode says; null for Symmetric
   const uint16_t* scales = nullptr;
-  int zero_offset = 0;  // added to each integer zero (GPTQ v1 stores z − 1)
+  const int32_t* g_idx = nullptr;  // act-order: the permutation is computed into out.perm first
+  int zero_offset = 0;             // added to each integer zero (GPTQ v1 stores z − 1)
 };
 
 WqGemmProblem layout_problem(int64_t n, int64_t k, int bits, int group_size, DequantMode mode) {
@@ -80,18 +119,24 @@ void check_buffer(const void* p, std::size_t a, const char* what, const char* fi
   check_aligned(p, a, what, field);
 }
 
-void check_act_order(const int32_t* g_idx, const char* what) {
-  LOWBIT_CHECK(
-      g_idx == nullptr,
-      "pack_on_device({}): g_idx is set: act-order checkpoints must be packed on the host with pack(), "
-      "which computes the permutation",
-      what);
+// Act-order: pack()'s rule for the group size (the values of g_idx are not checked on the device).
+void check_act_order(const int32_t* g_idx, int group_size, const char* what) {
+  if (g_idx == nullptr) return;
+  check_aligned(g_idx, 4, what, "g_idx");
+  LOWBIT_CHECK(group_size != 0,
+               "pack_on_device({}): g_idx is set but group_size = 0 (per-channel scales have no groups)",
+               what);
 }
 
 // The buffers wq_gemm will read: the same alignment rules as WqGemmPlan::run.
-void check_outputs(const DevicePackedWeights& out, DequantMode mode, const char* what) {
+void check_outputs(const DevicePackedWeights& out, DequantMode mode, bool act_order, const char* what) {
   check_buffer(out.qweight, 16, what, "out.qweight");
   check_buffer(out.scales, 16, what, "out.scales");
+  if (act_order) {
+    LOWBIT_CHECK(out.perm != nullptr, "pack_on_device({}): g_idx is set but out.perm is null (K int32)",
+                 what);
+    check_aligned(out.perm, 16, what, "out.perm");
+  }
   if (has_int_zeros(mode) || has_float_zeros(mode)) {
     LOWBIT_CHECK(out.zeros != nullptr,
                  "pack_on_device({}): out.zeros is null but mode = {} writes zero points", what,
@@ -102,7 +147,6 @@ void check_outputs(const DevicePackedWeights& out, DequantMode mode, const char*
 
 PackJob unpacked_job(const UnpackedWeightsView& v) {
   const char* what = "unpacked";
-  check_act_order(v.g_idx, what);
   const DequantMode mode = unpacked_mode(v, "pack_on_device(unpacked)");
   PackJob job;
   job.format = SourceFormat::Unpacked;
@@ -120,12 +164,13 @@ PackJob unpacked_job(const UnpackedWeightsView& v) {
   job.zeros =
       has_int_zeros(mode) ? static_cast<const void*>(v.zeros) : static_cast<const void*>(v.float_zeros);
   job.scales = v.scales;
+  check_act_order(v.g_idx, v.group_size, what);
+  job.g_idx = v.g_idx;
   return job;
 }
 
 PackJob gptq_job(const GptqWeightsView& v) {
   const char* what = "gptq";
-  check_act_order(v.g_idx, what);
   const DequantMode mode = v.qzeros ? DequantMode::SubZeroThenScale : DequantMode::Symmetric;
   PackJob job;
   job.format = SourceFormat::Gptq;
@@ -145,6 +190,42 @@ PackJob gptq_job(const GptqWeightsView& v) {
   job.zeros = v.qzeros;
   job.scales = v.scales;
   job.zero_offset = v.qzeros && v.zeros_format == GptqZeros::StoredMinusOne ? 1 : 0;
+  check_act_order(v.g_idx, v.group_size, what);
+  job.g_idx = v.g_idx;
+  return job;
+}
+
+PackJob awq_job(const AwqWeightsView& v) {
+  const char* what = "awq";
+  const DequantMode mode = v.qzeros ? DequantMode::SubZeroThenScale : DequantMode::Symmetric;
+  PackJob job;
+  job.format = SourceFormat::Awq;
+  job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
+  check_shape(job.problem, what);
+  check_awq_packing(v, "pack_on_device(awq)");
+  check_counts(v, "pack_on_device(awq)");
+  check_buffer(v.qweight, 4, what, "qweight");
+  check_buffer(v.scales, 2, what, "scales");
+  check_aligned(v.qzeros, 4, what, "qzeros");
+  job.q = v.qweight;
+  job.zeros = v.qzeros;
+  job.scales = v.scales;
+  return job;
+}
+
+PackJob hqq_job(const HqqWeightsView& v) {
+  const char* what = "hqq";
+  PackJob job;
+  job.format = SourceFormat::Hqq;
+  job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, DequantMode::SubFloatZeroThenScale);
+  check_shape(job.problem, what);
+  check_counts(v, "pack_on_device(hqq)");
+  check_buffer(v.w_q, 1, what, "w_q");
+  check_buffer(v.scales, 2, what, "scales");
+  check_buffer(v.zeros, 2, what, "zeros");
+  job.q = v.w_q;
+  job.zeros = v.zeros;
+  job.scales = v.scales;
   return job;
 }
 
@@ -159,7 +240,7 @@ ZeroKind zero_kind(DequantMode m) {
 void launch(Runtime& rt, const PackJob& job, const DevicePackedWeights& out, Stream stream) {
   const WqGemmProblem& p = job.problem;
   const char* what = format_name(job.format);
-  check_outputs(out, p.mode, what);
+  check_outputs(out, p.mode, job.g_idx != nullptr, what);
   const wq::Layout l = wq::layout(p);
   // Blocks [0, qweight_blocks) write qweight words, the rest the [groups_pad][n_pad] entries.
   const int64_t qweight_blocks = blocks_for(l.qweight_bytes / 4);
@@ -170,12 +251,23 @@ void launch(Runtime& rt, const PackJob& job, const DevicePackedWeights& out, Str
   const jit::LoadedKernel& k =
       rt.context().load(pack_kernel_spec(job.format, p.bits));  // makes the context current
   int n = static_cast<int>(p.n), kk = static_cast<int>(p.k);
+  const int32_t* perm = nullptr;
+  if (job.g_idx) {  // the permutation first: the packer reads it
+    const jit::LoadedKernel& pk = rt.context().load(perm_kernel_spec());
+    int group_size = p.group_size;
+    const void* pargs[] = {&job.g_idx, &out.perm, &kk, &group_size};
+    const int64_t warps = p.k / p.group_size, per_block = kThreads / 32;
+    LOWBIT_CU_CHECK(
+        jit::driver().cuLaunchKernel(pk.function, static_cast<unsigned>((warps + per_block - 1) / per_block),
+                                     1, 1, kThreads, 1, 1, 0, stream, const_cast<void**>(pargs), nullptr));
+    perm = out.perm;
+  }
   int groups = p.group_size == 0 ? 1 : static_cast<int>(p.k / p.group_size);
   int groups_pad = static_cast<int>(l.groups_pad);
   int zeros = static_cast<int>(zero_kind(p.mode)), zero_offset = job.zero_offset;
   unsigned qblocks = static_cast<unsigned>(qweight_blocks);
-  const void* args[] = {&job.q, &job.zeros, &job.scales, &out.qweight, &out.scales,  &out.zeros, &n,
-                        &kk,    &groups,    &groups_pad, &zeros,       &zero_offset, &qblocks};
+  const void* args[] = {&job.q, &job.zeros, &job.scales, &perm,       &out.qweight, &out.scales,  &out.zeros,
+                        &n,     &kk,        &groups,     &groups_pad, &zeros,       &zero_offset, &qblocks};
   LOWBIT_CU_CHECK(jit::driver().cuLaunchKernel(k.function, static_cast<unsigned>(blocks), 1, 1, kThreads, 1,
                                                1, 0, stream, const_cast<void**>(args), nullptr));
 }
@@ -202,14 +294,27 @@ void pack_on_device(Runtime& rt, const GptqWeightsView& device_view, const Devic
   launch(rt, gptq_job(device_view), out, stream);
 }
 
+void pack_on_device(Runtime& rt, const AwqWeightsView& device_view, const DevicePackedWeights& out,
+                    Stream stream) {
+  launch(rt, awq_job(device_view), out, stream);
+}
+
+void pack_on_device(Runtime& rt, const HqqWeightsView& device_view, const DevicePackedWeights& out,
+                    Stream stream) {
+  launch(rt, hqq_job(device_view), out, stream);
+}
+
 std::vector<KernelRecord> compile_pack_on_device(Runtime& rt, int bits) {
   LOWBIT_CHECK(bits == 1 || bits == 2 || bits == 3 || bits == 4 || bits == 8,
                "compile_pack_on_device: bits = {}: weights must have 1, 2, 3, 4 or 8 bits", bits);
   std::vector<KernelRecord> out;
-  for (SourceFormat f : {SourceFormat::Unpacked, SourceFormat::Gptq}) {
-    if (f == SourceFormat::Gptq && !gptq_bits(bits)) continue;
+  std::vector<jit::KernelSpec> specs;
+  for (SourceFormat f : {SourceFormat::Unpacked, SourceFormat::Gptq, SourceFormat::Awq, SourceFormat::Hqq})
+    if (reads_bits(f, bits)) specs.push_back(pack_kernel_spec(f, bits));
+  specs.push_back(perm_kernel_spec());  // act-order, every format
+  for (const jit::KernelSpec& spec : specs) {
     KernelRecord rec;
-    rt.context().compile(pack_kernel_spec(f, bits), &rec);
+    rt.context().compile(spec, &rec);
     rec.config = fmt::format("threads={}", kThreads);
     out.push_back(rec);
   }

@@ -1,4 +1,4 @@
-// pack_on_device without a GPU: its kernels compile with NVRTC for sm_90a for every bit width, bad
+// pack_on_device without a GPU: its kernels compile with NVRTC for sm_90a for every format and bit width, bad
 // views are refused on the host before anything touches a device, and packed_sizes() agrees with
 // what pack() builds. (tests/gpu/wq_pack_gpu_test.cpp compares the packed bytes.)
 #include <cstdint>
@@ -14,9 +14,11 @@
 #include "support/test_support.hpp"
 #include "unit/unit_helpers.hpp"
 
+using lowbit::AwqWeightsView;
 using lowbit::DequantMode;
 using lowbit::DevicePackedWeights;
 using lowbit::GptqWeightsView;
+using lowbit::HqqWeightsView;
 using lowbit::UnpackedWeightsView;
 using lowbit::test::contains;
 using lowbit::test::error_of;
@@ -45,6 +47,22 @@ GptqWeightsView gptq_view(int bits) {
   return v;
 }
 
+AwqWeightsView awq_view() {
+  AwqWeightsView v;
+  v.qweight = fake_device<const int32_t>(1), v.qzeros = fake_device<const int32_t>(2);
+  v.scales = fake_device<const uint16_t>(3);
+  v.n = 256, v.k = 1024, v.group_size = 128;
+  return v;
+}
+
+HqqWeightsView hqq_view(int bits) {
+  HqqWeightsView v;
+  v.w_q = fake_device<const uint8_t>(1), v.scales = fake_device<const uint16_t>(2);
+  v.zeros = fake_device<const uint16_t>(3);
+  v.n = 264, v.k = 1024, v.bits = bits, v.group_size = 64;
+  return v;
+}
+
 DevicePackedWeights outputs() {
   DevicePackedWeights o;
   o.qweight = fake_device<void>(4), o.scales = fake_device<void>(5), o.zeros = fake_device<void>(6);
@@ -66,17 +84,24 @@ TEST_CASE("pack_on_device kernels compile with NVRTC for sm_90a, every bit width
   for (int bits : {1, 2, 3, 4, 8}) {
     INFO("bits " << bits);
     const std::vector<lowbit::KernelRecord> recs = lowbit::compile_pack_on_device(rt, bits);
-    const bool gptq = bits == 2 || bits == 4 || bits == 8;
-    REQUIRE(recs.size() == (gptq ? 2u : 1u));
-    CHECK(recs[0].name == "wq_pack_unpacked_w" + std::to_string(bits));
-    if (gptq) CHECK(recs[1].name == "wq_pack_gptq_w" + std::to_string(bits));
-    for (const auto& r : recs) {
+    // unpacked, GPTQ (2, 4, 8 bits), AWQ (4), HQQ, then act-order's permutation (one for all).
+    const std::string w = "_w" + std::to_string(bits);
+    std::vector<std::string> want = {"wq_pack_unpacked" + w};
+    if (bits == 2 || bits == 4 || bits == 8) want.push_back("wq_pack_gptq" + w);
+    if (bits == 4) want.push_back("wq_pack_awq" + w);
+    want.push_back("wq_pack_hqq" + w);
+    want.push_back("wq_pack_perm");
+    REQUIRE(recs.size() == want.size());
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+      const auto& r = recs[i];
       INFO(r.name);
-      CHECK(std::string(lowbit::to_string(r.source)) == "compiled");
+      CHECK(r.name == want[i]);
+      const bool first_perm = r.name != "wq_pack_perm" || bits == 1;
+      CHECK(std::string(lowbit::to_string(r.source)) == (first_perm ? "compiled" : "memory-cache"));
       CHECK(r.arch == "sm_90a");
       CHECK(lowbit::test::is_hex32(r.digest));
+      if (first_perm) ++kernels;
     }
-    kernels += recs.size();
   }
   const auto entries = lowbit::jit::DiskCache(dir.path).list();
   CHECK(entries.size() == kernels);
@@ -110,13 +135,58 @@ TEST_CASE("pack_on_device refuses bad views on the host, before any device use",
     CHECK(contains(msg, "offline"));
   };
 
-  SECTION("act-order (g_idx) must be packed on the host") {
+  SECTION("act-order (g_idx): groups, and out.perm present and aligned") {
+    DevicePackedWeights o = outputs();
+    o.perm = fake_device<int32_t>(9);
     UnpackedWeightsView u = unpacked_view(4);
     u.g_idx = fake_device<const int32_t>(7);
-    expect(pack_error(rt, u), {"pack_on_device(unpacked)", "g_idx", "pack()"});
+    expect(pack_error(rt, u), {"pack_on_device(unpacked)", "g_idx is set but out.perm is null"});
+    expect_loaded(pack_error(rt, u, o), "wq_pack_unpacked_w4");
     GptqWeightsView g = gptq_view(4);
     g.g_idx = fake_device<const int32_t>(7);
-    expect(pack_error(rt, g), {"pack_on_device(gptq)", "g_idx", "pack()"});
+    expect(pack_error(rt, g), {"pack_on_device(gptq)", "out.perm is null"});
+    expect_loaded(pack_error(rt, g, o), "wq_pack_gptq_w4");
+    g.g_idx = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(g.g_idx) + 2);
+    expect(pack_error(rt, g, o), {"g_idx", "4-byte aligned"});
+    g = gptq_view(4);
+    g.g_idx = fake_device<const int32_t>(7), g.group_size = 0;
+    expect(pack_error(rt, g, o), {"g_idx is set but group_size = 0"});
+    o.perm += 2;
+    expect(pack_error(rt, u, o), {"out.perm", "16-byte aligned"});
+    u.g_idx_count = 1000;
+    expect(pack_error(rt, u, o), {"g_idx has 1000 elements", "K = 1024"});
+  }
+  SECTION("AWQ: 4 bits, N a multiple of 8, sizes") {
+    AwqWeightsView a = awq_view();
+    a.bits = 2;
+    expect(pack_error(rt, a), {"pack_on_device(awq)", "bits = 2", "4-bit only"});
+    a = awq_view();
+    a.n = 260;
+    expect(pack_error(rt, a), {"n = 260", "multiple of 8"});
+    a = awq_view();
+    a.qweight_count = 5;
+    expect(pack_error(rt, a), {"qweight has 5 elements"});
+    a = awq_view();
+    a.qweight = nullptr;
+    expect(pack_error(rt, a), {"qweight is null"});
+    expect_loaded(pack_error(rt, awq_view()), "wq_pack_awq_w4");
+    a = awq_view();
+    a.qzeros = nullptr;  // symmetric
+    DevicePackedWeights o = outputs();
+    o.zeros = nullptr;
+    expect_loaded(pack_error(rt, a, o), "wq_pack_awq_w4");
+  }
+  SECTION("HQQ: float zeros, [N, groups] sizes") {
+    HqqWeightsView h = hqq_view(3);
+    h.zeros = nullptr;
+    expect(pack_error(rt, h), {"pack_on_device(hqq)", "zeros is null"});
+    h = hqq_view(3);
+    h.scales_count = 7;
+    expect(pack_error(rt, h), {"scales has 7 elements", "N·groups"});
+    DevicePackedWeights o = outputs();
+    o.zeros = nullptr;
+    expect(pack_error(rt, hqq_view(3), o), {"out.zeros is null", "sub_float_zero_then_scale"});
+    expect_loaded(pack_error(rt, hqq_view(3)), "wq_pack_hqq_w3");
   }
   SECTION("GPTQ bits 3, and shapes GPTQ's packing cannot hold") {
     expect(pack_error(rt, gptq_view(3)), {"pack_on_device(gptq)", "bits = 3", "UnpackedWeightsView"});
