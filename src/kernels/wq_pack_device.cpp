@@ -169,48 +169,47 @@ PackJob unpacked_job(const UnpackedWeightsView& v) {
   return job;
 }
 
-PackJob gptq_job(const GptqWeightsView& v) {
-  const char* what = "gptq";
-  const DequantMode mode = v.qzeros ? DequantMode::SubZeroThenScale : DequantMode::Symmetric;
+// GPTQ and AWQ: weights and zeros packed in int32 (no zeros: symmetric), fp scales. check_format
+// checks the format's bits, packing and element counts.
+template <class View, class CheckFormat>
+PackJob int32_packed_job(SourceFormat f, const View& v, CheckFormat&& check_format) {
+  const char* what = format_name(f);
   PackJob job;
-  job.format = SourceFormat::Gptq;
-  job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
+  job.format = f;
+  job.problem = layout_problem(v.n, v.k, v.bits, v.group_size,
+                               v.qzeros ? DequantMode::SubZeroThenScale : DequantMode::Symmetric);
   check_shape(job.problem, what);
-  LOWBIT_CHECK(
-      gptq_bits(v.bits),
-      "pack_on_device(gptq): bits = {}: the device packer reads GPTQ's 2-, 4- and 8-bit packing; pack "
-      "3-bit checkpoints with pack() on the host (or unpack them and use UnpackedWeightsView)",
-      v.bits);
-  check_counts(v, "pack_on_device(gptq)");
+  check_format();
   check_buffer(v.qweight, 4, what, "qweight");
-  check_gptq_packing(v, "pack_on_device(gptq)", v.qzeros != nullptr);
   check_buffer(v.scales, 2, what, "scales");
   check_aligned(v.qzeros, 4, what, "qzeros");
   job.q = v.qweight;
   job.zeros = v.qzeros;
   job.scales = v.scales;
+  return job;
+}
+
+PackJob gptq_job(const GptqWeightsView& v) {
+  PackJob job = int32_packed_job(SourceFormat::Gptq, v, [&] {
+    LOWBIT_CHECK(
+        gptq_bits(v.bits),
+        "pack_on_device(gptq): bits = {}: the device packer reads GPTQ's 2-, 4- and 8-bit packing; pack "
+        "3-bit checkpoints with pack() on the host (or unpack them and use UnpackedWeightsView)",
+        v.bits);
+    check_counts(v, "pack_on_device(gptq)");
+    check_gptq_packing(v, "pack_on_device(gptq)", v.qzeros != nullptr);
+  });
   job.zero_offset = v.qzeros && v.zeros_format == GptqZeros::StoredMinusOne ? 1 : 0;
-  check_act_order(v.g_idx, v.group_size, what);
+  check_act_order(v.g_idx, v.group_size, "gptq");
   job.g_idx = v.g_idx;
   return job;
 }
 
 PackJob awq_job(const AwqWeightsView& v) {
-  const char* what = "awq";
-  const DequantMode mode = v.qzeros ? DequantMode::SubZeroThenScale : DequantMode::Symmetric;
-  PackJob job;
-  job.format = SourceFormat::Awq;
-  job.problem = layout_problem(v.n, v.k, v.bits, v.group_size, mode);
-  check_shape(job.problem, what);
-  check_awq_packing(v, "pack_on_device(awq)");
-  check_counts(v, "pack_on_device(awq)");
-  check_buffer(v.qweight, 4, what, "qweight");
-  check_buffer(v.scales, 2, what, "scales");
-  check_aligned(v.qzeros, 4, what, "qzeros");
-  job.q = v.qweight;
-  job.zeros = v.qzeros;
-  job.scales = v.scales;
-  return job;
+  return int32_packed_job(SourceFormat::Awq, v, [&] {
+    check_awq_packing(v, "pack_on_device(awq)");
+    check_counts(v, "pack_on_device(awq)");
+  });
 }
 
 PackJob hqq_job(const HqqWeightsView& v) {
