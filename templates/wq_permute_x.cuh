@@ -8,10 +8,12 @@
 // by + gridDim.y, ...: into xp, k = 8v .. 8v + 7; into the image, 16-byte chunk q = v % 16 of chunk
 // c = v / 16, whose word t holds k = 128c + 32t + 8p + 2w and the next (q = 4p + w). Its 8 indices
 // into perm are loaded once, before anything that waits for the previous kernel (perm is never
-// written on the device). Where K fits (kK ≤ kRowInShared), each block first copies the whole row of x
-// into shared memory with 16-byte loads, independent of the perm loads, and gathers there: 2-byte
-// gathers from global memory cost one more dependent round trip and an L1 wavefront each, which bound
-// the kernel at 64/128 rows (H200, 4096×14336 at 128 rows: act-order 40.2 µs against 32.2 plain;
+// written on the device). With `in_shared` (the host's choice from 17 rows, where K fits: kK ≤
+// kRowInShared), each block first copies the whole row of x into shared memory with 16-byte loads,
+// independent of the perm loads, and gathers there: 2-byte gathers from global memory cost an L1
+// wavefront each, which bound the kernel at 64/128 rows (H200, 4096×14336 at 128 rows: act-order 40.2
+// µs against 32.2 plain, 32.2 with the copy). Up to 16 rows the gathers are few, and the row copies
+// (one per block) only add L2 traffic beside the GEMM's first weights (H200, 1/16 rows: 0-6 % slower;
 // docs/perf-notes.md, thirty-seventh session).
 #pragma once
 #include "common/cp_async.cuh"
@@ -26,7 +28,7 @@ constexpr int kRowInShared = 24576;  // x's row in static shared memory: at most
 template <int kK, int kTok>
 __global__ void __launch_bounds__(1024)
     wq_permute_x_kernel(const u16* __restrict__ x, const int* __restrict__ perm, void* __restrict__ out,
-                        int M) {
+                        int M, int in_shared) {
   static_assert(kK % 8 == 0, "rows of x are whole 16-byte vectors");
   constexpr bool kImage = kTok > 0;
   constexpr int kChunks = (kK + 127) / 128;
@@ -63,10 +65,12 @@ __global__ void __launch_bounds__(1024)
   for (int m = blockIdx.y; m < rows; m += gridDim.y) {
     const u16* row = x + static_cast<i64>(m) * kK;
     u32 pair[4] = {0, 0, 0, 0};  // rows past M (image only) stay zero
+    bool gathered = false;
     if constexpr (kShared) {
       __shared__ uint4 row_s[kK / 8];
-      const bool live = m < M;  // the same for the whole block: the barriers below are uniform
-      if (live) {
+      // The same for the whole block: the barriers below are uniform.
+      if (in_shared && m < M) {
+        gathered = true;
         // cp.async: every copy in flight at once (a load into registers then a store would wait a
         // round trip per vector).
         for (int i = threadIdx.x; i < kK / 8; i += blockDim.x) cp_async_16(smem_addr(row_s + i), row + 8 * i);
@@ -80,7 +84,8 @@ __global__ void __launch_bounds__(1024)
                     (in_row(src[2 * t + 1]) ? static_cast<u32>(rs[src[2 * t + 1]]) << 16 : 0u);
         __syncthreads();  // every gather done before the next row overwrites row_s
       }
-    } else if (m < M && active) {
+    }
+    if (!gathered && m < M && active) {
 #pragma unroll
       for (int t = 0; t < 4; ++t)
         pair[t] = (in_row(src[2 * t]) ? static_cast<u32>(__ldg(row + src[2 * t])) : 0u) |

@@ -364,17 +364,26 @@ jit::KernelSpec permute_spec(const WqGemmProblem& p, int image_rows) {
   return s;
 }
 
+bool permute_in_shared(const WqGemmProblem& p, int64_t m) {
+  return m > 16 && p.k <= 24576;  // 24576: kRowInShared of templates/wq_permute_x.cuh
+}
+
 jit::LaunchShape permute_shape(const WqGemmProblem& p, int image_rows, int64_t m, int sm_count) {
   const int64_t vectors = image_rows ? ceil_div(p.k, 128) * 16 : p.k / 8;  // per row: one per thread
   const int64_t rows = image_rows ? ceil_div(m, image_rows) * image_rows : m;
+  jit::LaunchShape shape;
+  shape.grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
+  if (!permute_in_shared(p, m)) {  // gathers from global memory: blocks of 256, each row its own
+    shape.block = 256;
+    shape.grid_x = static_cast<unsigned>(ceil_div(vectors, 256));
+    return shape;
+  }
   // Each block copies its row of x whole (wq_permute_x.cuh): as few blocks per row as give every SM
   // one (fewer copies of the row), at most 1024 threads and at least 128 per block.
   const int64_t per_row = std::clamp<int64_t>(ceil_div(sm_count, rows), ceil_div(vectors, 1024),
                                               std::max<int64_t>(1, ceil_div(vectors, 128)));
-  jit::LaunchShape shape;
   shape.block = static_cast<unsigned>(ceil_div(ceil_div(vectors, per_row), 32) * 32);
   shape.grid_x = static_cast<unsigned>(ceil_div(vectors, shape.block));  // (rounding may leave one idle)
-  shape.grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
   return shape;
 }
 
@@ -1461,9 +1470,10 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // writes the image, and the wgmma GEMM is its dependent as it is the image kernel's.
   const bool after_permutation = p.act_order && im.overlap_image;
   const int sm_count = im.ctx->sm_count();
+  int in_shared = wq::permute_in_shared(p, m) ? 1 : 0;
   if (p.act_order && !b->config.x_image) {
     void* xp = base;
-    const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi};
+    const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi, &in_shared};
     jit::launch(im.permute->function, wq::permute_shape(p, 0, m, sm_count), stream, const_cast<void**>(pargs),
                 pre_options);
     x = xp;
@@ -1473,7 +1483,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
     const int rows = 16 * b->config.m_tiles;
     if (p.act_order) {
       // The permutation writes the image itself (wq::x_image_spec): one kernel before the GEMM.
-      const void* pargs[] = {&a.x, &a.w.perm, &image, &mi};
+      const void* pargs[] = {&a.x, &a.w.perm, &image, &mi, &in_shared};
       jit::launch(b->image->function, wq::permute_shape(p, rows, m, sm_count), stream,
                   const_cast<void**>(pargs), pre_options);
     } else {

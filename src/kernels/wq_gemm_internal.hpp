@@ -79,6 +79,9 @@ std::string stages_note(const WqGemmConfig& chosen, const WqGemmConfig& run);
 // per block (x_image_spec gives it for act-order problems); and its launch shape for M rows.
 jit::KernelSpec permute_spec(const WqGemmProblem& problem, int image_rows = 0);
 jit::LaunchShape permute_shape(const WqGemmProblem& problem, int image_rows, int64_t m, int sm_count);
+// Whether it copies each row of x into shared memory and gathers there (from 17 rows, where K fits),
+// rather than gathering from global memory.
+bool permute_in_shared(const WqGemmProblem& problem, int64_t m);
 // The rows the grid's row blocks cover for M rows (16·m_tiles each): the image's and the sums' rows.
 int64_t grid_rows(const WqGemmConfig& config, int64_t m);
 // The kernel that arranges the activations into a wgmma config's stage image (WqGemmConfig::x_image;

@@ -703,14 +703,24 @@ TEST_CASE("permute_shape: a thread per output vector, few blocks per row, every 
     CHECK(s.block % 32 == 0);
     CHECK(s.block <= 1024);
   };
-  check(0, 1, 14, 1, 128);      // one row: blocks of 128 threads (14 of them), the latency's spread
-  check(0, 16, 8, 16, 224);     // 16 rows: ceil(132 / 16) = 9 blocks per row, 8 after rounding to warps
+  // Up to 16 rows the gathers go to global memory, blocks of 256 threads.
+  CHECK_FALSE(lowbit::wq::permute_in_shared(p, 16));
+  check(0, 1, 7, 1, 256);
+  check(0, 16, 7, 16, 256);
+  // From 17 rows a block copies its row into shared memory: as few per row as fill the SMs.
+  CHECK(lowbit::wq::permute_in_shared(p, 17));
+  check(0, 17, 8, 17, 224);     // ceil(132 / 17) = 8 blocks per row, 224 threads
+  check(0, 20, 7, 20, 256);     // 7 blocks per row
   check(128, 97, 2, 128, 896);  // an image of 128 rows: the fewest blocks per row (1792 vectors)
   p.k = 4096;
   check(64, 64, 3, 64, 192);   // 512 vectors: 3 blocks per row fill 132 SMs
   check(0, 140, 1, 140, 512);  // more rows than SMs: one block per row
   p.k = 2080;                  // K rounded up to 17 chunks of 16 vectors in an image
-  check(64, 1, 3, 64, 96);
+  check(64, 1, 2, 64, 256);    // one row: gathers from global memory, all 64 rows of the block
+  check(64, 17, 3, 64, 96);
+  p.k = 24704;  // past the shared-memory row: gathers from global memory at any M
+  CHECK_FALSE(lowbit::wq::permute_in_shared(p, 128));
+  check(128, 128, 13, 128, 256);  // 193 chunks × 16 vectors
 }
 
 TEST_CASE("fill_split: the smallest power of 2 that fills the grid, keeping 2 chunks per warp", "[wq_gemm]") {
