@@ -384,6 +384,7 @@ jit::LaunchShape permute_shape(const WqGemmProblem& p, int image_rows, int64_t m
                                               std::max<int64_t>(1, ceil_div(vectors, 128)));
   shape.block = static_cast<unsigned>(ceil_div(ceil_div(vectors, per_row), 32) * 32);
   shape.grid_x = static_cast<unsigned>(ceil_div(vectors, shape.block));  // (rounding may leave one idle)
+  shape.smem = static_cast<unsigned>(p.k * 2);                           // the row
   return shape;
 }
 

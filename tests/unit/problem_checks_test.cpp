@@ -702,6 +702,8 @@ TEST_CASE("permute_shape: a thread per output vector, few blocks per row, every 
     CHECK(static_cast<int64_t>(s.grid_x - 1) * s.block < vectors);
     CHECK(s.block % 32 == 0);
     CHECK(s.block <= 1024);
+    // Shared memory only for the row a block copies (gathers from global memory hold none).
+    CHECK(s.smem == (lowbit::wq::permute_in_shared(p, m) ? p.k * 2 : 0));
   };
   // Up to 16 rows the gathers go to global memory, blocks of 256 threads.
   CHECK_FALSE(lowbit::wq::permute_in_shared(p, 16));
