@@ -23,12 +23,12 @@
 // wgmma's B layout), the block's weight tiles and their scale and zero rows. A producer warpgroup
 // fills them: it copies the weights (one bulk copy) and scales, and loads the activations into
 // registers a step before it stores them (transposed, below), or, with kXImage, copies them too from
-// an image arranged by wq_x_image_kernel before the launch. Each stage has two mbarriers: `full`
-// completes when the producer's copies have landed and its stores are fenced for wgmma; `empty` when
-// every MMA thread has waited for its step's wgmma. No block barrier: the MMA warpgroups run at their
-// own pace (one can dequantize while the other's wgmmas run), the producer up to kStages steps ahead
-// of the slower one; the MMA warps issue no copies. What still bounds the loop: docs/perf-notes.md,
-// fourteenth to twenty-first sessions.
+// an image arranged before the launch by wq_x_image_kernel (act-order layers: wq_permute_x_kernel). Each
+// stage has two mbarriers: `full` completes when the producer's copies have landed and its stores are fenced
+// for wgmma; `empty` when every MMA thread has waited for its step's wgmma. No block barrier: the MMA
+// warpgroups run at their own pace (one can dequantize while the other's wgmmas run), the producer up to
+// kStages steps ahead of the slower one; the MMA warps issue no copies. What still bounds the loop:
+// docs/perf-notes.md, fourteenth to twenty-first sessions.
 //
 // K order: the packed weights give lane t the 32 values k = 32t .. 32t + 31 of each chunk, and A's
 // register layout makes lane t supply k16-step columns 2t, 2t+1, 2t+8, 2t+9; so k16 step s = 2p + hs
@@ -232,7 +232,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   // not copied (their stale words dequantize to finite values in columns that are never written).
   // One copy per stage instead of a cp.async per 16 bytes (or, 8-bit, a bulk copy per tile): W4 at
   // 64/128 rows −1.5 % on average (H100, twentieth/twenty-first sessions). With kXImage the same
-  // thread copies the stage's activations from the image (wq_x_image_kernel) alongside. Scale and
+  // thread copies the stage's activations from the image (wq_x_image_kernel or, act-order,
+  // wq_permute_x_kernel) alongside. Scale and
   // zero rows by cp.async (producer thread i: row i).
   constexpr int kTileBytes = kTileWords * 4;
   auto issue_w = [&](int c, int stage) {  // chunk c of the block's current tiles
@@ -456,7 +457,8 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       mbar_arrive_cp_async(full_bar(j));
     }
     if constexpr (kXImage) {
-      // The image kernel runs just before this one, which the host may launch early (programmatic
+      // The image (act-order: permutation) kernel runs just before this one, which the host may launch
+      // early (programmatic
       // dependent launch): the weight copies above overlap it; the image is read only once it is done.
       wait_for_previous_grid();
       for (int j = 0; j < kStages && j < n_steps; ++j) {

@@ -8,8 +8,9 @@
 // | src_zeros  | u8 / u32 / u16 | [G][N] / [G][N·bits/32] / [G][N/8] | unpacked int / GPTQ / AWQ qzeros /   |
 // |            |                | / [G][N] or [N][G]                 | float (HQQ: [N][G])                  |
 // | src_scales | u16            | [G][N] (HQQ: [N][G])               | G = source groups (1 per channel)    |
-// | perm       | i32            | [K] or null                        | act-order: packed k j ← source
-// perm[j]| | qweight    | u32            | [K_pad/128][N_pad/8][bits·32]      | lowbit's tiles (pack.hpp) |
+// | perm       | i32            | [K] or null                        | act-order: position j ← source k     |
+// |            |                |                                    | perm[j]                              |
+// | qweight    | u32            | [K_pad/128][N_pad/8][bits·32]      | lowbit's tiles (pack.hpp)            |
 // | scales     | u16            | [G_pad][N_pad]                     | zero padding                         |
 // | zeros      | u8 / u16       | [G_pad][N_pad]                     | integer or float zeros; zero padding |
 //

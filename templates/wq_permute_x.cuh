@@ -7,13 +7,13 @@
 // Thread i of block (bx, by) writes output vector v = bx · blockDim.x + i (8 values) of rows by,
 // by + gridDim.y, ...: into xp, k = 8v .. 8v + 7; into the image, 16-byte chunk q = v % 16 of chunk
 // c = v / 16, whose word t holds k = 128c + 32t + 8p + 2w and the next (q = 4p + w). Its 8 indices
-// into perm are loaded once, before anything that waits for the previous kernel (perm is never
-// written on the device). With `in_shared` (the host's choice from 17 rows, where K fits: kK ≤
-// kRowInShared), each block first copies the whole row of x into shared memory with 16-byte loads,
-// independent of the perm loads, and gathers there: 2-byte gathers from global memory cost an L1
-// wavefront each, which bound the kernel at 64/128 rows (H200, 4096×14336 at 128 rows: act-order 40.2
-// µs against 32.2 plain, 32.2 with the copy). Up to 16 rows the gathers are few, and the row copies
-// (one per block) only add L2 traffic beside the GEMM's first weights (H200, 1/16 rows: 0-6 % slower;
+// into perm are loaded once, before anything that waits for the previous kernel (a chained call's
+// predecessor may not write perm: WqGemmPlanOptions::overlap_previous). With `in_shared` (the host's choice
+// from 17 rows, where K fits: kK ≤ kRowInShared), each block first copies the whole row of x into shared
+// memory with 16-byte loads, independent of the perm loads, and gathers there: 2-byte gathers from global
+// memory cost an L1 wavefront each, which bound the kernel at 64/128 rows (H200, 4096×14336 at 128 rows:
+// act-order 40.2 µs against 32.2 plain, 32.2 with the copy). Up to 16 rows the gathers are few, and the row
+// copies (one per block) only add L2 traffic beside the GEMM's first weights (H200, 1/16 rows: 0-6 % slower;
 // docs/perf-notes.md, thirty-seventh session).
 #pragma once
 #include "common/cp_async.cuh"

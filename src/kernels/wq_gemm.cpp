@@ -1245,7 +1245,13 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       }
       out[l].buckets.push_back(std::move(bk));
     }
-    if (problems[l].act_order) specs.push_back(*(out[l].permute = wq::permute_spec(problems[l])));
+    // Act-order: the permutation into the workspace, for the buckets that do not permute into an image
+    // (all of them where own buffers are cleared; ahead-of-time builds serve both).
+    const bool any_plain =
+        own == OwnBuffers::kBoth || std::any_of(out[l].buckets.begin(), out[l].buckets.end(),
+                                                [](const auto& bk) { return !bk.config.x_image; });
+    if (problems[l].act_order && any_plain)
+      specs.push_back(*(out[l].permute = wq::permute_spec(problems[l])));
     for (const auto& e : extra) specs.push_back(e.spec);
   }
   std::vector<KernelRecord> records;
@@ -1441,13 +1447,14 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y,
                dtype_bytes(p.out));
   void* ws = a.workspace;
-  if (wq::needs_split_workspace(b->config) || b->config.stream_k || p.act_order) {
+  const bool permutes_into_workspace = p.act_order && !b->config.x_image;
+  if (wq::needs_split_workspace(b->config) || b->config.stream_k || permutes_into_workspace) {
     if (ws == nullptr) ws = im.workspace.get();
     LOWBIT_CHECK(
         ws != nullptr,
         "args.workspace is null, but {} needs plan.workspace_bytes() = {} bytes (zero-filled once) {}",
         b->config.str(), im.workspace_bytes,
-        p.act_order ? "for the permuted activations of act-order" : "to split K");
+        permutes_into_workspace ? "for the permuted activations of act-order" : "to split K");
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
   const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m, b->resident_blocks);
@@ -1472,7 +1479,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   const bool after_permutation = p.act_order && im.overlap_image;
   const int sm_count = im.ctx->sm_count();
   int in_shared = wq::permute_in_shared(p, m) ? 1 : 0;
-  if (p.act_order && !b->config.x_image) {
+  if (permutes_into_workspace) {
     void* xp = base;
     const void* pargs[] = {&a.x, &a.w.perm, &xp, &mi, &in_shared};
     jit::launch(im.permute->function, wq::permute_shape(p, 0, m, sm_count), stream, const_cast<void**>(pargs),
@@ -1528,8 +1535,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // instead of hanging.
   options.cooperative = b->config.stream_k;
   // The wgmma kernel reads the image only after griddepcontrol.wait; nothing else it reads or writes
-  // is touched by the image kernel, and everything before that kernel in the stream has completed (but
-  // an act-order call's permutation, which touches only x, perm and its own workspace bytes).
+  // is touched by the image kernel (act-order: the permutation, which writes the image), and
+  // everything before that kernel in the stream has completed.
   // Likewise the mma.sync kernel reads the sums of x_sums only after it.
   // Chained, or an act-order GEMM overlapping its permutation: the mma.sync kernel starts early.
   const bool early = b->chain || (b->after_permutation && im.overlap_image);

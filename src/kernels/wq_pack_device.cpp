@@ -1,6 +1,7 @@
-// pack_on_device: the packer of wq_pack.cpp as one JIT kernel launch (templates/wq_pack.cuh), for
-// weights that are already on the device. Everything that can be checked without reading the
-// tensors is checked here first, with pack()'s rules, so a bad view never reaches the device.
+// pack_on_device: the packer of wq_pack.cpp as one JIT kernel launch (templates/wq_pack.cuh; act-order:
+// two, the permutation first), for weights that are already on the device. Everything that can be checked
+// without reading the tensors is checked here first, with pack()'s rules, so a bad view never reaches the
+// device.
 #include <cstdint>
 #include <limits>
 
@@ -240,6 +241,18 @@ void launch(Runtime& rt, const PackJob& job, const DevicePackedWeights& out, Str
   const WqGemmProblem& p = job.problem;
   const char* what = format_name(job.format);
   check_outputs(out, p.mode, job.g_idx != nullptr, what);
+  if (job.g_idx) {
+    // The permutation kernel reads all of g_idx while it writes perm: in place, it would read what it
+    // wrote.
+    const auto a = reinterpret_cast<std::uintptr_t>(job.g_idx),
+               b = reinterpret_cast<std::uintptr_t>(out.perm);
+    const std::uintptr_t bytes = static_cast<std::uintptr_t>(p.k) * 4;
+    LOWBIT_CHECK(
+        a + bytes <= b || b + bytes <= a,
+        "pack_on_device({}): out.perm = {} overlaps g_idx = {} ({} bytes each): the permutation cannot "
+        "be computed in place",
+        what, static_cast<const void*>(out.perm), static_cast<const void*>(job.g_idx), bytes);
+  }
   const wq::Layout l = wq::layout(p);
   // Blocks [0, qweight_blocks) write qweight words, the rest the [groups_pad][n_pad] entries.
   const int64_t qweight_blocks = blocks_for(l.qweight_bytes / 4);

@@ -710,17 +710,31 @@ TEST_CASE(
       }
     check_graph_replay(*L, overlapped, 16);
   }
-  // An x_image bucket (wgmma): the image kernel reads the permuted activations. K = 2080 (groups of 32)
-  // ends inside a chunk. Replays with new weights, permutation and activations each time.
+  // An x_image bucket (wgmma): the permutation writes the image, gathering from global memory up to
+  // 16 rows and from a row in shared memory above. K = 2080 (groups of 32) ends inside a chunk.
+  // The same bits as with LOWBIT_NO_PDL (no K split); replays with new weights, permutation and
+  // activations each time.
   if (has_wgmma()) {
-    WqGemmProblem odd = problem(1032, 2080, 32, 16);
+    WqGemmProblem odd = problem(1032, 2080, 32, 64);
     odd.act_order = true;
     auto O = make_layer(odd, false);
     WqGemmPlanOptions o;
     o.config = with_image(wgmma_config(4, 2, 8, 1, 3));
-    WqGemmPlan plan(rt, odd, {1, 16}, o);
-    for (int64_t m : {1, 5, 16}) run_and_check(*O, plan, m, false);
+    WqGemmPlan plan(rt, odd, {1, 64}, o);
+    const std::unique_ptr<WqGemmPlan> after = [&] {
+      ScopedEnv serial("LOWBIT_NO_PDL", "1");
+      return std::make_unique<WqGemmPlan>(rt, odd, std::vector<int64_t>{1, 64}, o);
+    }();
+    for (int64_t m : {1, 5, 16, 17, 40}) {
+      CAPTURE(m);
+      refill_layer(*O);
+      run_and_check(*O, plan, m, false);
+      const std::vector<double> y_overlapped = download_y(*O, m);
+      run_and_check(*O, *after, m, false);
+      REQUIRE(download_y(*O, m) == y_overlapped);
+    }
     check_graph_replay(*O, plan, 16);
+    check_graph_replay(*O, plan, 40);
   }
 }
 
@@ -736,6 +750,10 @@ TEST_CASE("wq_gemm act-order: the permutation past a row in shared memory, and i
   auto W = make_layer(wide, false);
   WqGemmPlan library(rt, wide, {1, 16, 64});
   for (int64_t m : {1, 16, 64}) run_and_check(*W, library, m, false);
+  WqGemmPlanOptions staged;  // an mma.sync config at 64 rows: the permutation into the workspace
+  staged.config = config(1, 4, 1, 2, 4);
+  WqGemmPlan mma(rt, wide, {64}, staged);
+  run_and_check(*W, mma, 64, false);
   if (!has_wgmma()) return;
   WqGemmPlanOptions image;
   image.config = with_image(wgmma_config(4, 2, 8, 1, 3));

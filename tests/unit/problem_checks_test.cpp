@@ -713,6 +713,7 @@ TEST_CASE("permute_shape: a thread per output vector, few blocks per row, every 
   CHECK(lowbit::wq::permute_in_shared(p, 17));
   check(0, 17, 8, 17, 224);     // ceil(132 / 17) = 8 blocks per row, 224 threads
   check(0, 20, 7, 20, 256);     // 7 blocks per row
+  check(0, 70000, 2, 65535, 896);  // grid y at most 65535: blocks loop over the rows past it
   check(128, 97, 2, 128, 896);  // an image of 128 rows: the fewest blocks per row (1792 vectors)
   p.k = 4096;
   check(64, 64, 3, 64, 192);   // 512 vectors: 3 blocks per row fill 132 SMs

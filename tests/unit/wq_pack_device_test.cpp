@@ -137,7 +137,7 @@ TEST_CASE("pack_on_device refuses bad views on the host, before any device use",
 
   SECTION("act-order (g_idx): groups, and out.perm present and aligned") {
     DevicePackedWeights o = outputs();
-    o.perm = fake_device<int32_t>(9);
+    o.perm = fake_device<int32_t>(64);  // K int32 past g_idx (slots are 256 bytes apart)
     UnpackedWeightsView u = unpacked_view(4);
     u.g_idx = fake_device<const int32_t>(7);
     expect(pack_error(rt, u), {"pack_on_device(unpacked)", "g_idx is set but out.perm is null"});
@@ -151,6 +151,9 @@ TEST_CASE("pack_on_device refuses bad views on the host, before any device use",
     g = gptq_view(4);
     g.g_idx = fake_device<const int32_t>(7), g.group_size = 0;
     expect(pack_error(rt, g, o), {"g_idx is set but group_size = 0"});
+    DevicePackedWeights in_place = o;
+    in_place.perm = const_cast<int32_t*>(u.g_idx) + 4;  // overlaps g_idx's K = 1024 entries
+    expect(pack_error(rt, u, in_place), {"out.perm", "overlaps g_idx", "in place"});
     o.perm += 2;
     expect(pack_error(rt, u, o), {"out.perm", "16-byte aligned"});
     u.g_idx_count = 1000;
