@@ -1,3 +1,5 @@
+#include <utility>
+
 #include "common/digest.hpp"
 #include "jit/embedded_templates.hpp"
 #include "jit/kernel_spec.hpp"
@@ -8,6 +10,20 @@
 #endif
 
 namespace lowbit::jit {
+
+KernelSpec header_instance_spec(std::string family, std::string name, const std::string& header,
+                                std::string name_expression, nlohmann::json specialization,
+                                nlohmann::json config) {
+  KernelSpec s;
+  s.family = std::move(family);
+  s.name = std::move(name);
+  s.name_expression = std::move(name_expression);
+  s.source = "// " + s.name + "\n#include \"" + header +
+             "\"\n// instantiated through the name expression:\n// " + s.name_expression + "\n";
+  s.specialization = std::move(specialization);
+  s.config = std::move(config);
+  return s;
+}
 
 std::string lowbit_version() {
   return LOWBIT_VERSION_STRING;

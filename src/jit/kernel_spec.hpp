@@ -17,6 +17,12 @@ struct KernelSpec {
   nlohmann::json config;          // the tile configuration
 };
 
+// A spec whose source includes one template header and instantiates the kernel through its name
+// expression (the source names both, for people reading the cache).
+KernelSpec header_instance_spec(std::string family, std::string name, const std::string& header,
+                                std::string name_expression, nlohmann::json specialization,
+                                nlohmann::json config = nlohmann::json::object());
+
 // The full cache key: {family, specialization, config, arch, NVRTC version, options, lowbit
 // version, templates digest} as canonical JSON (sorted keys, no spaces).
 std::string cache_key_json(const KernelSpec& spec, const Arch& arch);

@@ -351,17 +351,12 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
 }
 
 jit::KernelSpec permute_spec(const WqGemmProblem& p, int image_rows) {
-  jit::KernelSpec s;
-  s.family = "wq_gemm";
-  s.name = image_rows ? fmt::format("wq_permute_x_k{}_r{}", p.k, image_rows)
-                      : fmt::format("wq_permute_x_k{}", p.k);
-  s.name_expression = fmt::format("lowbit::kern::wq_permute_x_kernel<{}, {}>", p.k, image_rows);
-  s.source = fmt::format(
-      "// {}\n#include \"wq_permute_x.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
-      s.name_expression);
-  s.specialization = {{"k", p.k}, {"rows", image_rows}};
-  s.config = nlohmann::json::object();
-  return s;
+  return jit::header_instance_spec("wq_gemm",
+                                   image_rows ? fmt::format("wq_permute_x_k{}_r{}", p.k, image_rows)
+                                              : fmt::format("wq_permute_x_k{}", p.k),
+                                   "wq_permute_x.cuh",
+                                   fmt::format("lowbit::kern::wq_permute_x_kernel<{}, {}>", p.k, image_rows),
+                                   {{"k", p.k}, {"rows", image_rows}});
 }
 
 bool permute_in_shared(const WqGemmProblem& p, int64_t m) {
@@ -391,30 +386,18 @@ jit::LaunchShape permute_shape(const WqGemmProblem& p, int image_rows, int64_t m
 jit::KernelSpec x_image_spec(const WqGemmProblem& p, const WqGemmConfig& c) {
   // Act-order: the permutation writes the image itself.
   if (p.act_order) return permute_spec(p, 16 * c.m_tiles);
-  jit::KernelSpec s;
-  s.family = "wq_gemm";
-  s.name = fmt::format("wq_x_image_k{}_r{}", p.k, 16 * c.m_tiles);
-  s.name_expression = fmt::format("lowbit::kern::wq_x_image_kernel<{}, {}>", p.k, 16 * c.m_tiles);
-  s.source = fmt::format(
-      "// {}\n#include \"wq_gemm_wgmma.cuh\"\n// instantiated through the name expression:\n// {}\n", s.name,
-      s.name_expression);
-  s.specialization = {{"k", p.k}, {"rows", 16 * c.m_tiles}};
-  s.config = nlohmann::json::object();
-  return s;
+  const int rows = 16 * c.m_tiles;
+  return jit::header_instance_spec(
+      "wq_gemm", fmt::format("wq_x_image_k{}_r{}", p.k, rows), "wq_gemm_wgmma.cuh",
+      fmt::format("lowbit::kern::wq_x_image_kernel<{}, {}>", p.k, rows), {{"k", p.k}, {"rows", rows}});
 }
 
 jit::KernelSpec x_sums_spec(const WqGemmProblem& p) {
-  jit::KernelSpec s;
-  s.family = "wq_gemm";
-  s.name = fmt::format("wq_x_sums_k{}_w{}_{}", p.k, p.bits, to_string(p.act));
-  s.name_expression = fmt::format("lowbit::kern::wq_x_sums_kernel<{}, {}, {}>", p.k, p.bits,
-                                  p.act == DType::BF16 ? "true" : "false");
-  s.source =
-      fmt::format("// {}\n#include \"wq_gemm.cuh\"\n// instantiated through the name expression:\n// {}\n",
-                  s.name, s.name_expression);
-  s.specialization = {{"k", p.k}, {"bits", p.bits}, {"act", to_string(p.act)}};
-  s.config = nlohmann::json::object();
-  return s;
+  return jit::header_instance_spec(
+      "wq_gemm", fmt::format("wq_x_sums_k{}_w{}_{}", p.k, p.bits, to_string(p.act)), "wq_gemm.cuh",
+      fmt::format("lowbit::kern::wq_x_sums_kernel<{}, {}, {}>", p.k, p.bits,
+                  p.act == DType::BF16 ? "true" : "false"),
+      {{"k", p.k}, {"bits", p.bits}, {"act", to_string(p.act)}});
 }
 
 int64_t grid_rows(const WqGemmConfig& c, int64_t m) {

@@ -21,31 +21,22 @@ enum class ZeroKind : int { None = 0, Int = 1, Float = 2 };
 
 enum class SourceFormat { Unpacked, Gptq, Awq, Hqq };
 
+// Per SourceFormat, in its order: the name in messages and kernel names, and the Source type of
+// templates/wq_pack.cuh.
+struct FormatNames {
+  const char* name;
+  const char* source_type;
+};
+constexpr FormatNames kFormatNames[] = {{"unpacked", "lowbit::kern::UnpackedSource"},
+                                        {"gptq", "lowbit::kern::GptqSource"},
+                                        {"awq", "lowbit::kern::AwqSource"},
+                                        {"hqq", "lowbit::kern::HqqSource"}};
+
 const char* format_name(SourceFormat f) {
-  switch (f) {
-    case SourceFormat::Gptq:
-      return "gptq";
-    case SourceFormat::Awq:
-      return "awq";
-    case SourceFormat::Hqq:
-      return "hqq";
-    case SourceFormat::Unpacked:
-      break;
-  }
-  return "unpacked";
+  return kFormatNames[static_cast<int>(f)].name;
 }
 const char* source_type(SourceFormat f) {
-  switch (f) {
-    case SourceFormat::Gptq:
-      return "lowbit::kern::GptqSource";
-    case SourceFormat::Awq:
-      return "lowbit::kern::AwqSource";
-    case SourceFormat::Hqq:
-      return "lowbit::kern::HqqSource";
-    case SourceFormat::Unpacked:
-      break;
-  }
-  return "lowbit::kern::UnpackedSource";
+  return kFormatNames[static_cast<int>(f)].source_type;
 }
 bool gptq_bits(int bits) {
   return bits == 2 || bits == 4 || bits == 8;
@@ -58,30 +49,17 @@ bool reads_bits(SourceFormat f, int bits) {
 // One kernel per (format, bits): shapes and modes are run-time arguments, so a model's layers
 // share a handful of compiles.
 jit::KernelSpec pack_kernel_spec(SourceFormat f, int bits) {
-  jit::KernelSpec s;
-  s.family = "wq_pack";
-  s.name = fmt::format("wq_pack_{}_w{}", format_name(f), bits);
-  s.name_expression = fmt::format("lowbit::kern::wq_pack_kernel<{}, {}>", source_type(f), bits);
-  s.source =
-      fmt::format("// {}\n#include \"wq_pack.cuh\"\n// instantiated through the name expression:\n// {}\n",
-                  s.name, s.name_expression);
-  s.specialization = {{"format", format_name(f)}, {"bits", bits}};
-  s.config = {{"threads", kThreads}};
-  return s;
+  return jit::header_instance_spec("wq_pack", fmt::format("wq_pack_{}_w{}", format_name(f), bits),
+                                   "wq_pack.cuh",
+                                   fmt::format("lowbit::kern::wq_pack_kernel<{}, {}>", source_type(f), bits),
+                                   {{"format", format_name(f)}, {"bits", bits}}, {{"threads", kThreads}});
 }
 
 // Act-order: g_idx → perm (wq_pack_perm_kernel; one for every format and width).
 jit::KernelSpec perm_kernel_spec() {
-  jit::KernelSpec s;
-  s.family = "wq_pack";
-  s.name = "wq_pack_perm";
-  s.name_expression = "lowbit::kern::wq_pack_perm_kernel";
-  s.source =
-      fmt::format("// {}\n#include \"wq_pack.cuh\"\n// instantiated through the name expression:\n// {}\n",
-                  s.name, s.name_expression);
-  s.specialization = nlohmann::json::object();
-  s.config = {{"threads", kThreads}};
-  return s;
+  return jit::header_instance_spec("wq_pack", "wq_pack_perm", "wq_pack.cuh",
+                                   "lowbit::kern::wq_pack_perm_kernel", nlohmann::json::object(),
+                                   {{"threads", kThreads}});
 }
 
 // One checked launch: the layout fields of the problem and the source tensors.

@@ -199,6 +199,25 @@ struct ScopedEnv {
   ~ScopedEnv() { ::unsetenv(name); }
 };
 
+// The same plan built with LOWBIT_NO_PDL=1 (read at plan build): its kernels after a pre-kernel
+// (image, sums, permutation) launch after it instead of overlapping it.
+std::unique_ptr<WqGemmPlan> plan_without_pdl(Runtime& rt, const WqGemmProblem& p,
+                                             const std::vector<int64_t>& ms, const WqGemmPlanOptions& o) {
+  ScopedEnv serial("LOWBIT_NO_PDL", "1");
+  return std::make_unique<WqGemmPlan>(rt, p, ms, o);
+}
+
+// New weights and activations, then `overlapped` and `serial` at M = m: each checked against the
+// reference, and bit for bit the same (configs without a K split).
+void require_same_as_serial(DeviceLayer& L, const WqGemmPlan& overlapped, const WqGemmPlan& serial,
+                            int64_t m) {
+  refill_layer(L);
+  run_and_check(L, overlapped, m, false);
+  const std::vector<double> y_overlapped = download_y(L, m);
+  run_and_check(L, serial, m, false);
+  REQUIRE(download_y(L, m) == y_overlapped);
+}
+
 // Captures plan.run at M = m once, then replays it with new weights and activations written into
 // the same buffers each time, checking each replay's output (poisoned first).
 void check_graph_replay(DeviceLayer& L, const WqGemmPlan& plan, int64_t m) {
@@ -266,17 +285,10 @@ TEST_CASE("wq_gemm x_image: the GEMM overlapping the image kernel gives the resu
     WqGemmPlanOptions o;
     o.config = c;
     WqGemmPlan overlapped(rt, L->problem, {40}, o);
-    const std::unique_ptr<WqGemmPlan> after = [&] {
-      ScopedEnv serial("LOWBIT_NO_PDL", "1");
-      return std::make_unique<WqGemmPlan>(rt, L->problem, std::vector<int64_t>{40}, o);
-    }();
+    const std::unique_ptr<WqGemmPlan> after = plan_without_pdl(rt, L->problem, {40}, o);
     for (int call = 0; call < 3; ++call) {
-      refill_layer(*L);
       CAPTURE(call);
-      run_and_check(*L, overlapped, 40, false);
-      const std::vector<double> y_overlapped = download_y(*L, 40);
-      run_and_check(*L, *after, 40, false);
-      REQUIRE(download_y(*L, 40) == y_overlapped);
+      require_same_as_serial(*L, overlapped, *after, 40);
     }
   }
 }
@@ -317,18 +329,11 @@ TEST_CASE(
     o.config = c;
     WqGemmPlan overlapped(rt, p, {1, 17}, o);
     REQUIRE(overlapped.config_for(17).x_sums);
-    const std::unique_ptr<WqGemmPlan> after = [&] {
-      ScopedEnv serial("LOWBIT_NO_PDL", "1");
-      return std::make_unique<WqGemmPlan>(rt, p, std::vector<int64_t>{1, 17}, o);
-    }();
+    const std::unique_ptr<WqGemmPlan> after = plan_without_pdl(rt, p, {1, 17}, o);
     for (int call = 0; call < 3; ++call)
       for (int64_t m : {1, 16, 17}) {
-        refill_layer(*L);
         CAPTURE(call, m);
-        run_and_check(*L, overlapped, m, false);
-        const std::vector<double> y_overlapped = download_y(*L, m);
-        run_and_check(*L, *after, m, false);
-        REQUIRE(download_y(*L, m) == y_overlapped);
+        require_same_as_serial(*L, overlapped, *after, m);
       }
     check_graph_replay(*L, overlapped, 17);  // captured once, replayed with new activations
     // Activations in registers from 16 rows: no swapped operands there, so the kernel keeps its Σ
@@ -695,18 +700,11 @@ TEST_CASE(
     INFO(o->config->str());
     WqGemmPlan overlapped(rt, p, {1, 16}, *o);
     CHECK(runs_chained(overlapped) == (rt.arch().sm() >= 90));  // the kernel that waits for its predecessor
-    const std::unique_ptr<WqGemmPlan> after = [&] {
-      ScopedEnv serial("LOWBIT_NO_PDL", "1");
-      return std::make_unique<WqGemmPlan>(rt, p, std::vector<int64_t>{1, 16}, *o);
-    }();
+    const std::unique_ptr<WqGemmPlan> after = plan_without_pdl(rt, p, {1, 16}, *o);
     for (int64_t m : {1, 16})
       for (int call = 0; call < 3; ++call) {
-        refill_layer(*L);
         CAPTURE(m, call);
-        run_and_check(*L, overlapped, m, false);
-        const std::vector<double> y_overlapped = download_y(*L, m);
-        run_and_check(*L, *after, m, false);
-        REQUIRE(download_y(*L, m) == y_overlapped);
+        require_same_as_serial(*L, overlapped, *after, m);
       }
     check_graph_replay(*L, overlapped, 16);
   }
@@ -721,17 +719,10 @@ TEST_CASE(
     WqGemmPlanOptions o;
     o.config = with_image(wgmma_config(4, 2, 8, 1, 3));
     WqGemmPlan plan(rt, odd, {1, 64}, o);
-    const std::unique_ptr<WqGemmPlan> after = [&] {
-      ScopedEnv serial("LOWBIT_NO_PDL", "1");
-      return std::make_unique<WqGemmPlan>(rt, odd, std::vector<int64_t>{1, 64}, o);
-    }();
+    const std::unique_ptr<WqGemmPlan> after = plan_without_pdl(rt, odd, {1, 64}, o);
     for (int64_t m : {1, 5, 16, 17, 40}) {
       CAPTURE(m);
-      refill_layer(*O);
-      run_and_check(*O, plan, m, false);
-      const std::vector<double> y_overlapped = download_y(*O, m);
-      run_and_check(*O, *after, m, false);
-      REQUIRE(download_y(*O, m) == y_overlapped);
+      require_same_as_serial(*O, plan, *after, m);
     }
     check_graph_replay(*O, plan, 16);
     check_graph_replay(*O, plan, 40);
