@@ -154,9 +154,8 @@ LaneBit lane_bit(int bits, int e, int bit);
 // Act-order (g_idx set, GPTQ and unpacked views): the permutation pack() computes (the stable sort
 // of the input features by group) is written to out.perm (K int32, 16-byte aligned) first and the
 // weights packed through it (out.perm must not overlap g_idx); the problem is then act_order, with
-// args.w.perm = out.perm. Unlike
-// pack(), which drops an identity permutation, out.perm is written whatever g_idx holds (telling
-// needs a host round trip). A bad g_idx leaves slots of −1, which pack as 0 and read as 0.
+// args.w.perm = out.perm. Unlike pack(), which drops an identity permutation, out.perm is written
+// whatever g_idx holds (telling needs a host round trip). A bad g_idx leaves slots of −1, which pack as 0 and read as 0.
 struct PackedSizes {
   std::size_t qweight_bytes = 0, scales_bytes = 0, zeros_bytes = 0;
 };
