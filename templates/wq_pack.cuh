@@ -75,21 +75,31 @@ struct UnpackedSource : GroupsByRow {
   }
 };
 
-// GPTQ: qweight [K·bits/32][N] holds 32/bits values of consecutive k per int32, low bits first;
-// qzeros [G][N·bits/32] holds 32/bits zeros of consecutive n per int32 (as stored: v1 adds 1 later).
+// Value `index` of a GPTQ bitstream: value i at bits [bits·i, bits·i + bits), low bits first, the w-th
+// int32 of the stream at words[w · stride]. 3-bit values 10 and 21 of each 32 straddle two words
+// (gptq_value() of src/kernels/wq_pack.cpp). Not masked: the caller masks.
+template <int kBits>
+__device__ __forceinline__ u32 gptq_stream_value(const u32* words, i64 stride, i64 index) {
+  const i64 bit = index * kBits;
+  const int shift = static_cast<int>(bit % 32);
+  u32 v = words[bit / 32 * stride] >> shift;
+  if (kBits == 3 && shift > 32 - kBits) v |= words[(bit / 32 + 1) * stride] << (32 - shift);
+  return v;
+}
+
+// GPTQ: qweight [K·bits/32][N] holds the values of consecutive k down each column, low bits first;
+// qzeros [G][N·bits/32] the zeros of consecutive n along each row (as stored: v1 adds 1 later).
 struct GptqSource : GroupsByRow {
   template <int kBits>
   static __device__ __forceinline__ u32 value(const void* q, int N, int /*K*/, int n, int k) {
-    static_assert(kBits == 2 || kBits == 4 || kBits == 8, "GPTQ packing is 2, 4 or 8 bits");
-    constexpr int kPerWord = 32 / kBits;
-    const u32 w = static_cast<const u32*>(q)[static_cast<i64>(k / kPerWord) * N + n];
-    return w >> (kBits * (k % kPerWord));
+    static_assert(kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "GPTQ packing is 2, 3, 4 or 8 bits");
+    return gptq_stream_value<kBits>(static_cast<const u32*>(q) + n, N, k);
   }
   template <int kBits>
   static __device__ __forceinline__ u32 int_zero(const void* zeros, int N, int g, int n) {
-    constexpr int kPerWord = 32 / kBits;
-    const u32 w = static_cast<const u32*>(zeros)[static_cast<i64>(g) * (N / kPerWord) + n / kPerWord];
-    return (w >> (kBits * (n % kPerWord))) & ((1u << kBits) - 1);
+    const i64 row_words = static_cast<i64>(N) * kBits / 32;
+    return gptq_stream_value<kBits>(static_cast<const u32*>(zeros) + g * row_words, 1, n) &
+           ((1u << kBits) - 1);
   }
 };
 

@@ -39,7 +39,7 @@ enum class GptqZeros : uint8_t { StoredMinusOne, Exact };
 // of qweight (and each row of qzeros) is a bitstream, low bits first: value i at bits
 // [bits·i, bits·i + bits) — 32/bits values per int32, and for 3 bits 32 values per 3 int32 with
 // values 10 and 21 of each 32 straddling two words (AutoGPTQ's 3-bit format). pack_on_device reads
-// 2, 4 and 8 bits.
+// all four.
 struct GptqWeightsView {
   // [K·bits/32, N]: consecutive k down each column (K a multiple of 32/bits; 32 for 3 bits)
   const int32_t* qweight = nullptr;

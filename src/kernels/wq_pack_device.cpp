@@ -38,12 +38,9 @@ const char* format_name(SourceFormat f) {
 const char* source_type(SourceFormat f) {
   return kFormatNames[static_cast<int>(f)].source_type;
 }
-bool gptq_bits(int bits) {
-  return bits == 2 || bits == 4 || bits == 8;
-}
-// The bit widths a format's kernel reads.
+// The bit widths a format's kernel reads (GPTQ: 2, 3, 4, 8; check_gptq_packing refuses the others).
 bool reads_bits(SourceFormat f, int bits) {
-  return f == SourceFormat::Gptq ? gptq_bits(bits) : f == SourceFormat::Awq ? bits == 4 : true;
+  return f == SourceFormat::Gptq ? bits != 1 : f == SourceFormat::Awq ? bits == 4 : true;
 }
 
 // One kernel per (format, bits): shapes and modes are run-time arguments, so a model's layers
@@ -170,11 +167,6 @@ PackJob int32_packed_job(SourceFormat f, const View& v, CheckFormat&& check_form
 
 PackJob gptq_job(const GptqWeightsView& v) {
   PackJob job = int32_packed_job(SourceFormat::Gptq, v, [&] {
-    LOWBIT_CHECK(
-        gptq_bits(v.bits),
-        "pack_on_device(gptq): bits = {}: the device packer reads GPTQ's 2-, 4- and 8-bit packing; pack "
-        "3-bit checkpoints with pack() on the host (or unpack them and use UnpackedWeightsView)",
-        v.bits);
     check_counts(v, "pack_on_device(gptq)");
     check_gptq_packing(v, "pack_on_device(gptq)", v.qzeros != nullptr);
   });

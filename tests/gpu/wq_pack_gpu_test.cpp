@@ -145,8 +145,9 @@ int64_t round_up(int64_t a, int64_t b) {
 }
 
 void check_gptq(const Shape& shape, int bits, GptqZeros format, bool with_zeros, bool act_order = false) {
-  // GPTQ packs 32/bits values of K per int32, and with qzeros 32/bits columns: round those up.
-  const int per = 32 / bits;
+  // GPTQ packs 32/bits values of K per int32 (3 bits: 32 per 3 int32), and with qzeros as many
+  // columns: round those up.
+  const int per = bits == 3 ? 32 : 32 / bits;
   const Shape s{with_zeros ? round_up(shape.n, per) : shape.n, round_up(shape.k, per), shape.group};
   INFO("gptq bits=" << bits << " N=" << s.n << " K=" << s.k << " G=" << s.group << " "
                     << (!with_zeros                  ? "symmetric"
@@ -248,9 +249,9 @@ TEST_CASE("pack_on_device(unpacked) = pack(): bits 1/2/3/4/8 x int, float, q*s+z
         check_unpacked(s, bits, kind);
 }
 
-TEST_CASE("pack_on_device(gptq) = pack(): bits 2/4/8 x v1, v2 and symmetric", "[gpu][pack]") {
+TEST_CASE("pack_on_device(gptq) = pack(): bits 2/3/4/8 x v1, v2 and symmetric", "[gpu][pack]") {
   for (const Shape& s : kShapes)
-    for (int bits : {2, 4, 8}) {
+    for (int bits : {2, 3, 4, 8}) {
       check_gptq(s, bits, GptqZeros::StoredMinusOne, true);
       check_gptq(s, bits, GptqZeros::Exact, true);
       check_gptq(s, bits, GptqZeros::StoredMinusOne, false);
@@ -271,7 +272,7 @@ TEST_CASE("pack_on_device with g_idx (act-order) = pack(): the same permutation 
   // Groups of 32, 64 and 128 (K = 1024 and 4096: up to 128 warps of the permutation kernel).
   for (const Shape& s : {Shape{264, 1024, 64}, Shape{40, 4096, 32}, Shape{24, 4096, 128}})
     for (int bits : {2, 3, 4, 8}) check_unpacked(s, bits, bits == 3 ? Zeros::Float : Zeros::Int, true);
-  for (int bits : {2, 4, 8}) {
+  for (int bits : {2, 3, 4, 8}) {
     check_gptq({264, 1024, 64}, bits, GptqZeros::StoredMinusOne, true, true);
     check_gptq({32, 2048, 128}, bits, GptqZeros::Exact, false, true);
   }
@@ -319,4 +320,5 @@ TEST_CASE("pack_on_device at a model shape (4096x4096, group 128)", "[gpu][pack]
   check_unpacked({4096, 4096, 128}, 4, Zeros::Int);
   check_unpacked({4096, 4096, 128}, 3, Zeros::Float);
   check_gptq({4096, 4096, 128}, 4, GptqZeros::StoredMinusOne, true);
+  check_gptq({4096, 4096, 128}, 3, GptqZeros::Exact, true);
 }

@@ -23,7 +23,8 @@ struct RandomLayer {
 RandomLayer random_layer(int64_t n, int64_t k, int bits, int group_size, DType act, std::mt19937_64& rng);
 // A GPTQ checkpoint written the way AutoGPTQ packs it: qweight [K·bits/32, N] with 32/bits values
 // of consecutive k per int32, low bits first; qzeros [groups, N·bits/32] with 32/bits consecutive n
-// per int32, holding z − 1 (v1, StoredMinusOne) or z (v2, Exact). bits 2, 4 or 8.
+// per int32, holding z − 1 (v1, StoredMinusOne) or z (v2, Exact). bits 2, 4 or 8; 3 bits in AutoGPTQ's
+// 3-bit packing (32 values per 3 int32, values 10 and 21 across two words).
 struct GptqCheckpoint {
   std::vector<int32_t> qweight, qzeros;
 };

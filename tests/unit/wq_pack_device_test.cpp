@@ -84,10 +84,10 @@ TEST_CASE("pack_on_device kernels compile with NVRTC for sm_90a, every bit width
   for (int bits : {1, 2, 3, 4, 8}) {
     INFO("bits " << bits);
     const std::vector<lowbit::KernelRecord> recs = lowbit::compile_pack_on_device(rt, bits);
-    // unpacked, GPTQ (2, 4, 8 bits), AWQ (4), HQQ, then act-order's permutation (one for all).
+    // unpacked, GPTQ (2, 3, 4, 8 bits), AWQ (4), HQQ, then act-order's permutation (one for all).
     const std::string w = "_w" + std::to_string(bits);
     std::vector<std::string> want = {"wq_pack_unpacked" + w};
-    if (bits == 2 || bits == 4 || bits == 8) want.push_back("wq_pack_gptq" + w);
+    if (bits != 1) want.push_back("wq_pack_gptq" + w);
     if (bits == 4) want.push_back("wq_pack_awq" + w);
     want.push_back("wq_pack_hqq" + w);
     want.push_back("wq_pack_perm");
@@ -191,8 +191,15 @@ TEST_CASE("pack_on_device refuses bad views on the host, before any device use",
     expect(pack_error(rt, hqq_view(3), o), {"out.zeros is null", "sub_float_zero_then_scale"});
     expect_loaded(pack_error(rt, hqq_view(3)), "wq_pack_hqq_w3");
   }
-  SECTION("GPTQ bits 3, and shapes GPTQ's packing cannot hold") {
-    expect(pack_error(rt, gptq_view(3)), {"pack_on_device(gptq)", "bits = 3", "UnpackedWeightsView"});
+  SECTION("GPTQ bits, and shapes GPTQ's packing cannot hold") {
+    expect(pack_error(rt, gptq_view(1)), {"pack_on_device(gptq)", "bits = 1", "2, 3, 4 and 8"});
+    expect_loaded(pack_error(rt, gptq_view(3)), "wq_pack_gptq_w3");
+    GptqWeightsView g3 = gptq_view(3);  // 32 values per 3 int32, down K and along N
+    g3.k = 1024 + 16, g3.group_size = 0;
+    expect(pack_error(rt, g3), {"k = 1040", "multiple of 32"});
+    g3 = gptq_view(3);
+    g3.n = 272;
+    expect(pack_error(rt, g3), {"n = 272", "multiple of 32"});
     GptqWeightsView g = gptq_view(2);
     g.k = 1024 + 8, g.group_size = 0;
     expect(pack_error(rt, g), {"k = 1032", "multiple of 16"});
