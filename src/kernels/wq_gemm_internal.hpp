@@ -2,6 +2,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "jit/kernel_spec.hpp"
 #include "jit/launch.hpp"
@@ -13,6 +14,16 @@ class Context;
 }
 
 namespace lowbit::wq {
+
+// Helpers shared by the family's host files (wq_gemm_*.cpp). fail sets *why (where given) and returns
+// false, for the can_implement checks.
+inline bool fail(std::string* why, std::string msg) {
+  if (why) *why = std::move(msg);
+  return false;
+}
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Up to 8 rows with one row tile the kernel skips activation rows 8..15 (its one 8-row B slice;
 // the kernel swaps the MMA operands, weights as the 16-row A, from 16 rows too where it can).
