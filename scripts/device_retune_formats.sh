@@ -14,7 +14,7 @@ import json, re, sys
 layers = {}
 for key in json.load(open(sys.argv[1]))["wq_gemm"]:
     fmt, rest = key.split("|")
-    # w{bits}.{g128|pc}.{f16|bf16}[.o32].{mode}[.det] (tuning_key in src/kernels/wq_gemm.cpp)
+    # w{bits}.{g128|pc}.{f16|bf16}[.o32].{mode}[.det] (tuning_key in src/kernels/wq_gemm_problem.cpp)
     f = re.fullmatch(r"w(\d+)\.(g\d+|pc)\.(f16|bf16)(\.o32)?\.(zp|sym|fz|sz)(\.det)?", fmt)
     m = re.match(r"m\d+\.n(\d+)\.k(\d+)", rest)
     if not f or not m or fmt == "w4.g128.f16.zp":

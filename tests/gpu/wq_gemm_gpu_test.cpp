@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 
 #include "gpu/gpu_fixture.hpp"
 #include "jit/driver.hpp"
 #include "kernels/wq_gemm_internal.hpp"
 #include "ref/half.hpp"
+#include "ref/wq_gemm_ref.hpp"
 #include "support/catch.hpp"
 #include "tune/timer.hpp"
 
@@ -758,4 +760,37 @@ TEST_CASE("wq_gemm act-order: the permutation past a row in shared memory, and i
   WqGemmPlan plan(rt, tall, {130}, rows128);
   for (int64_t m : {130, 128, 97, 130}) run_and_check(*T, plan, m, false);
   check_graph_replay(*T, plan, 130);
+}
+
+TEST_CASE("wq_gemm act-order: perm entries outside [0, K) read as zero activations", "[gpu]") {
+  // A perm that pack() never makes (pack_on_device leaves −1 in the slots of a g_idx it cannot place;
+  // a caller's buffer may hold anything): the permutation reads such positions as zero instead of
+  // reading outside the row. Every path: into the workspace and into an image, gathering from global
+  // memory (up to 16 rows) and from a row in shared memory (above).
+  Runtime& rt = gpu_runtime();
+  WqGemmProblem p = problem(264, 2048, 128, 64);
+  p.act_order = true;
+  auto L = make_layer(p, false);
+  std::vector<int32_t> perm = L->packed.perm;
+  std::vector<uint16_t> x = L->x;  // the reference's activations: the spoiled positions' features zero
+  const int32_t bad[] = {-1, static_cast<int32_t>(p.k), static_cast<int32_t>(p.k) + 7,
+                         std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+  for (int64_t i = 0; i < 40; ++i) {
+    const std::size_t j = static_cast<std::size_t>((97 * i + 13) % p.k);  // 40 distinct positions
+    for (int64_t m = 0; m < p.m; ++m) x[static_cast<std::size_t>(m * p.k + perm[j])] = 0;
+    perm[j] = bad[i % 5];
+  }
+  L->perm.upload(perm.data(), perm.size() * 4);
+  L->ref = ref::wq_gemm_reference(p, L->packed, x.data(), nullptr);
+  WqGemmPlan library(rt, p, {1, 16, 64});
+  for (int64_t m : {1, 16, 64}) run_and_check(*L, library, m, false);
+  WqGemmPlanOptions staged;  // mma.sync at 64 rows: into the workspace from a row in shared memory
+  staged.config = config(1, 4, 1, 2, 4);
+  WqGemmPlan mma(rt, p, {64}, staged);
+  for (int64_t m : {64, 3}) run_and_check(*L, mma, m, false);
+  if (!has_wgmma()) return;
+  WqGemmPlanOptions image;
+  image.config = with_image(wgmma_config(4, 2, 8, 1, 3));
+  WqGemmPlan imaged(rt, p, {1, 64}, image);
+  for (int64_t m : {5, 40}) run_and_check(*L, imaged, m, false);
 }
