@@ -62,11 +62,52 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
   // The last step: the smallest config, which fits every arch this family runs on.
   return {default_config(), fmt::format("default (the heuristic's {} cannot run: {})", h.str(), why)};
 }
+// Act-order layers at 64/128 rows on Hopper. Their activations are permuted by a pre-kernel whatever
+// the config, and for an x_image config that kernel writes the stage image itself: the image, which
+// costs plain layers a launch, comes free, while any other config still pays the permutation into the
+// workspace before it starts. The tuning entries and the heuristic are plain layers' (one key for
+// both), so where they chose no image: a wgmma config takes it; an mma.sync config becomes 128-column
+// wgmma blocks of 64 rows with the image, K split in 1, 2 or 4 to make 0.7-1 wave (the most pieces
+// that do, each of 4 chunks or more). H200, W4 f16 4096² at 64 rows, act-order: the plain entry's
+// mma.sync (2,8,1,4) 11.98 µs, the four-way split with the image 11.27 (docs/perf-notes.md, thirty-
+// eighth session).
+std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, const WqGemmConfig& chosen,
+                                                   const Arch& arch, int sm_count) {
+  if (!pb.act_order || (pb.m != 64 && pb.m != 128) || chosen.x_image || !has_wgmma(arch) ||
+      !may_run_wgmma(pb))
+    return std::nullopt;
+  WqGemmConfig c = chosen;
+  if (!c.wgmma) {
+    c = WqGemmConfig{};
+    c.m_tiles = 4, c.n_tiles = 2, c.warps_n = 8, c.warps_k = 1, c.stages = 3, c.wgmma = true;
+    const int64_t blocks = ceil_div(ceil_div(pb.n, 8), 16) * ceil_div(pb.m, 64);
+    const int64_t chunks = layout(pb).chunks;
+    c.split_k = 0;
+    for (int split : {4, 2, 1})
+      if (blocks * split >= 0.7 * sm_count && blocks * split <= sm_count && chunks >= 4 * split) {
+        c.split_k = split;
+        break;
+      }
+    if (c.split_k == 0) return std::nullopt;
+  }
+  c.x_image = true;
+  if (!can_implement(pb, c, arch)) return std::nullopt;
+  return c;
+}
 }  // namespace
 
 Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
               const std::optional<WqGemmConfig>& forced) {
   Choice choice = choose_any(ctx, problem, bucket, forced);
+  if (!forced) {
+    WqGemmProblem pb = problem;
+    pb.m = bucket;
+    if (auto image = act_order_image_config(pb, choice.config, ctx.arch(), ctx.sm_count())) {
+      choice.source += fmt::format("; act-order: {} -> {} (the permutation writes the image)",
+                                   choice.config.str(), image->str());
+      choice.config = *image;
+    }
+  }
   if (!problem.deterministic || bucket == 1) return choice;
   // Deterministic: every bucket sums K in the order of the M = 1 choice (same warps_k and split_k),
   // so a row's result does not depend on how many rows come with it.
