@@ -68,9 +68,11 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
 // workspace before it starts. The tuning entries and the heuristic are plain layers' (one key for
 // both), so where they chose no image: a wgmma config takes it; an mma.sync config becomes 128-column
 // wgmma blocks of 64 rows with the image, K split in 1, 2 or 4 to make 0.7-1 wave (the most pieces
-// that do, each of 4 chunks or more). H200, W4 f16 4096² at 64 rows, act-order: the plain entry's
-// mma.sync (2,8,1,4) 11.98 µs, the four-way split with the image 11.27 (docs/perf-notes.md, thirty-
-// eighth session).
+// that do, each of 6 chunks or more). H200, act-order, two rounds (docs/perf-notes.md, thirty-eighth
+// session): 4.4-16.8 % faster on 10 of 20 cases at 64/128 rows, the others unchanged (W4 f16 4096² at
+// 64 rows 11.96 → 11.26 µs from the plain entry's mma.sync (2,8,1,4), 8192×1024 at 128 rows 9.55 →
+// 7.95 with the image); 8192×1024 at 64 rows, split in two pieces of 4 chunks, lost 2.5 %, while
+// 3584², pieces of 7, gained 7 %.
 std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, const WqGemmConfig& chosen,
                                                    const Arch& arch, int sm_count) {
   if (!pb.act_order || (pb.m != 64 && pb.m != 128) || chosen.x_image || !has_wgmma(arch) ||
@@ -84,7 +86,7 @@ std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, cons
     const int64_t chunks = layout(pb).chunks;
     c.split_k = 0;
     for (int split : {4, 2, 1})
-      if (blocks * split >= 0.7 * sm_count && blocks * split <= sm_count && chunks >= 4 * split) {
+      if (blocks * split >= 0.7 * sm_count && blocks * split <= sm_count && chunks >= 6 * split) {
         c.split_k = split;
         break;
       }
