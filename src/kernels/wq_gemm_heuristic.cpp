@@ -62,10 +62,12 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
   // The last step: the smallest config, which fits every arch this family runs on.
   return {default_config(), fmt::format("default (the heuristic's {} cannot run: {})", h.str(), why)};
 }
-// Act-order layers at 64/128 rows on Hopper. Their activations are permuted by a pre-kernel whatever
-// the config, and for an x_image config that kernel writes the stage image itself: the image, which
-// costs plain layers a launch, comes free, while any other config still pays the permutation into the
-// workspace before it starts. The tuning entries and the heuristic are plain layers' (one key for
+}  // namespace
+
+// Act-order layers at 64/128 rows on Hopper (pb.m the bucket). Their activations are permuted by a
+// pre-kernel whatever the config, and for an x_image config that kernel writes the stage image itself: the
+// image, which costs plain layers a launch, comes free, while any other config still pays the permutation
+// into the workspace before it starts. The tuning entries and the heuristic are plain layers' (one key for
 // both), so where they chose no image: a wgmma config takes it; an mma.sync config becomes 128-column
 // wgmma blocks of 64 rows with the image, K split in 1, 2 or 4 to make 0.7-1 wave (the most pieces
 // that do, each of 6 chunks or more). H200, act-order, two rounds (docs/perf-notes.md, thirty-eighth
@@ -96,7 +98,6 @@ std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, cons
   if (!can_implement(pb, c, arch)) return std::nullopt;
   return c;
 }
-}  // namespace
 
 Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
               const std::optional<WqGemmConfig>& forced) {

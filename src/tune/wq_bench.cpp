@@ -214,6 +214,11 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
       row.host_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / host_calls;
       row.heuristic_us = row.us;
       WqGemmConfig heuristic = choose_config(row.problem, rt.arch(), rt.sm_count());
+      // Act-order: what a plan without a tuning file runs (the image rule of wq::choose).
+      WqGemmProblem bucket_problem = row.problem;
+      bucket_problem.m = m_bucket(m);
+      if (auto image = wq::act_order_image_config(bucket_problem, heuristic, rt.arch(), rt.sm_count()))
+        heuristic = *image;
       // A plan may run its choice with fewer stages in the chained kernel (wq::config_as_run): like with
       // like.
       heuristic = wq::config_as_run(row.problem, heuristic, rt.arch(), opt.chain);
