@@ -201,8 +201,7 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kOneRow, bool kBf16, bool kOutF32, int kMode,
-          bool kDeterministic, bool kXShared, bool kAccF16, bool kXSums, bool kChain = false,
-          bool kEarlyWeights = false>
+          bool kDeterministic, bool kXShared, bool kAccF16, bool kXSums, bool kChain = false>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                    const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
@@ -493,24 +492,17 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // rows up to +4.8 %, W8 4096×14336 at one row +4.5 %, bf16 and 2-bit mixed; docs/perf-notes.md,
   // thirty-third session, sections 12-13).
   constexpr bool kWeightsFirst = kOneRow && kBits == 4 && !kBf16;
-  // Chunks whose weights are issued before the wait for the previous kernel (see the top). Chained
-  // calls: chunk 0's only. The later stages' weights there would share chunk 0's copy group (its
-  // activations come after the wait), so chunk 0 would wait for all of them (H200, 4 chunks per warp in
-  // a 5-stage ring behind the previous call's GEMM: 8 % slower than not chained; docs/perf-notes.md,
-  // thirty-fourth session). Behind act-order's permutation (kEarlyWeights), a short kernel, every
-  // prologue chunk's: they stream while it runs.
-  constexpr int kEarly = !kChain ? 0 : kEarlyWeights ? kStages - 1 : 1;
-  static_assert(!kEarlyWeights || kChain, "early weights go before the wait for the previous kernel");
-  if constexpr (kChain) {
+  if constexpr (kChain) {  // chunk 0's weights before the wait for the previous kernel (see the top)
+    // Only chunk 0's: the later stages' weights before the wait would share chunk 0's copy group (its
+    // activations come after the wait), so chunk 0 would wait for all of them (H200, 4 chunks per warp
+    // in a 5-stage ring: 8 % slower than not chained; docs/perf-notes.md, thirty-fourth session).
     allow_dependent_launch();
-#pragma unroll
-    for (int j = 0; j < kEarly; ++j)
-      if (j < n_chunks) issue(j, j);
+    if (n_chunks > 0) issue(0, 0);
     wait_for_previous_grid();
   }
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
-    const bool weights = j < n_chunks && j >= kEarly;
+    const bool weights = j < n_chunks && !(kChain && j == 0);
     if (kWeightsFirst && weights) issue(j, j);
     if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
     if (!kWeightsFirst && weights) issue(j, j);

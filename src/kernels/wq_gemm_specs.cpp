@@ -9,9 +9,8 @@
 namespace lowbit::wq {
 
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket, bool chain) {
-  // Act-order layers run a plain layer's kernel on permuted activations; on sm_90 the chained one, with
-  // every prologue chunk's weights issued before it waits for the permutation (kEarlyWeights).
-  const bool early_weights = chain && problem.act_order;
+  // Act-order layers run a plain layer's kernel on permuted activations (on sm_90 the chained one, whose
+  // cache entry chained plans share): no act-order variant.
   WqGemmProblem p = problem;
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
@@ -20,19 +19,16 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name =
-      fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}{}", p.bits,
-                  p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
-                  p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
-                  p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
-                  one_row      ? "r"
-                  : upper_rows ? ""
-                               : "h",
-                  c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
-                  c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "", c.x_sums ? "xz" : "",
-                  early_weights ? "ewch"
-                  : chain       ? "ch"
-                                : "");
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}{}", p.bits,
+                       p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
+                       p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
+                       p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
+                       one_row      ? "r"
+                       : upper_rows ? ""
+                                    : "h",
+                       c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
+                       c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "",
+                       c.x_sums ? "xz" : "", chain ? "ch" : "");
   s.name_expression =
       c.wgmma ? fmt::format(
                     "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
@@ -46,10 +42,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                     p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
                     c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
                     static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16),
-                    b(c.x_sums),
-                    early_weights ? ", true, true"
-                    : chain       ? ", true"
-                                  : "");
+                    b(c.x_sums), chain ? ", true" : "");
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(
