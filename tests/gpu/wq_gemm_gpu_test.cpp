@@ -794,3 +794,18 @@ TEST_CASE("wq_gemm act-order: perm entries outside [0, K) read as zero activatio
   WqGemmPlan imaged(rt, p, {1, 64}, image);
   for (int64_t m : {5, 40}) run_and_check(*L, imaged, m, false);
 }
+
+TEST_CASE("wq_gemm act-order at 64/128 rows: the library's plan takes an image config on sm_90a", "[gpu]") {
+  // 4096² at 64 rows: plain layers run mma.sync there, act-order ones 128-column wgmma blocks with K in
+  // four pieces, the permutation writing the image (wq::act_order_image_config); M within the bucket
+  // and a graph replay with new weights, permutation and activations.
+  Runtime& rt = gpu_runtime();
+  WqGemmProblem p = problem(4096, 4096, 128, 64);
+  p.act_order = true;
+  auto L = make_layer(p, false);
+  WqGemmPlan plan(rt, p, {16, 64});
+  INFO(plan.config_for(64).str());
+  CHECK(plan.config_for(64).x_image == has_wgmma());
+  for (int64_t m : {64, 17, 40, 64}) run_and_check(*L, plan, m, false);
+  check_graph_replay(*L, plan, 64);
+}
