@@ -21,7 +21,8 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   LOWBIT_CHECK(shapes.size() == 1, "inspect takes one layer: give --n and --k");
   WqGemmProblem p = wq_problem(w, shapes[0].first, shapes[0].second);
   p.m = ms[0];
-  const wq::Choice choice = wq::choose(rt.context(), p, m_bucket(p.m), parse_config(w.config));
+  const wq::Choice choice =
+      wq::choose(rt.context(), p, m_bucket(p.m), parse_config(w.config), {true, w.chain});
   const WqGemmConfig& config = choice.config;
   std::string why;
   LOWBIT_CHECK(can_implement(p, config, rt.arch(), &why), "{}", why);
@@ -42,7 +43,8 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
     std::vector<double> us(5);
     for (double& u : us) {
       const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < reps; ++i) (void)wq::choose(rt.context(), p, m_bucket(p.m), parse_config(w.config));
+      for (int i = 0; i < reps; ++i)
+        (void)wq::choose(rt.context(), p, m_bucket(p.m), parse_config(w.config), {true, w.chain});
       u = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
     }
     std::sort(us.begin(), us.end());

@@ -70,8 +70,10 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
     std::vector<int64_t> ms;
   };
   std::vector<Work> work;
-  for (const auto& [n, k] : shapes)
+  for (const auto& [n, k] : shapes) {
     work.push_back({wq_problem(w, n, k), opt.ms});  // bad flags fail before any GPU work
+    tune::check_tunable(work.back().problem);
+  }
 
   // One runtime per device, made here so a missing device fails before anything is tuned. The
   // file takes the first device's meta; every device must be the same GPU model.

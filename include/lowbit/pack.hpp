@@ -145,7 +145,7 @@ struct LaneBit {
 LaneBit lane_bit(int bits, int e, int bit);
 
 // Device-side packing: the same layout as pack(), byte for byte, computed by kernels on `stream`, for
-// every format pack() reads (GPTQ at 2, 4 and 8 bits). Inputs are device pointers in the checkpoint
+// every format pack() reads (GPTQ at 2, 3, 4 and 8 bits). Inputs are device pointers in the checkpoint
 // layouts above; outputs are device buffers of packed_sizes(...) bytes (16-byte aligned). No host
 // round trip, no allocation.
 // Shapes, bits and modes are checked on the host first (pack()'s rules); the values themselves are
@@ -155,7 +155,8 @@ LaneBit lane_bit(int bits, int e, int bit);
 // of the input features by group) is written to out.perm (K int32, 16-byte aligned) first and the
 // weights packed through it (out.perm must not overlap g_idx); the problem is then act_order, with
 // args.w.perm = out.perm. Unlike pack(), which drops an identity permutation, out.perm is written
-// whatever g_idx holds (telling needs a host round trip). A bad g_idx leaves slots of −1, which pack as 0 and read as 0.
+// whatever g_idx holds (telling needs a host round trip). A bad g_idx leaves slots of −1, which pack as 0 and
+// read as 0.
 struct PackedSizes {
   std::size_t qweight_bytes = 0, scales_bytes = 0, zeros_bytes = 0;
 };

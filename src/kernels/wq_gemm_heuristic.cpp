@@ -65,16 +65,17 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
 }  // namespace
 
 // Act-order layers at 64/128 rows on Hopper (pb.m the bucket). Their activations are permuted by a
-// pre-kernel whatever the config, and for an x_image config that kernel writes the stage image itself: the
-// image, which costs plain layers a launch, comes free, while any other config still pays the permutation
-// into the workspace before it starts. The tuning entries and the heuristic are plain layers' (one key for
-// both), so where they chose no image: a wgmma config takes it; an mma.sync config becomes 128-column
-// wgmma blocks of 64 rows with the image, K split in 1, 2 or 4 to make 0.7-1 wave (the most pieces
-// that do, each of 6 chunks or more). H200, act-order, two rounds (docs/perf-notes.md, thirty-eighth
-// session): 4.4-16.8 % faster on 10 of 20 cases at 64/128 rows, the others unchanged (W4 f16 4096² at
-// 64 rows 11.96 → 11.26 µs from the plain entry's mma.sync (2,8,1,4), 8192×1024 at 128 rows 9.55 →
-// 7.95 with the image); 8192×1024 at 64 rows, split in two pieces of 4 chunks, lost 2.5 %, while
-// 3584², pieces of 7, gained 7 %.
+// pre-kernel whatever the config, and for an x_image config that kernel writes the stage image itself:
+// the image, which costs plain layers a launch, comes free, while any other config still pays the
+// permutation into the workspace before it starts. The tuning entries and the heuristic are plain
+// layers' (one key for both), so where they chose no image: a wgmma config takes it; an mma.sync config
+// (of the formats measured: 2-, 4- and 8-bit weights in groups of 128) becomes 128-column wgmma blocks
+// of 64 rows with the image, K split in 4, 2 or 1 to make 0.7-1 wave (the most pieces that do, each
+// of 6 chunks or more). H200, act-order, two rounds (docs/perf-notes.md, thirty-eighth session):
+// 4.4-16.8 % faster on 10 of 20 cases at 64/128 rows, the others unchanged (W4 f16 4096² at 64 rows
+// 11.96 → 11.26 µs from the plain entry's mma.sync (2,8,1,4), 8192×1024 at 128 rows 9.55 → 7.95 with
+// the image); 8192×1024 at 64 rows, split in two pieces of 4 chunks, lost 2.5 %, while 3584², pieces
+// of 7, gained 7 %. H100: 14 cases −0.6 to −16.5 %, none slower.
 std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, const WqGemmConfig& chosen,
                                                    const Arch& arch, int sm_count) {
   if (!pb.act_order || (pb.m != 64 && pb.m != 128) || chosen.x_image || !has_wgmma(arch) ||
@@ -82,6 +83,8 @@ std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, cons
     return std::nullopt;
   WqGemmConfig c = chosen;
   if (!c.wgmma) {
+    const bool measured = pb.group_size == 128 && (pb.bits == 2 || pb.bits == 4 || pb.bits == 8);
+    if (!measured) return std::nullopt;
     c = WqGemmConfig{};
     c.m_tiles = 4, c.n_tiles = 2, c.warps_n = 8, c.warps_k = 1, c.stages = 3, c.wgmma = true;
     const int64_t blocks = ceil_div(ceil_div(pb.n, 8), 16) * ceil_div(pb.m, 64);
@@ -100,9 +103,10 @@ std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, cons
 }
 
 Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
-              const std::optional<WqGemmConfig>& forced) {
+              const std::optional<WqGemmConfig>& forced, const ChooseFor& plan) {
   Choice choice = choose_any(ctx, problem, bucket, forced);
-  if (!forced) {
+  // Not where the image cannot be had (no buffers of its own) or was not measured (chained calls).
+  if (!forced && plan.own_buffers && !plan.chained) {
     WqGemmProblem pb = problem;
     pb.m = bucket;
     if (auto image = act_order_image_config(pb, choice.config, ctx.arch(), ctx.sm_count())) {

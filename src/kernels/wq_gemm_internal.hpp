@@ -190,8 +190,14 @@ struct Choice {
   std::string
       source;  // "forced", "tuned (exact, <file>)", "tuned (nearest M bucket <key>, <file>)", "heuristic"
 };
+// The plan a choice is for: act-order's image rule (act_order_image_config) applies only to plans
+// that own their buffers (others run without the image) and are not chained (not measured).
+struct ChooseFor {
+  bool own_buffers = true;
+  bool chained = false;
+};
 Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
-              const std::optional<WqGemmConfig>& forced);
+              const std::optional<WqGemmConfig>& forced, const ChooseFor& plan = {});
 // The config choose() runs instead of `chosen` (tuned or heuristic) for an act-order problem whose
 // bucket (problem.m) gains the activation image from its permutation; none where it keeps `chosen`.
 std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& problem, const WqGemmConfig& chosen,

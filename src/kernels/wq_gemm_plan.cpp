@@ -60,11 +60,11 @@ std::vector<int64_t> buckets_for(const std::vector<int64_t>& m_values) {
 }
 
 WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
-                               const std::optional<WqGemmConfig>& forced, bool allow_own_buffers,
+                               const std::optional<WqGemmConfig>& forced, bool allow_own_buffers, bool chain,
                                std::string* source = nullptr) {
   WqGemmProblem pb = problem;
   pb.m = bucket;
-  wq::Choice choice = wq::choose(ctx, problem, bucket, forced);
+  wq::Choice choice = wq::choose(ctx, problem, bucket, forced, {allow_own_buffers, chain});
   if (!allow_own_buffers) choice.config.x_image = choice.config.x_sums = false;
   std::string why;
   LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}",
@@ -131,8 +131,8 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
     };
     for (int64_t bucket : buckets_for(m_values)) {
       BucketKernel bk{bucket, {}, {}, {}, {}};
-      bk.config =
-          config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, &bk.config_source);
+      bk.config = config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, chain,
+                                    &bk.config_source);
       bk.chain = chain && wq::chain_eligible(bk.config, ctx.arch());
       bk.after_permutation = wq::overlaps_permutation(problems[l], bk.config, ctx.arch());
       if (!forced) {
@@ -145,8 +145,10 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       if (bk.config.x_image) add_extra(wq::x_image_spec(problems[l], bk.config));
       if (bk.config.x_sums) add_extra(wq::x_sums_spec(problems[l]));
       if (needs_own_buffer(bk.config) && own == OwnBuffers::kBoth) {
-        WqGemmConfig plain = bk.config;
-        plain.x_image = plain.x_sums = false;
+        // What a plan without buffers of its own runs (its choice may differ beyond the flags: an
+        // act-order bucket keeps the plain layer's config there, wq::act_order_image_config).
+        WqGemmConfig plain = config_for_bucket(ctx, problems[l], bucket, forced, false, chain);
+        if (!forced) plain = wq::config_as_run(problems[l], plain, ctx.arch(), chain);
         const bool plain_chain = wq::uses_chained_kernel(problems[l], plain, ctx.arch(), chain);
         add_extra(wq::kernel_spec(problems[l], plain, bucket, plain_chain), bucket, plain);
       }

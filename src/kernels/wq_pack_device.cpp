@@ -167,8 +167,8 @@ PackJob int32_packed_job(SourceFormat f, const View& v, CheckFormat&& check_form
 
 PackJob gptq_job(const GptqWeightsView& v) {
   PackJob job = int32_packed_job(SourceFormat::Gptq, v, [&] {
+    check_gptq_packing(v, "pack_on_device(gptq)", v.qzeros != nullptr);  // bits first, as pack() checks
     check_counts(v, "pack_on_device(gptq)");
-    check_gptq_packing(v, "pack_on_device(gptq)", v.qzeros != nullptr);
   });
   job.zero_offset = v.qzeros && v.zeros_format == GptqZeros::StoredMinusOne ? 1 : 0;
   check_act_order(v.g_idx, v.group_size, "gptq");

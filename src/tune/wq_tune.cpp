@@ -203,10 +203,21 @@ void add_plan_specs(std::vector<jit::KernelSpec>& specs, const WqGemmProblem& ba
 }
 }  // namespace
 
+void check_tunable(const WqGemmProblem& p) {
+  // One tuning key serves a layer with and without act-order, and plans run act-order layers with their
+  // own rule on top of the entry (an image config at 64/128 rows on sm_90a, wq::act_order_image_config):
+  // an act-order winner would replace the plain layer's entry with a config measured for another kernel
+  // sequence.
+  LOWBIT_CHECK(!p.act_order,
+               "tune: act_order = true: tuning entries are keyed without act-order and serve plain layers "
+               "too; tune the plain layer (without --act-order), whose entry act-order layers use");
+}
+
 std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, const WqTuneOptions& opt,
                                        TuningDb& db,
                                        const std::function<void(const WqTuneResult&)>& on_result) {
   LOWBIT_CHECK(!opt.ms.empty(), "tune: no M values given (e.g. --m 1,2,4,8,16)");
+  check_tunable(base);
   jit::Context& ctx = rt.context();
   const auto start = std::chrono::steady_clock::now();
   auto elapsed_s = [&] {

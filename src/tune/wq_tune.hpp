@@ -50,6 +50,10 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& problem_at_bucket, 
 std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& problem_at_bucket, const WqGemmConfig& config,
                                         const Arch& arch);
 
+// Throws lowbit::Error for a problem `lowbit tune` does not tune (act-order layers: their entry is the
+// plain layer's).
+void check_tunable(const WqGemmProblem& problem);
+
 // Tunes one layer (all buckets of options.ms) and puts the winners into `db`.
 std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, const WqTuneOptions& options,
                                        TuningDb& db,

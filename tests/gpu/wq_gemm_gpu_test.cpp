@@ -806,6 +806,25 @@ TEST_CASE("wq_gemm act-order at 64/128 rows: the library's plan takes an image c
   WqGemmPlan plan(rt, p, {16, 64});
   INFO(plan.config_for(64).str());
   CHECK(plan.config_for(64).x_image == has_wgmma());
+  bool by_rule = false;  // the rule chose it (the tuning entry and the heuristic run mma.sync there)
+  for (const KernelRecord& r : plan.records())
+    by_rule |= r.m_bucket == 64 && r.config_source.find("act-order:") != std::string::npos;
+  CHECK(by_rule == has_wgmma());
   for (int64_t m : {64, 17, 40, 64}) run_and_check(*L, plan, m, false);
   check_graph_replay(*L, plan, 64);
+  // The functional API's plans own no buffers, so no image: the plain layer's choice, through the
+  // permutation into the workspace.
+  jit::DeviceBuffer ws(workspace_bytes(p));
+  ws.fill_bytes(0);
+  WqGemmArgs a = L->args(false);
+  a.workspace = ws.get();
+  for (int64_t m : {64, 33}) {
+    CAPTURE(m);
+    WqGemmProblem pm = p;
+    pm.m = m;
+    L->y_dev.fill_bytes(0xff);
+    wq_gemm(rt, pm, a, nullptr);
+    LOWBIT_CU_CHECK(jit::driver().cuCtxSynchronize());
+    check_y(*L, m);
+  }
 }
