@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/log.hpp"
 #include "jit/context.hpp"
@@ -77,25 +78,24 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
 // the image); 8192×1024 at 64 rows, split in two pieces of 4 chunks, lost 2.5 %, while 3584², pieces
 // of 7, gained 7 %. H100: 14 cases −0.6 to −16.5 %, none slower.
 std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, const WqGemmConfig& chosen,
-                                                   const Arch& arch, int sm_count) {
-  if (!pb.act_order || (pb.m != 64 && pb.m != 128) || chosen.x_image || !has_wgmma(arch) ||
-      !may_run_wgmma(pb))
+                                                   const Arch& arch, int sm_count, const ChooseFor& plan) {
+  if (!plan.own_buffers || plan.chained || !pb.act_order || (pb.m != 64 && pb.m != 128) || chosen.x_image ||
+      !has_wgmma(arch) || !may_run_wgmma(pb))
     return std::nullopt;
   WqGemmConfig c = chosen;
   if (!c.wgmma) {
     const bool measured = pb.group_size == 128 && (pb.bits == 2 || pb.bits == 4 || pb.bits == 8);
     if (!measured) return std::nullopt;
-    c = WqGemmConfig{};
-    c.m_tiles = 4, c.n_tiles = 2, c.warps_n = 8, c.warps_k = 1, c.stages = 3, c.wgmma = true;
-    const int64_t blocks = ceil_div(ceil_div(pb.n, 8), 16) * ceil_div(pb.m, 64);
-    const int64_t chunks = layout(pb).chunks;
-    c.split_k = 0;
-    for (int split : {4, 2, 1})
-      if (blocks * split >= 0.7 * sm_count && blocks * split <= sm_count && chunks >= 6 * split) {
-        c.split_k = split;
-        break;
-      }
-    if (c.split_k == 0) return std::nullopt;
+    c = WqGemmConfig{4, 2, 8, 1, 1, 3};
+    c.wgmma = true;
+    const Geometry unsplit = geometry(pb, c, pb.m, pb.m, 0);
+    const int64_t blocks = static_cast<int64_t>(unsplit.grid_x) * unsplit.grid_z, chunks = layout(pb).chunks;
+    const int splits[] = {4, 2, 1};
+    const int* split = std::find_if(std::begin(splits), std::end(splits), [&](int s) {
+      return blocks * s >= 0.7 * sm_count && blocks * s <= sm_count && chunks >= 6 * s;
+    });
+    if (split == std::end(splits)) return std::nullopt;
+    c.split_k = *split;
   }
   c.x_image = true;
   if (!can_implement(pb, c, arch)) return std::nullopt;
@@ -105,11 +105,10 @@ std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, cons
 Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
               const std::optional<WqGemmConfig>& forced, const ChooseFor& plan) {
   Choice choice = choose_any(ctx, problem, bucket, forced);
-  // Not where the image cannot be had (no buffers of its own) or was not measured (chained calls).
-  if (!forced && plan.own_buffers && !plan.chained) {
+  if (!forced) {
     WqGemmProblem pb = problem;
     pb.m = bucket;
-    if (auto image = act_order_image_config(pb, choice.config, ctx.arch(), ctx.sm_count())) {
+    if (auto image = act_order_image_config(pb, choice.config, ctx.arch(), ctx.sm_count(), plan)) {
       choice.source += fmt::format("; act-order: {} -> {} (the permutation writes the image)",
                                    choice.config.str(), image->str());
       choice.config = *image;

@@ -199,8 +199,10 @@ struct ChooseFor {
 Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
               const std::optional<WqGemmConfig>& forced, const ChooseFor& plan = {});
 // The config choose() runs instead of `chosen` (tuned or heuristic) for an act-order problem whose
-// bucket (problem.m) gains the activation image from its permutation; none where it keeps `chosen`.
+// bucket (problem.m) gains the activation image from its permutation in a plan of kind `plan`; none
+// where it keeps `chosen`.
 std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& problem, const WqGemmConfig& chosen,
-                                                   const Arch& arch, int sm_count);
+                                                   const Arch& arch, int sm_count,
+                                                   const ChooseFor& plan = {});
 
 }  // namespace lowbit::wq

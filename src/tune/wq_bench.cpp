@@ -217,7 +217,8 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
       // Act-order: what a plan without a tuning file runs (the image rule of wq::choose).
       WqGemmProblem bucket_problem = row.problem;
       bucket_problem.m = m_bucket(m);
-      if (auto image = wq::act_order_image_config(bucket_problem, heuristic, rt.arch(), rt.sm_count()))
+      if (auto image = wq::act_order_image_config(bucket_problem, heuristic, rt.arch(), rt.sm_count(),
+                                                  {true, opt.chain}))
         heuristic = *image;
       // A plan may run its choice with fewer stages in the chained kernel (wq::config_as_run): like with
       // like.
