@@ -7,15 +7,13 @@
 // | scales   | f16/bf16     | [K_pad/G][N_pad]               | row-major; one row for per-channel          |
 // | zeros    | u8 / f16/bf16| [K_pad/G][N_pad]               | integer (mode 0) or float (2, 3) zeros      |
 // | x        | f16/bf16     | [M][K]                         | row-major, 16 B aligned; act-order layers:  |
-// |          |              |                                | permuted first (wq_permute_x.cuh), or with  |
-// |          |              |                                | kGather in the checkpoint's order           |
+// |          |              |                                | permuted first (wq_permute_x.cuh)           |
 // | bias     | f16/bf16     | [N]                            | or null                                     |
 // | y        | f16/bf16/f32 | [M][N]                         | row-major                                   |
 // | ws       | f32          | [M][N] or [kSplitK][M][N]      | split-K sums: atomic, zero on entry & exit; |
 // |          |              |                                | deterministic: one slice per split, zero on |
 // |          |              |                                | entry & exit too                            |
 // | counters | u32          | [grid.x · grid.z]              | split-K arrival counters; zero on entry/exit|
-// | perm     | i32          | [K]                            | kGather: packed k → checkpoint k, else null |
 //
 // Decomposition: grid = (N tiles / (kNTiles·kWarpsN), kSplitK, ceil(M / (16·kMTiles))). Each warp
 // owns kNTiles 8-column tiles and kMTiles 16-row tiles; the kWarpsK warps that share columns take
@@ -63,9 +61,7 @@
 // chained one: it waits for the previous call in every block before it reads x or writes its buffer,
 // and this kernel, launched as its dependent, waits for it (so for both) at the same point. Act-order
 // layers run this kernel in unchained calls too, as the permutation's dependent (wq::overlaps_permutation):
-// its first weights stream while the permutation runs. At one row with staged activations (kGather)
-// an act-order layer needs no permutation kernel: this kernel gathers each chunk's activations through
-// the permutation itself.
+// its first weights stream while the permutation runs.
 //
 // K order: inside a 128-wide chunk, lane t's A and B fragments both cover k = 32t + 8p + e; the MMA
 // sums over k, so this permutation of k (the same on both sides) changes nothing but lets every
@@ -205,15 +201,12 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
 
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kOneRow, bool kBf16, bool kOutF32, int kMode,
-          bool kDeterministic, bool kXShared, bool kAccF16, bool kXSums, bool kChain = false,
-          bool kGather = false>
-// (kGather, up to 256 threads: 2 blocks per SM. Without it ptxas fitted the 4096² one-row kernel into 64
-// registers with 20 bytes spilled; with it, 73 and none. The bound leaves 128 registers a thread.)
-__global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, kGather&& kWarpsN* kWarpsK <= 8 ? 2 : 0)
+          bool kDeterministic, bool kXShared, bool kAccF16, bool kXSums, bool kChain = false>
+__global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     wq_gemm_kernel(const u32* __restrict__ qweight, const u16* __restrict__ scales,
                    const void* __restrict__ zeros, const u16* __restrict__ x, const u16* __restrict__ bias,
                    void* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M,
-                   const float* __restrict__ xsums, const int* __restrict__ perm) {
+                   const float* __restrict__ xsums) {
   static_assert(kBits == 1 || kBits == 2 || kBits == 3 || kBits == 4 || kBits == 8, "1, 2, 3, 4 or 8 bits");
   static_assert(kMode >= 0 && kMode <= 3, "DequantMode 0..3");
   static_assert(kGroup == 0 || (kGroup % 32 == 0 && (kGroup <= 128 ? 128 % kGroup == 0 : kGroup % 128 == 0)),
@@ -383,8 +376,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, kGather&& kWarpsN* kWar
   // group is the block, and the block path's one barrier per step (the group's takes two) stays.
   constexpr bool kXPerGroup = kXShared && (kWarpsN == 1 || kWarpsK > 1);
   static_assert(!kXPerGroup || kWarpsN == 1 || kWarpsK <= 15, "named barrier ids 1..15");
-  static_assert(!kGather || (kOneRow && kXPerGroup && !kXSums && kK % 8 == 0),
-                "gathers: the one-row kernel staging per group, without x_sums, K a multiple of 8");
   constexpr int kXThreads = kXPerGroup ? 32 * kWarpsN : 32 * kWarpsN * kWarpsK;  // threads that copy one stage
   constexpr int kXRowStep = kXThreads / (kXPerGroup ? 16 : kXRowVecs);  // rows between one thread's copies
   constexpr int kXTotal = kXPerGroup ? kXRows * 16 : kXStage;           // 16-byte copies per stage
@@ -431,31 +422,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, kGather&& kWarpsN* kWar
           cp_async_16_or_zero(dst + i * kXRowStep * kXRowVecs * 16, col + static_cast<i64>(row) * kK, valid);
       }
     }
-  };
-  // Act-order at one row (kGather, wq::gathers_x): x keeps the checkpoint's K order and the weights
-  // are in packed order, so each chunk's stage row is gathered through perm (x[perm[k]]; entries
-  // outside [0, K) read as zero, past K too) instead of copied, and no permutation kernel runs first.
-  // The group's first warp does it: lane l takes features 128c + 4l .. + 3 (one 16-byte perm load,
-  // four 2-byte loads of x, which L1 keeps, one 8-byte store at their place in the stage row). A
-  // chunk's perm entries are loaded kStages steps before it is computed, gathered at the next step
-  // and stored at the one after, so each load has a step's compute to arrive in.
-  const bool gatherer = kGather && group_thread < 32;
-  auto load_perm = [&](int j) {  // this lane's entries of this warp's chunk j (the group's)
-    const int k = (c_begin + j * kWarpsK) * 128 + 4 * lane;
-    return gatherer && j < n_chunks && k < kK ? __ldg(reinterpret_cast<const int4*>(perm + k))
-                                              : make_int4(-1, -1, -1, -1);
-  };
-  auto gather = [&](int4 s) {
-    auto at = [&](int i) {
-      return static_cast<u32>(i) < static_cast<u32>(kK) ? u32{ld_cached_u16(x + i)} : 0u;
-    };
-    return make_uint2(at(s.x) | at(s.y) << 16, at(s.z) | at(s.w) << 16);
-  };
-  auto store_gathered = [&](uint2 v, int stage) {  // row 0's vector 16·wk + l/2, half l % 2
-    const int xv = 16 * wk + (lane >> 1);
-    if (gatherer)
-      st_shared_v2(xs_addr + stage * (kXStage * 16) + (xv ^ (((xv >> 3) & 1) << 1)) * 16 + (lane & 1) * 8,
-                   v.x, v.y);
   };
   // This lane's A (swapped: B) fragment (tile mt, half h, step pair p) is at xs_lane[p] + stage·(kXStage·16)
   // + (16·mt + 8·h)·kXRowVecs·16.
@@ -534,29 +500,14 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, kGather&& kWarpsN* kWar
     if (n_chunks > 0) issue(0, 0);
     wait_for_previous_grid();
   }
-  int4 perm_first[kGather ? kStages - 1 : 1], perm_next = make_int4(-1, -1, -1, -1);  // kGather
-  if constexpr (kGather) {  // the prologue chunks' entries, and the next one's, ahead of the weights
-#pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) perm_first[j] = load_perm(j);
-    perm_next = load_perm(kStages - 1);
-  }
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
     const bool weights = j < n_chunks && !(kChain && j == 0);
     if (kWeightsFirst && weights) issue(j, j);
-    if (kXShared && !kGather && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
+    if (kXShared && j < (kXPerGroup ? n_chunks : n_steps)) issue_x(j, j);
     if (!kWeightsFirst && weights) issue(j, j);
     cp_async_commit();  // empty groups keep the count uniform
   }
-  if constexpr (kGather) {
-    uint2 first[kStages - 1];
-#pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) first[j] = gather(perm_first[j]);
-#pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) store_gathered(first[j], j);  // (past the chunks: zeros)
-  }
-  uint2 gathered = make_uint2(0, 0);  // kGather: chunk j + kStages − 2's, gathered at step j − 1
-  int gathered_stage = 0;
   uint4 xa[4][kMTiles][kHalves];
   if constexpr (kPrefetchX)
     if (n_chunks > 0) load_next_x(c_begin, xa);
@@ -596,18 +547,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32, kGather&& kWarpsN* kWar
             xsums + (static_cast<i64>(min(c, kChunks - 1)) * sum_rows + m0 + 8 * b + 2 * t) * 2));
     uint4 xn[4][kMTiles][kHalves];
     if constexpr (kXPerGroup) {
-      if constexpr (kGather)  // its stage is free (read kStages steps ago) and read no earlier than now
-        if (j > 0 && j + kStages - 2 < n_chunks) store_gathered(gathered, gathered_stage);
       group_sync();  // all lanes (of the group) are done with the slot and stage refilled next
       if (j + kStages - 1 < n_chunks) {
         if constexpr (kWeightsFirst) issue(j + kStages - 1, refill);
-        if constexpr (kGather) {
-          gathered = gather(perm_next);
-          gathered_stage = refill;
-          perm_next = load_perm(j + kStages);
-        } else {
-          issue_x(j + kStages - 1, refill);
-        }
+        issue_x(j + kStages - 1, refill);
         if constexpr (!kWeightsFirst) issue(j + kStages - 1, refill);
       }
       cp_async_commit();

@@ -29,10 +29,10 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   // The kernel a plan would run: the chained one for --chain (with a plan's stages, unless forced) and
   // for act-order layers on sm_90.
   const WqGemmConfig run_config =
-      w.config.empty() ? wq::config_as_run(p, config, m_bucket(p.m), rt.arch(), w.chain) : config;
+      w.config.empty() ? wq::config_as_run(p, config, rt.arch(), w.chain) : config;
   const std::string chosen_by = choice.source + wq::stages_note(config, run_config);
-  const jit::KernelSpec spec = wq::kernel_spec(
-      p, run_config, m_bucket(p.m), wq::uses_chained_kernel(p, config, m_bucket(p.m), rt.arch(), w.chain));
+  const jit::KernelSpec spec =
+      wq::kernel_spec(p, run_config, m_bucket(p.m), wq::uses_chained_kernel(p, config, rt.arch(), w.chain));
   if (!source && !ptx && !resources && !explain) resources = true;
   nlohmann::json j = {{"name", spec.name},          {"arch", rt.arch().str()},
                       {"config", run_config.str()}, {"problem", p.str()},

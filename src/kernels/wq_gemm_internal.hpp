@@ -65,20 +65,14 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& co
 // Whether a bucket with this config runs chained when its plan asks for it (sm_90, the mma.sync kernel,
 // with or without its x_sums or act-order pre-kernel); others launch as usual.
 bool chain_eligible(const WqGemmConfig& config, const Arch& arch);
-// Whether an act-order bucket's GEMM gathers its activations through the permutation itself (the
-// one-row kernel staging them per group of warps, without x_sums; templates/wq_gemm.cuh, kGather), so
-// no permutation kernel runs before it.
-bool gathers_x(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket);
 // Whether an act-order bucket runs the chained kernel in every call, chained or not: launched as the
 // permutation's dependent, it issues its first weights while the permutation runs and waits for it
-// before it reads the permuted activations (wherever chain_eligible and the bucket does not gather;
-// LOWBIT_NO_PDL=1 launches it after).
-bool overlaps_permutation(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket,
-                          const Arch& arch);
+// before it reads the permuted activations (wherever chain_eligible; LOWBIT_NO_PDL=1 launches it after).
+bool overlaps_permutation(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch);
 // Whether a bucket runs the chained kernel: in a chained plan where chain_eligible, and wherever
 // overlaps_permutation. That kernel runs a plan's own choice with chained_stages.
-bool uses_chained_kernel(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t bucket,
-                         const Arch& arch, bool chained_plan);
+bool uses_chained_kernel(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch,
+                         bool chained_plan);
 // The stages a chained bucket runs (a plan's own choice; forced configs keep theirs): fewer where the
 // prologue would hold every chunk of a warp (stages − 1 ≥ its chunks), so one is left to refill. The
 // one such standard case, W2 4096² at 16 rows (4 chunks per warp, 5 stages), ran 7-8 % slower chained
@@ -87,8 +81,8 @@ bool uses_chained_kernel(const WqGemmProblem& problem, const WqGemmConfig& confi
 int chained_stages(const WqGemmProblem& problem, const WqGemmConfig& config);
 // The config a plan runs for its own choice `chosen` (not a forced one): chained_stages where the bucket
 // uses the chained kernel; and the note for its config source, " (chained: stages a -> b)", or "".
-WqGemmConfig config_as_run(const WqGemmProblem& problem, const WqGemmConfig& chosen, int64_t bucket,
-                           const Arch& arch, bool chained_plan);
+WqGemmConfig config_as_run(const WqGemmProblem& problem, const WqGemmConfig& chosen, const Arch& arch,
+                           bool chained_plan);
 std::string stages_note(const WqGemmConfig& chosen, const WqGemmConfig& run);
 
 // The kernel that puts an act-order layer's activations in packed K order (one per K): into the

@@ -27,7 +27,6 @@ struct WqGemmPlan::Impl {
     const jit::LoadedKernel* sums;   // x_sums: the kernel that sums them per chunk
     bool chain = false;              // chained launch (WqGemmPlanOptions::overlap_previous)
     bool after_permutation = false;  // the permutation's dependent (wq::overlaps_permutation)
-    bool gathers = false;            // act-order: gathers x through the permutation (wq::gathers_x)
   };
   jit::Context* ctx = nullptr;
   WqGemmProblem problem;
@@ -135,9 +134,9 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       bk.config = config_for_bucket(ctx, problems[l], bucket, forced, own != OwnBuffers::kCleared, chain,
                                     &bk.config_source);
       bk.chain = chain && wq::chain_eligible(bk.config, ctx.arch());
-      bk.after_permutation = wq::overlaps_permutation(problems[l], bk.config, bucket, ctx.arch());
+      bk.after_permutation = wq::overlaps_permutation(problems[l], bk.config, ctx.arch());
       if (!forced) {
-        const WqGemmConfig run = wq::config_as_run(problems[l], bk.config, bucket, ctx.arch(), chain);
+        const WqGemmConfig run = wq::config_as_run(problems[l], bk.config, ctx.arch(), chain);
         bk.config_source += wq::stages_note(bk.config, run);
         bk.config = run;
       }
@@ -149,18 +148,17 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
         // What a plan without buffers of its own runs (its choice may differ beyond the flags: an
         // act-order bucket keeps the plain layer's config there, wq::act_order_image_config).
         WqGemmConfig plain = config_for_bucket(ctx, problems[l], bucket, forced, false, chain);
-        if (!forced) plain = wq::config_as_run(problems[l], plain, bucket, ctx.arch(), chain);
-        const bool plain_chain = wq::uses_chained_kernel(problems[l], plain, bucket, ctx.arch(), chain);
+        if (!forced) plain = wq::config_as_run(problems[l], plain, ctx.arch(), chain);
+        const bool plain_chain = wq::uses_chained_kernel(problems[l], plain, ctx.arch(), chain);
         add_extra(wq::kernel_spec(problems[l], plain, bucket, plain_chain), bucket, plain);
       }
       out[l].buckets.push_back(std::move(bk));
     }
-    // Act-order: the permutation into the workspace, for the buckets that neither gather nor permute
-    // into an image (ahead-of-time builds also serve plans without buffers, whose buckets have no image).
-    const bool any_plain = std::any_of(out[l].buckets.begin(), out[l].buckets.end(), [&](const auto& bk) {
-      return !wq::gathers_x(problems[l], bk.config, bk.bucket) &&
-             (!bk.config.x_image || own == OwnBuffers::kBoth);
-    });
+    // Act-order: the permutation into the workspace, for the buckets that do not permute into an image
+    // (all of them where own buffers are cleared; ahead-of-time builds serve both).
+    const bool any_plain =
+        own == OwnBuffers::kBoth || std::any_of(out[l].buckets.begin(), out[l].buckets.end(),
+                                                [](const auto& bk) { return !bk.config.x_image; });
     if (problems[l].act_order && any_plain)
       specs.push_back(*(out[l].permute = wq::permute_spec(problems[l])));
     for (const auto& e : extra) specs.push_back(e.spec);
@@ -279,8 +277,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
       sums = &ctx.load(wq::x_sums_spec(problem));  // compiled above
       sums_bytes = std::max(sums_bytes, wq::x_sums_bytes(problem, c, bucket));
     }
-    impl_->buckets.push_back({bucket, c, &k, resident, image, sums, bk.chain, bk.after_permutation,
-                              wq::gathers_x(problem, c, bucket)});
+    impl_->buckets.push_back({bucket, c, &k, resident, image, sums, bk.chain, bk.after_permutation});
     // Stream K and wgmma K splits need only the counters there (their sums go through the scratch
     // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
@@ -359,7 +356,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   LOWBIT_CHECK(aligned(a.y, dtype_bytes(p.out)), "args.y = {}: must be {}-byte aligned", a.y,
                dtype_bytes(p.out));
   void* ws = a.workspace;
-  const bool permutes_into_workspace = p.act_order && !b->config.x_image && !b->gathers;
+  const bool permutes_into_workspace = p.act_order && !b->config.x_image;
   if (wq::needs_split_workspace(b->config) || b->config.stream_k || permutes_into_workspace) {
     if (ws == nullptr) ws = im.workspace.get();
     LOWBIT_CHECK(
@@ -439,9 +436,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   float* sums = split_ws ? reinterpret_cast<float*>(split_ws + wq::counter_bytes(p.n, m)) : nullptr;
   unsigned* counters = reinterpret_cast<unsigned*>(split_ws);
   // (The wgmma kernel takes the first nine: the driver reads as many as the kernel has.)
-  const int32_t* perm = b->gathers ? a.w.perm : nullptr;  // x stays in the checkpoint's order
-  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x,     &a.bias, &a.y,
-                        &sums,        &counters,   &mi,        &xsums, &perm};
+  const void* args[] = {&a.w.qweight, &a.w.scales, &a.w.zeros, &x,  &a.bias,
+                        &a.y,         &sums,       &counters,  &mi, &xsums};
   jit::LaunchOptions options;
   // A stream-K block may wait for a later block (templates/wq_gemm_wgmma.cuh), so all must be
   // resident at once: a cooperative launch guarantees it or fails (MPS limits, a smaller partition)

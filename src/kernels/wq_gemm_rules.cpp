@@ -140,18 +140,12 @@ bool chain_eligible(const WqGemmConfig& c, const Arch& arch) {
   return arch.sm() >= 90 && !c.wgmma;
 }
 
-bool gathers_x(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket) {
-  return p.act_order && one_row_kernel(c, bucket) && c.x_shared && !c.x_sums && !c.x_image &&
-         (c.warps_n == 1 || c.warps_k > 1) && p.k % 8 == 0;
+bool overlaps_permutation(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
+  return p.act_order && chain_eligible(c, arch);
 }
 
-bool overlaps_permutation(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket, const Arch& arch) {
-  return p.act_order && !gathers_x(p, c, bucket) && chain_eligible(c, arch);
-}
-
-bool uses_chained_kernel(const WqGemmProblem& p, const WqGemmConfig& c, int64_t bucket, const Arch& arch,
-                         bool chained_plan) {
-  return (chained_plan && chain_eligible(c, arch)) || overlaps_permutation(p, c, bucket, arch);
+bool uses_chained_kernel(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, bool chained_plan) {
+  return (chained_plan && chain_eligible(c, arch)) || overlaps_permutation(p, c, arch);
 }
 
 int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
@@ -160,10 +154,10 @@ int chained_stages(const WqGemmProblem& p, const WqGemmConfig& c) {
   return c.stages - 1 >= per_warp && per_warp >= 2 ? per_warp : c.stages;
 }
 
-WqGemmConfig config_as_run(const WqGemmProblem& p, const WqGemmConfig& chosen, int64_t bucket,
-                           const Arch& arch, bool chained_plan) {
+WqGemmConfig config_as_run(const WqGemmProblem& p, const WqGemmConfig& chosen, const Arch& arch,
+                           bool chained_plan) {
   WqGemmConfig run = chosen;
-  if (uses_chained_kernel(p, chosen, bucket, arch, chained_plan)) run.stages = chained_stages(p, chosen);
+  if (uses_chained_kernel(p, chosen, arch, chained_plan)) run.stages = chained_stages(p, chosen);
   return run;
 }
 

@@ -10,8 +10,7 @@ namespace lowbit::wq {
 
 jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c, int64_t bucket, bool chain) {
   // Act-order layers run a plain layer's kernel on permuted activations (on sm_90 the chained one, whose
-  // cache entry chained plans share), or at one row its gathering variant (gathers_x, "ga").
-  const bool gather = gathers_x(problem, c, bucket);
+  // cache entry chained plans share): no act-order variant.
   WqGemmProblem p = problem;
   p.act_order = false;
   const bool bf16 = p.act == DType::BF16;
@@ -20,7 +19,7 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
   auto b = [](bool v) { return v ? "true" : "false"; };
   jit::KernelSpec s;
   s.family = "wq_gemm";
-  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}{}{}", p.bits,
+  s.name = fmt::format("wq_gemm_w{}{}{}{}_{}{}{}_n{}k{}_mt{}{}nt{}wn{}wk{}sk{}st{}{}{}{}{}{}{}", p.bits,
                        p.group_size ? fmt::format("g{}", p.group_size) : std::string("pc"), mode_tag(p.mode),
                        p.deterministic ? "det" : "", to_string(p.act), p.out == DType::F32 ? "o32" : "",
                        p.accum == DType::F16 ? "a16" : "", p.n, p.k, c.m_tiles,
@@ -29,22 +28,21 @@ jit::KernelSpec kernel_spec(const WqGemmProblem& problem, const WqGemmConfig& c,
                                     : "h",
                        c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages, c.x_shared ? "xs" : "",
                        c.wgmma ? "wg" : "", c.stream_k ? "sk" : "", c.x_image ? "xi" : "",
-                       c.x_sums ? "xz" : "", gather ? "ga" : "", chain ? "ch" : "");
+                       c.x_sums ? "xz" : "", chain ? "ch" : "");
   s.name_expression =
-      c.wgmma
-          ? fmt::format(
-                "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                "{}, {}>",
-                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k,
-                b(wq::cluster_split(c)), c.stages, b(bf16), b(p.out == DType::F32), static_cast<int>(p.mode),
-                b(c.stream_k), b(c.x_image))
-          : fmt::format(
-                "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-                "{}, {}, {}, {}, {}{}{}>",
-                p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
-                c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
-                static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16),
-                b(c.x_sums), chain || gather ? fmt::format(", {}", b(chain)) : "", gather ? ", true" : "");
+      c.wgmma ? fmt::format(
+                    "lowbit::kern::wq_gemm_wgmma_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                    "{}, {}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.split_k,
+                    b(wq::cluster_split(c)), c.stages, b(bf16), b(p.out == DType::F32),
+                    static_cast<int>(p.mode), b(c.stream_k), b(c.x_image))
+              : fmt::format(
+                    "lowbit::kern::wq_gemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                    "{}, {}, {}, {}, {}{}>",
+                    p.bits, p.group_size, p.n, p.k, c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k,
+                    c.stages, b(upper_rows), b(one_row), b(bf16), b(p.out == DType::F32),
+                    static_cast<int>(p.mode), b(p.deterministic), b(c.x_shared), b(p.accum == DType::F16),
+                    b(c.x_sums), chain ? ", true" : "");
   // The source must not mention M: one kernel serves every M of its bucket's config (M is a run-time
   // argument; the one-row kernel of bucket 1 serves M = 1, which is all that bucket holds).
   s.source = fmt::format(

@@ -222,7 +222,7 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
         heuristic = *image;
       // A plan may run its choice with fewer stages in the chained kernel (wq::config_as_run): like with
       // like.
-      heuristic = wq::config_as_run(row.problem, heuristic, m_bucket(m), rt.arch(), opt.chain);
+      heuristic = wq::config_as_run(row.problem, heuristic, rt.arch(), opt.chain);
       if (!opt.config && opt.compare_heuristic &&
           !(heuristic == plan.config_for(m))) {  // 5. tuned vs heuristic
         WqGemmPlanOptions ho;

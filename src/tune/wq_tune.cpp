@@ -197,8 +197,9 @@ namespace {
 // kernels differ where they skip rows; act-order layers on sm_90 the chained ones).
 void add_plan_specs(std::vector<jit::KernelSpec>& specs, const WqGemmProblem& base, const WqGemmConfig& c,
                     int64_t bucket, const Arch& arch) {
+  const bool chained = wq::uses_chained_kernel(base, c, arch, false);
   for (int64_t lower = 1; lower <= bucket; lower *= 2)
-    specs.push_back(wq::kernel_spec(base, c, lower, wq::uses_chained_kernel(base, c, lower, arch, false)));
+    specs.push_back(wq::kernel_spec(base, c, lower, chained));
 }
 }  // namespace
 

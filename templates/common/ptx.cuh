@@ -71,11 +71,6 @@ __device__ __forceinline__ void st_shared_v4(u32 addr, u32 a, u32 b, u32 c, u32 
                : "memory");
 }
 
-template <int kOff = 0>
-__device__ __forceinline__ void st_shared_v2(u32 addr, u32 a, u32 b) {
-  asm volatile("st.shared.v2.u32 [%0+%1], {%2, %3};" ::"r"(addr), "n"(kOff), "r"(a), "r"(b) : "memory");
-}
-
 // __syncthreads for warp-specialized loops: warps of different roles reach it from different
 // places in the code (each role the same number of times), which __syncthreads does not promise.
 __device__ __forceinline__ void block_barrier() {

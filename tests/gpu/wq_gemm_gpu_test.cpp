@@ -701,9 +701,7 @@ TEST_CASE(
   for (const WqGemmPlanOptions* o : {&staged, &sums}) {
     INFO(o->config->str());
     WqGemmPlan overlapped(rt, p, {1, 16}, *o);
-    // The kernel that waits for its predecessor (at one row the staged config gathers instead: no
-    // permutation before it; the x_sums one permutes first, for its sums).
-    CHECK(runs_chained(overlapped, o == &staged ? 16 : 0) == (rt.arch().sm() >= 90));
+    CHECK(runs_chained(overlapped) == (rt.arch().sm() >= 90));  // the kernel that waits for its predecessor
     const std::unique_ptr<WqGemmPlan> after = plan_without_pdl(rt, p, {1, 16}, *o);
     for (int64_t m : {1, 16})
       for (int call = 0; call < 3; ++call) {
@@ -790,62 +788,11 @@ TEST_CASE("wq_gemm act-order: perm entries outside [0, K) read as zero activatio
   staged.config = config(1, 4, 1, 2, 4);
   WqGemmPlan mma(rt, p, {64}, staged);
   for (int64_t m : {64, 3}) run_and_check(*L, mma, m, false);
-  WqGemmPlanOptions gathering;  // one row, staged per warp: the GEMM gathers through perm itself
-  gathering.config = config(1, 2, 1, 4, 1, 2, true);
-  WqGemmPlan gathers(rt, p, {1}, gathering);
-  run_and_check(*L, gathers, 1, false);
   if (!has_wgmma()) return;
   WqGemmPlanOptions image;
   image.config = with_image(wgmma_config(4, 2, 8, 1, 3));
   WqGemmPlan imaged(rt, p, {1, 64}, image);
   for (int64_t m : {5, 40}) run_and_check(*L, imaged, m, false);
-}
-
-TEST_CASE("wq_gemm act-order at one row: the GEMM gathers its activations through the permutation", "[gpu]") {
-  // The one-row kernel staging its activations per group of warps reads x in the checkpoint's order
-  // through perm (wq::gathers_x, templates/wq_gemm.cuh kGather): no permutation kernel runs. Stages 2
-  // to 4, warps side by side (a named barrier per group), K ending inside a chunk (groups of 32), K
-  // split, bf16, 2 and 8 bits; repeated calls and a graph replayed with new weights, perm and x; a
-  // chained plan. (Perm entries outside [0, K): the test above.)
-  Runtime& rt = gpu_runtime();
-  struct Case {
-    int64_t n, k;
-    int group, bits;
-    DType act;
-    WqGemmConfig config;
-  };
-  const Case cases[] = {{1032, 2080, 32, 4, DType::F16, config(1, 2, 1, 4, 1, 2, true)},
-                        {1032, 2080, 32, 4, DType::BF16, config(1, 4, 1, 8, 1, 3, true)},
-                        {4096, 4096, 128, 4, DType::F16, config(1, 4, 2, 2, 1, 4, true)},
-                        {520, 4096, 64, 2, DType::F16, config(1, 4, 1, 4, 1, 3, true)},
-                        {1032, 2048, 128, 8, DType::F16, config(1, 2, 1, 8, 1, 2, true)},
-                        {1032, 4096, 128, 4, DType::F16, config(1, 4, 1, 4, 3, 2, true)}};
-  for (const Case& c : cases) {
-    WqGemmProblem p = problem(c.n, c.k, c.group, 1);
-    p.bits = c.bits;
-    p.act = c.act;
-    p.act_order = true;
-    INFO(p.str() << " " << c.config.str());
-    REQUIRE(wq::gathers_x(p, c.config, 1));
-    auto L = make_layer(p, false);
-    WqGemmPlanOptions o;
-    o.config = c.config;
-    WqGemmPlan plan(rt, p, {1}, o);
-    for (const KernelRecord& r : plan.records()) {
-      CHECK_FALSE(r.name.find("permute") != std::string::npos);
-      CHECK(r.name.compare(r.name.size() - 2, 2, "ga") == 0);
-    }
-    CHECK(plan.workspace_bytes() == (c.config.split_k > 1 ? wq::workspace_bytes(p, c.config.split_k) : 0));
-    for (int call = 0; call < 3; ++call) {
-      refill_layer(*L);
-      run_and_check(*L, plan, 1, false);
-    }
-    check_graph_replay(*L, plan, 1);
-    o.overlap_previous = true;
-    WqGemmPlan chained(rt, p, {1}, o);
-    CHECK(runs_chained(chained) == (rt.arch().sm() >= 90));
-    run_and_check(*L, chained, 1, false);
-  }
 }
 
 TEST_CASE("wq_gemm act-order at 64/128 rows: the library's plan takes an image config on sm_90a", "[gpu]") {

@@ -243,10 +243,8 @@ TEST_CASE("compile_wq_gemm_layers: one batch for several layers, records in laye
   lowbit::test::TempDir dir;
   lowbit::Runtime rt(offline("sm_90a", dir.path));
   lowbit::WqGemmProblem plain = problem_4096(), permuted = problem_4096();
-  permuted.act_order = true;
-  // Activations in registers at one row: the GEMM kernel on permuted activations, plus the permutation.
-  const lowbit::WqGemmConfig registers{1, 2, 1, 8, 1, 2};
-  const auto recs = lowbit::compile_wq_gemm_layers(rt, {plain, permuted, plain}, {1}, registers);
+  permuted.act_order = true;  // the GEMM kernel on permuted activations, plus the permutation
+  const auto recs = lowbit::compile_wq_gemm_layers(rt, {plain, permuted, plain}, {1});
   REQUIRE(recs.size() == 4);
   CHECK(recs[0].m_bucket == 1);
   CHECK(source_name(recs[0].source) == "compiled");
@@ -261,25 +259,10 @@ TEST_CASE("compile_wq_gemm_layers: one batch for several layers, records in laye
   CHECK(source_name(recs[3].source) == "memory-cache");
   // Elsewhere (no griddepcontrol): the plain kernel on permuted activations, the same cache entry.
   lowbit::Runtime rt80(offline("sm_80", dir.path));
-  const auto on80 = lowbit::compile_wq_gemm_layers(rt80, {plain, permuted}, {1}, registers);
+  const auto on80 = lowbit::compile_wq_gemm_layers(rt80, {plain, permuted}, {1});
   REQUIRE(on80.size() == 3);
   CHECK(on80[1].digest == on80[0].digest);
   CHECK(source_name(on80[1].source) == "memory-cache");
-  // Staged per warp, the one-row act-order kernel gathers through the permutation itself (its own
-  // kernel, "ga"): no permutation kernel, on any arch.
-  const lowbit::WqGemmConfig staged{1, 2, 1, 8, 1, 2, true};
-  for (lowbit::Runtime* r : {&rt, &rt80}) {
-    const auto gathering = lowbit::compile_wq_gemm_layers(*r, {plain, permuted}, {1}, staged);
-    REQUIRE(gathering.size() == 2);
-    CHECK(gathering[1].name == gathering[0].name + "ga");
-    CHECK(gathering[1].digest != gathering[0].digest);
-    CHECK(lowbit::test::contains(lowbit::wq::kernel_spec(permuted, staged, 1).name_expression,
-                                 ", false, true>"));
-  }
-  // From two rows it permutes first again.
-  const auto two_rows = lowbit::compile_wq_gemm_layers(rt, {permuted}, {2}, staged);
-  CHECK(std::count_if(two_rows.begin(), two_rows.end(),
-                      [](const KernelRecord& r) { return lowbit::test::contains(r.name, "permute"); }) == 1);
 }
 
 TEST_CASE("chained kernels: their own name and cache entry, only where the launch order allows", "[nvrtc]") {
@@ -313,21 +296,14 @@ TEST_CASE("chained kernels: their own name and cache entry, only where the launc
   // Unchained, act-order layers run the chained kernel wherever it may chain.
   lowbit::WqGemmProblem permuted = p;
   permuted.act_order = true;
-  // (Bucket 16: at one row c gathers, below.)
-  CHECK(lowbit::wq::overlaps_permutation(permuted, c, 16, arch90));
-  CHECK_FALSE(lowbit::wq::overlaps_permutation(p, c, 16, arch90));
-  CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, c, 16, arch80));
-  CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, wg, 16, arch90));
-  CHECK(lowbit::wq::uses_chained_kernel(permuted, c, 16, arch90, false));
-  CHECK(lowbit::wq::uses_chained_kernel(p, c, 16, arch90, true));
-  CHECK_FALSE(lowbit::wq::uses_chained_kernel(p, c, 16, arch90, false));
-  CHECK_FALSE(lowbit::wq::uses_chained_kernel(permuted, c, 16, arch80, true));
-  // At one row an act-order bucket staging its activations per group gathers them itself: no
-  // permutation to overlap, so the plain kernel runs unchained, and a chained plan's chained one.
-  CHECK(lowbit::wq::gathers_x(permuted, c, 1));
-  CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, c, 1, arch90));
-  CHECK_FALSE(lowbit::wq::uses_chained_kernel(permuted, c, 1, arch90, false));
-  CHECK(lowbit::wq::uses_chained_kernel(permuted, c, 1, arch90, true));
+  CHECK(lowbit::wq::overlaps_permutation(permuted, c, arch90));
+  CHECK_FALSE(lowbit::wq::overlaps_permutation(p, c, arch90));
+  CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, c, arch80));
+  CHECK_FALSE(lowbit::wq::overlaps_permutation(permuted, wg, arch90));
+  CHECK(lowbit::wq::uses_chained_kernel(permuted, c, arch90, false));
+  CHECK(lowbit::wq::uses_chained_kernel(p, c, arch90, true));
+  CHECK_FALSE(lowbit::wq::uses_chained_kernel(p, c, arch90, false));
+  CHECK_FALSE(lowbit::wq::uses_chained_kernel(permuted, c, arch80, true));
 }
 
 TEST_CASE("lowbit compile --chain builds the chained kernels after the plain ones, on sm_90 only",
