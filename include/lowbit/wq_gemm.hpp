@@ -71,7 +71,7 @@ struct WqGemmProblem {
 // slots (larger splits; below).
 struct WqGemmConfig {
   int m_tiles = 1;  // 1..8
-  int n_tiles = 4;  // 1, 2, 4, 8, 16 (16 needs groups of 64 or more, or per channel)
+  int n_tiles = 4;  // 1, 2, 4, 6, 8, 16 (16 needs groups of 64 or more, or per channel; wgmma: 2, 4)
   int warps_n = 1;  // 1, 2, 4
   int warps_k = 4;  // 1..16, any count (at most 16 warps per block)
   int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace)

@@ -423,6 +423,17 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // both GPUs' files (H200 31.0 µs against 35.7 for v21's (1,4,1,4), the one standard case over
     // 1.15 × the best; H100 43.0 against 45.8).
     if (p.bits == 8 && tiles_per_sm > 20) c.warps_n = 4, c.warps_k = 1, c.stages = 3;
+    // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K) where
+    // those blocks fill 90-100 % of the SMs once and the rules above put more tiles on the busiest SM:
+    // 6144×K, whose 32-column blocks leave 60 SMs with two and 72 with one. H200, 6144×4096:
+    // (1,6,1,8,1,2) W4 f16 6.49 µs against 7.25 for the tuned (1,2,1,4), bf16 6.74 against 7.55, W2
+    // 6.06 against 6.87, W8 8.72 against 8.94. (Not measured beyond one wave: 28672×4096 W4 at 16 rows
+    // ran 21.70 µs with (1,6,1,4) against 20.15 with its tuned (1,4,1,4).)
+    const auto busiest = [&](int nt) { return ceil_div(ceil_div(tiles, nt), sms) * nt; };
+    const int64_t blocks6 = ceil_div(tiles, 6);
+    if (c.warps_n == 1 && c.n_tiles >= 4 && busiest(6) < busiest(c.n_tiles) && blocks6 <= sms &&
+        10 * blocks6 >= 9 * sms)
+      c.n_tiles = 6, c.warps_k = 8;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in

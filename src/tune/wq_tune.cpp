@@ -71,6 +71,9 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     for (int nt : {2, 4})
       for (auto [wn, wk] : {std::pair{1, 6}, {1, 8}, {1, 12}, {1, 16}, {2, 4}, {2, 8}})
         add_shared(1, nt, wn, wk, 2, sms / 4);
+    // 6 tiles per warp: 48-column blocks, for layers whose 32-column blocks fill the SMs unevenly.
+    for (int wk : {4, 8})
+      for (int st : {2, 3}) add_shared(1, 6, 1, wk, st, sms / 4);
     // Staged per warp with 3 stages: one more chunk in flight per warp, for shared memory only (the
     // staged kernel holds no activation registers).
     for (int nt : {2, 4}) add_shared(1, nt, 1, 8, 3, sms / 4);
@@ -80,13 +83,16 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
       for (int st : {2, 3}) add_shared(1, 16, 1, wk, st, sms);
   } else {
     for (int mt : {1, 2, 4})
-      for (int nt : {2, 4, 8})
+      for (int nt : {2, 4, 6, 8})
         for (auto [wn, wk] : {std::pair{1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}) {
+          // 6 tiles (48 columns a warp): one warp along N at 16 rows only (thirty-ninth session).
+          if (nt == 6 && (wn > 1 || mt > 1 || p.m > 16)) continue;
           if (16 * mt > 2 * p.m || (p.m > 16 && wn > 1 && wk == 4) || (wn == 1 && mt > 2)) continue;
           // 2 tiles per warp only at 16 rows with warps side by side (they share the activations).
           if (nt == 2 && (wn == 1 || p.m > 16)) continue;
           if (p.m <= 16) {
-            for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, sms);
+            // (6 tiles: no K split for the last 10 % of the SMs, which their blocks were chosen to fill.)
+            for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, nt == 6 ? 0.9 * sms : sms);
             // One warp along N: also 6 and 12 along K (3 warps per scheduler where 16 do not fit).
             if (wn == 1 && mt == 1 && wk == 8)
               for (int wk3 : {6, 12})

@@ -114,7 +114,7 @@ TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
 // The zero after the MMA with swapped operands reads each pair under the base of its position in the
 // word (dequant.cuh, InPlace) and takes Σ base·x from the upper rows of the Σx MMA: every width and
 // dtype, the integer modes, groups of one and of two chunks (K = 1280: an odd chunk count, so a
-// group of 256 ends half way), 4, 8 and 16 tiles per warp (N = 264: a last block with missing tiles;
+// group of 256 ends half way), 4, 6, 8 and 16 tiles per warp (N = 264: a last block with missing tiles;
 // 16 tiles scale after the MMA up to 8 rows, and before it from 16 rows), at one row, at 3 (an 8-row
 // slice) and at 17 (two 16-row blocks, both 8-row halves); and with the sums from the pre-pass (x_sums).
 TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype, groups 128 and 256",
@@ -128,6 +128,8 @@ TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype
   const std::vector<int64_t> ms = {1, 3, 17};
   const auto four =
       build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 4, 1, 2, 1, true)));
+  const auto six =
+      build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 6, 1, 2, 1, true)));
   const auto eight =
       build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 8, 1, 2, 1, true)));
   const auto sixteen = build_plans(
@@ -155,6 +157,7 @@ TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype
     const bool with_sums = s < summed.size() && summed[s] == i;
     for (int64_t m : ms) {
       run_and_check(*L, *four[i], m, false);
+      run_and_check(*L, *six[i], m, false);
       run_and_check(*L, *eight[i], m, false);
       run_and_check(*L, *sixteen[i], m, false);
       if (with_sums) {

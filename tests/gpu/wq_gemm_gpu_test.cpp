@@ -60,12 +60,13 @@ bool skipped_without_wgmma() {
   return true;
 }
 
-// Every M of kMs through nine plans: the library's choice, data-parallel, split-K (three warps
+// Every M of kMs through ten plans: the library's choice, data-parallel, split-K (three warps
 // along K: a count that is not a power of 2), three with block-shared activations (warps stepping
 // through K in pairs, split; 4 × 8 tiles per warp, which dequantizes before the MMA with one
 // accumulator chain; one row tile, which swaps operands) and two with per-warp staged activations
 // (one warp along N: split; 12 warps along K, whose chunks and final sums split unevenly; 16 tiles,
-// split, which scale after the MMA up to 8 rows); on sm_90a seven more with
+// split, which scale after the MMA up to 8 rows; 6 tiles, whose 48-column blocks end inside every
+// layer's last block but 6144-wide ones); on sm_90a seven more with
 // warpgroup MMA (N = 16 rows, split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
 // tiles; 128 rows, split, 6 stages; stream K at 64 rows × 256 columns and 128 rows × 128 columns, whose
 // tiles are split among up to a dozen blocks on the small layers, and whose steps cross row blocks;
@@ -78,7 +79,7 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   const int split4 =
       static_cast<int>(std::min<int64_t>(4, (k + 127) / 128));  // past a cluster where K allows
   WqGemmPlan chosen(rt, L->problem, kMs);
-  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_group4, xs_warp, xs_warp12, xs_warp16;
+  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_group4, xs_warp, xs_warp12, xs_warp16, xs_warp6;
   dp.config = config(2, 4, 1, 4, 1);
   sk.config = config(1, 2, 2, 3, split);
   xs_split.config = config(2, 4, 2, 2, split, 3, true);
@@ -90,9 +91,11 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   xs_warp12.config = config(1, 8, 1, 12, 1, 2, true);
   // 16 tiles per warp need one scale row per lane and chunk: groups of 64 or more.
   xs_warp16.config = config(1, group == 32 ? 8 : 16, 1, 4, split, 2, true);
+  xs_warp6.config = config(1, 6, 1, 8, 1, 2, true);
   std::vector<WqGemmPlan> plans;
   plans.emplace_back(rt, L->problem, kMs);
-  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_group4, &xs_warp, &xs_warp12, &xs_warp16})
+  for (const auto* o :
+       {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_group4, &xs_warp, &xs_warp12, &xs_warp16, &xs_warp6})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
     for (const WqGemmConfig& c :
@@ -138,7 +141,7 @@ TEST_CASE("wq_gemm tiny odd N 20x256 and N 8x128", "[gpu][sweep]") {
 }
 
 namespace {
-// Every group size, both modes, act-dtype or fp32 outputs, bias or not, through six plans; one test
+// Every group size, both modes, act-dtype or fp32 outputs, bias or not, through eight plans; one test
 // case per activation dtype (each compiles about a hundred kernels; the GPU suite runs in shards).
 void groups_modes_bias(DType act) {
   Runtime& rt = gpu_runtime();
@@ -151,22 +154,24 @@ void groups_modes_bias(DType act) {
         p.mode = mode;
         const bool bias = group != 64;
         auto L = make_layer(p, bias);
-        WqGemmPlanOptions sk, xs, xw, xw1, wg, wgs;
+        WqGemmPlanOptions sk, xs, xw, xw1, xw6, wg, wgs;
         sk.config = config(1, 1, 2, 2, 2);
         xs.config = config(2, 8, 2, 2, 2, 3, true);   // 16 tiles: dequantized before the MMA
         xw.config = config(2, 2, 1, 2, 2, 3, true);   // per-warp staged activations, 2 row tiles
         xw1.config = config(1, 2, 1, 2, 2, 3, true);  // ... 1 row tile, swapped operands
+        xw6.config = config(1, 6, 1, 2, 2, 3, true);  // ... 6 tiles (33 tiles: a partial last block)
         wg.config = has_wgmma() ? with_image(wgmma_config(1, 4, 4, 2, 4)) : sk.config;
         wgs.config = has_wgmma() ? stream_k_config(1, 4, 4, 3) : sk.config;
         WqGemmPlan chosen(rt, p, {1, 17}), split(rt, p, {17}, sk), shared(rt, p, {17}, xs),
-            per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), warpgroup(rt, p, {17}, wg),
-            warpgroup_stream_k(rt, p, {17}, wgs);
+            per_warp(rt, p, {17}, xw), per_warp_swapped(rt, p, {8, 17}, xw1), per_warp6(rt, p, {17}, xw6),
+            warpgroup(rt, p, {17}, wg), warpgroup_stream_k(rt, p, {17}, wgs);
         for (int64_t m : {1, 5, 17}) {
           run_and_check(*L, chosen, m, bias);
           run_and_check(*L, split, m, bias);
           run_and_check(*L, shared, m, bias);
           run_and_check(*L, per_warp, m, bias);
           run_and_check(*L, per_warp_swapped, m, bias);
+          run_and_check(*L, per_warp6, m, bias);
           run_and_check(*L, warpgroup, m, bias);
           run_and_check(*L, warpgroup_stream_k, m, bias);
         }

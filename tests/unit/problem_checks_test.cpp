@@ -151,6 +151,12 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
   check_rejected(p, c, sm90a, "n_tiles = 3");
   c = good, c.n_tiles = 32;
   check_rejected(p, c, sm90a, "n_tiles = 32");
+  c = good, c.n_tiles = 12;
+  check_rejected(p, c, sm90a, "n_tiles = 12");
+  c = good, c.n_tiles = 6;  // 48-column warps (heuristic v23)
+  CHECK(lowbit::can_implement(p, c, sm90a, &why));
+  c.wgmma = true, c.warps_n = 8, c.warps_k = 1;  // the wgmma kernel's m64 tiles: 2 or 4
+  check_rejected(p, c, sm90a, "n_tiles = 6");
   c = good, c.n_tiles = 16;  // 16 tiles: one scale row per lane and chunk up to groups of 64
   CHECK(lowbit::can_implement(p, c, sm90a, &why));
   {
@@ -341,7 +347,8 @@ TEST_CASE("choose_config v13: 2-bit weights take 8 tiles per warp at 16 rows ove
     p.bits = 4;
     const WqGemmConfig w4 = lowbit::choose_config(p, hopper, 132);
     INFO(n << "x" << k << ": W2 " << w2.str() << ", W4 " << w4.str());
-    CHECK(w2.n_tiles == (n / 8.0 / 132 > 4 ? 8 : w4.n_tiles));
+    // (6144×4096: v23's 6 tiles for every width, below.)
+    CHECK(w2.n_tiles == (n == 6144 ? 6 : n / 8.0 / 132 > 4 ? 8 : w4.n_tiles));
     CHECK(w2.warps_k == w4.warps_k);
     CHECK(w2.x_shared);
   }
@@ -365,6 +372,34 @@ TEST_CASE("choose_config v22: 8-bit weights at 16 rows over 20 tiles per SM, 4 w
   CHECK(lowbit::choose_config(p, hopper, 132).warps_n == 1);
   p.bits = 8, p.n = 8192, p.k = 8192;
   CHECK(lowbit::choose_config(p, hopper, 132).warps_n == 1);
+}
+
+TEST_CASE("choose_config v23: 6 tiles per warp at 16 rows where 48-column blocks fill the SMs once",
+          "[config]") {
+  WqGemmProblem p = normal_problem();
+  p.m = 16;
+  const Arch hopper = Arch::parse("sm_90a");
+  for (int bits : {2, 4, 8})
+    for (DType act : {DType::F16, DType::BF16}) {
+      p.bits = bits, p.act = p.out = act, p.n = 6144, p.k = 4096;
+      const WqGemmConfig c = lowbit::choose_config(p, hopper, 132);
+      INFO(bits << " bits: " << c.str());
+      CHECK(c.n_tiles == 6);  // 128 blocks of 48 columns on 132 SMs; 32-column ones: 192
+      CHECK(c.warps_k == 8);
+      CHECK(c.x_shared);
+      CHECK(lowbit::can_implement(p, c, hopper));
+      // Other widths keep their rules: one block of 4 tiles per SM already (4096), two waves of 6
+      // (8192: 171 blocks), many blocks (28672), a third of the SMs idle (4608: 96 blocks).
+      for (int64_t n : {4096, 4608, 8192, 28672}) {
+        p.n = n;
+        CHECK(lowbit::choose_config(p, hopper, 132).n_tiles != 6);
+      }
+      // At one row, and on 114 SMs (6144 is then 2 blocks of 6 tiles on some SMs), not either.
+      p.n = 6144, p.m = 1;
+      CHECK(lowbit::choose_config(p, hopper, 132).n_tiles != 6);
+      p.m = 16;
+      CHECK(lowbit::choose_config(p, hopper, 114).n_tiles != 6);
+    }
 }
 
 TEST_CASE("choose_config v19: 2-bit weights at one row, 8 tiles per warp from 4.5 tiles per SM", "[config]") {
