@@ -59,9 +59,11 @@ std::vector<int64_t> buckets_for(const std::vector<int64_t>& m_values) {
   return all;
 }
 
+// `variant` names a second choice for the same bucket in LOWBIT_PRINT_CONFIGS (ahead-of-time builds
+// also compile the config of plans without buffers of their own).
 WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                                const std::optional<WqGemmConfig>& forced, bool allow_own_buffers, bool chain,
-                               std::string* source = nullptr) {
+                               std::string* source = nullptr, const char* variant = "") {
   WqGemmProblem pb = problem;
   pb.m = bucket;
   wq::Choice choice = wq::choose(ctx, problem, bucket, forced, {allow_own_buffers, chain});
@@ -70,8 +72,8 @@ WqGemmConfig config_for_bucket(jit::Context& ctx, const WqGemmProblem& problem, 
   LOWBIT_CHECK(can_implement(pb, choice.config, ctx.arch(), &why), "wq_gemm cannot run {} with {}: {}",
                pb.str(), choice.config.str(), why);
   if (env_flag("LOWBIT_PRINT_CONFIGS"))
-    info(fmt::format("wq_gemm {} m-bucket {} -> {} ({})", problem.str(), bucket, choice.config.str(),
-                     choice.source));
+    info(fmt::format("wq_gemm {} m-bucket {}{} -> {} ({})", problem.str(), bucket, variant,
+                     choice.config.str(), choice.source));
   if (source) *source = choice.source;
   return choice.config;
 }
@@ -147,7 +149,8 @@ std::vector<LayerKernels> compile_layers(jit::Context& ctx, const std::vector<Wq
       if (needs_own_buffer(bk.config) && own == OwnBuffers::kBoth) {
         // What a plan without buffers of its own runs (its choice may differ beyond the flags: an
         // act-order bucket keeps the plain layer's config there, wq::act_order_image_config).
-        WqGemmConfig plain = config_for_bucket(ctx, problems[l], bucket, forced, false, chain);
+        WqGemmConfig plain = config_for_bucket(ctx, problems[l], bucket, forced, false, chain, nullptr,
+                                               " (plans without buffers of their own)");
         if (!forced) plain = wq::config_as_run(problems[l], plain, ctx.arch(), chain);
         const bool plain_chain = wq::uses_chained_kernel(problems[l], plain, ctx.arch(), chain);
         add_extra(wq::kernel_spec(problems[l], plain, bucket, plain_chain), bucket, plain);
