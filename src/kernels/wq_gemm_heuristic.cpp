@@ -423,18 +423,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // both GPUs' files (H200 31.0 µs against 35.7 for v21's (1,4,1,4), the one standard case over
     // 1.15 × the best; H100 43.0 against 45.8).
     if (p.bits == 8 && tiles_per_sm > 20) c.warps_n = 4, c.warps_k = 1, c.stages = 3;
-    // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K, 3
-    // stages) where those blocks fill 70-100 % of the SMs once and the rules above put more tiles on
+    // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K) where
+    // those blocks fill 70-100 % of the SMs once and the rules above put more tiles on
     // the busiest SM: 4608-6336 columns on 132 SMs (Qwen2.5-7B's 4608×3584, Llama-3-70B's 5120×8192
     // at TP 2, 6144×K), whose 32-column blocks leave some SMs with twice the others' work. H200, 16
     // rows, µs against the tuned entries: 6144×4096 W4 f16 6.43 / 7.25, bf16 6.74 / 7.55, W2 6.06 /
     // 6.87, W8 8.72 / 8.94; 5120×8192 10.12 / 11.70; 4608×3584 5.76 / 6.49. (Not beyond one wave:
-    // 28672×4096 ran 21.70 µs with (1,6,1,4) against 20.15 with its tuned (1,4,1,4).)
+    // 28672×4096 ran 21.70 µs with (1,6,1,4) against 20.15 with its tuned (1,4,1,4).) The stages stay
+    // the rule's (2 on these layers): the H100's tunes took 2 on all three (3 ran 2.4-6 % slower), the
+    // H200's 3 on some (2 ran 1-2 % slower).
     const auto busiest = [&](int nt) { return ceil_div(ceil_div(tiles, nt), sms) * nt; };
     const int64_t blocks6 = ceil_div(tiles, 6);
     if (c.warps_n == 1 && c.n_tiles >= 4 && busiest(6) < busiest(c.n_tiles) && blocks6 <= sms &&
         10 * blocks6 >= 7 * sms)
-      c.n_tiles = 6, c.warps_k = 8, c.stages = 3;
+      c.n_tiles = 6, c.warps_k = 8;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in
