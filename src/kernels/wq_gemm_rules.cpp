@@ -245,7 +245,7 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   // 6 (48-column warps): the blocks of layers like 6144×K fill 132 SMs once, where 32-column ones leave
   // 60 SMs with two and 72 with one (docs/perf-notes.md, thirty-ninth session).
   if (c.n_tiles != 1 && c.n_tiles != 2 && c.n_tiles != 4 && c.n_tiles != 6 && c.n_tiles != 8 &&
-      c.n_tiles != 10 && c.n_tiles != 16)
+      c.n_tiles != 16)
     return fail(why, fmt::format("n_tiles = {}: must be 1, 2, 4, 6, 8 or 16", c.n_tiles));
   // Each lane of a warp copies one scale (and zero) row of a tile and group per chunk.
   if (c.n_tiles * wq::groups_per_chunk(p) > 32)
