@@ -91,8 +91,8 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
           // 2 tiles per warp only at 16 rows with warps side by side (they share the activations).
           if (nt == 2 && (wn == 1 || p.m > 16)) continue;
           if (p.m <= 16) {
-            // (6 tiles: no K split for the last 10 % of the SMs, which their blocks were chosen to fill.)
-            for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, nt == 6 ? 0.9 * sms : sms);
+            // (6 tiles: no K split where their blocks fill 70 % of the SMs, as heuristic v23 takes them.)
+            for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, nt == 6 ? 0.7 * sms : sms);
             // One warp along N: also 6 and 12 along K (3 warps per scheduler where 16 do not fit).
             if (wn == 1 && mt == 1 && wk == 8)
               for (int wk3 : {6, 12})
