@@ -435,7 +435,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     const auto busiest = [&](int nt) { return ceil_div(ceil_div(tiles, nt), sms) * nt; };
     const int64_t blocks6 = ceil_div(tiles, 6);
     if (c.warps_n == 1 && c.n_tiles >= 4 && busiest(6) < busiest(c.n_tiles) && blocks6 <= sms &&
-        10 * blocks6 >= 7 * sms)
+        100 * blocks6 >= wq::kSixTileMinFillPercent * sms)
       c.n_tiles = 6, c.warps_k = 8;
     c.x_shared = true;
   } else if (bucket <= 16) {

@@ -177,6 +177,9 @@ WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);
 // The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2
 // chunks per warp per split (at most 64; deterministic problems at most 8).
 int fill_split(const WqGemmProblem& problem, const WqGemmConfig& config, double min_blocks);
+// 6 tiles per warp at 16 rows (heuristic v23) take effect where their blocks fill at least this share
+// of the SMs in one wave; the tuner keeps such candidates unsplit down to the same share.
+constexpr int kSixTileMinFillPercent = 70;
 
 // Makes `config` fit the arch (shared memory, warps), shrinking in this order: warps along K, warps
 // along N, column tiles, row tiles, stages (to 2), then x_shared. With keep_k_split (deterministic

@@ -91,8 +91,9 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
           // 2 tiles per warp only at 16 rows with warps side by side (they share the activations).
           if (nt == 2 && (wn == 1 || p.m > 16)) continue;
           if (p.m <= 16) {
-            // (6 tiles: no K split where their blocks fill 70 % of the SMs, as heuristic v23 takes them.)
-            for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, nt == 6 ? 0.7 * sms : sms);
+            // (6 tiles: no K split where their blocks fill as many SMs as heuristic v23 asks of them.)
+            const double fill = nt == 6 ? wq::kSixTileMinFillPercent / 100.0 * sms : sms;
+            for (int st : {2, 3}) add_shared(mt, nt, wn, wk, st, fill);
             // One warp along N: also 6 and 12 along K (3 warps per scheduler where 16 do not fit).
             if (wn == 1 && mt == 1 && wk == 8)
               for (int wk3 : {6, 12})
