@@ -21,6 +21,8 @@
 // along K add their partial tiles into ws with fp32 atomics; the last block to arrive (counted per
 // output tile) reads the sums back, clearing them, and writes y. With kDeterministic each block
 // stores its partial tile in its own slice and the last block adds the slices in split order.
+// On sm_90 a split of 2..8 pieces (kClusterK) is one thread-block cluster instead, which adds the
+// pieces in rank 0's shared memory, in split order: no workspace, no atomics (below, at the end).
 // No state survives a call.
 //
 // Streaming: each warp keeps kStages − 1 chunks of its weights in flight with cp.async into its own
@@ -67,6 +69,7 @@
 // sums over k, so this permutation of k (the same on both sides) changes nothing but lets every
 // lane load its activations with 16-byte loads.
 #pragma once
+#include "common/cluster.cuh"
 #include "common/cp_async.cuh"
 #include "common/dequant.cuh"
 #include "common/grid_dependency.cuh"
@@ -220,6 +223,15 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   constexpr int kKPad = (kK + 127) / 128 * 128;
   constexpr int kChunks = kKPad / 128;
   constexpr int kChunksPerSplit = (kChunks + kSplitK - 1) / kSplitK;
+  // The K split's pieces meet in a thread-block cluster (1, kSplitK, 1) on sm_90 and later, up to the
+  // portable cluster size: the host's wq::mma_cluster_split, which launches the clusters. Through the
+  // workspace (write_outputs) the H200 paid 2-11 µs per call for it (docs/perf-notes.md, fortieth
+  // session), so no shipped config split K.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr bool kClusterK = kSplitK >= 2 && kSplitK <= 8;
+#else
+  constexpr bool kClusterK = false;
+#endif
   constexpr int kHalves = kUpperRows ? 2 : 1;  // 8-row halves of each 16-row tile that can hold rows
   constexpr bool kIntMode = kMode <= 1;        // (q − z)·s with an integer (or fixed) z
   constexpr bool kFloatZeros = kMode >= 2;     // zeros are act dtype
@@ -812,12 +824,42 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     }
   }
 
+  // kClusterK: rank 0 of the cluster (split piece 0) receives every other rank's values (each
+  // thread's summed registers, or all its accumulators with one warp along K) in its shared memory,
+  // now free, at [rank − 1][value][thread] (wq::mma_cluster_sums_bytes), adds them in rank order and
+  // writes the outputs; the other ranks are done. Two cluster barriers, which every thread passes.
+  constexpr int kVals = kWarpsK > 1 ? kOwned : kRegs;
+  auto value = [&](int v) -> float& {
+    if constexpr (kWarpsK > 1)
+      return sum[v];
+    else
+      return acc[v / (kAccN * 4)][(v / 4) % kAccN][v % 4];
+  };
+  if constexpr (kClusterK) {
+    constexpr int kThreads = 32 * kWarpsN * kWarpsK;
+    const u32 rank = cluster_rank();
+    const u32 recv = smem_addr(smem) + threadIdx.x * 4;
+    cluster_sync();  // every block of the cluster is done with its shared memory
+    if (rank != 0) {
+#pragma unroll
+      for (int v = 0; v < kVals; ++v)
+        st_cluster_f32(cluster_map(recv + ((rank - 1) * kVals + v) * kThreads * 4, 0), value(v));
+    }
+    cluster_sync();  // every piece has landed
+    if (rank != 0) return;
+#pragma unroll
+    for (int r = 1; r < kSplitK; ++r)
+#pragma unroll
+      for (int v = 0; v < kVals; ++v)
+        value(v) += __uint_as_float(ld_shared_u32(recv + ((r - 1) * kVals + v) * kThreads * 4));
+  }
+
   // Epilogue: accumulator (mt, q, r) → (row, column) as described at kSwap.
   auto output_at = [&](int mt, int q, int r, int& row, int& col) {
     row = kSwap ? m0 + 8 * mt + 2 * t + (r & 1) : m0 + mt * 16 + g + 8 * (r >> 1);
     col = kSwap ? (tile0 + 2 * q + (r >> 1)) * 8 + g : (tile0 + q) * 8 + 2 * t + (r & 1);
   };
-  write_outputs<kN, kSplitK, kDeterministic, kOutF32, kBf16>(
+  write_outputs<kN, kClusterK ? 1 : kSplitK, kDeterministic, kOutF32, kBf16>(
       [&](auto&& fn) {  // fn may take the value by reference
         int row, col;
         if constexpr (kWarpsK == 1) {

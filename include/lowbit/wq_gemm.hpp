@@ -74,7 +74,9 @@ struct WqGemmConfig {
   int n_tiles = 4;  // 1, 2, 4, 6, 8, 16 (16 needs groups of 64 or more, or per channel; wgmma: 2, 4)
   int warps_n = 1;  // 1, 2, 4
   int warps_k = 4;  // 1..16, any count (at most 16 warps per block)
-  int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace)
+  int split_k = 1;  // 1..64; 1 = data-parallel (each output written once, no workspace). mma.sync on
+                    // sm_90: 2..8 pieces meet in a thread-block cluster (no workspace); wgmma: 2-3
+                    // likewise; otherwise the pieces add through the plan's workspace
   int stages = 4;   // 2..8: cp.async ring slots per warp (stages − 1 chunks of weights in flight)
   // Activations staged in shared memory with cp.async, in the weights' ring depth, instead of each
   // warp loading its own into registers. warps_n > 1: the warps_n warps side by side that take the

@@ -146,13 +146,20 @@ std::size_t smem_bytes(const WqGemmProblem& problem, const WqGemmConfig& config)
 // receives from the others of its cluster (they must fit in its stages).
 std::size_t stage_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
 std::size_t cluster_sums_bytes(const WqGemmConfig& config);
-// Whether a config's K split is a thread-block cluster adding through shared memory (wgmma, split_k 2
-// or 3; larger splits, and mma.sync, add through the workspace).
+// Whether a config's K split is a thread-block cluster adding through shared memory: the wgmma
+// kernel's with split_k 2 or 3 (cluster_split), the mma.sync kernel's with split_k 2..8 on sm_90 and
+// later (mma_cluster_split; its workspace path cost 2-11 µs per call on the H200, docs/perf-notes.md,
+// fortieth session). Larger splits, and mma.sync before sm_90, add through the workspace.
+constexpr int kMaxMmaClusterSplit = 8;  // the portable cluster size
 bool cluster_split(const WqGemmConfig& config);
+bool mma_cluster_split(const WqGemmConfig& config, const Arch& arch);
+bool adds_in_cluster(const WqGemmConfig& config, const Arch& arch);
+// The mma.sync cluster's partial sums that rank 0 receives (they reuse the block's shared memory).
+std::size_t mma_cluster_sums_bytes(const WqGemmConfig& config);
 // Whether a config adds its K pieces through the workspace (a K split that is not a cluster one):
 // mma.sync through its counters and fp32 sums, wgmma through its counters and the scratch slots.
 // Stream K needs the scratch and counters too.
-bool needs_split_workspace(const WqGemmConfig& config);
+bool needs_split_workspace(const WqGemmConfig& config, const Arch& arch);
 // Whether a config's pieces meet in the scratch slots (stream K, wgmma K splits through the workspace).
 bool adds_in_scratch(const WqGemmConfig& config);
 // Shared memory a block may opt in to on an arch.

@@ -285,7 +285,7 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
         std::max(impl_->workspace_bytes, wq::adds_in_scratch(c)         ? wq::counter_bytes(pb.n, pb.m)
-                                         : wq::needs_split_workspace(c) ? wq::workspace_bytes(pb, c.split_k)
+                                         : wq::needs_split_workspace(c, ctx.arch()) ? wq::workspace_bytes(pb, c.split_k)
                                                                         : 0);
     impl_->stream_k_bytes = std::max(impl_->stream_k_bytes, wq::stream_k_scratch_bytes(pb, c));
   }
@@ -360,7 +360,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
                dtype_bytes(p.out));
   void* ws = a.workspace;
   const bool permutes_into_workspace = p.act_order && !b->config.x_image;
-  if (wq::needs_split_workspace(b->config) || b->config.stream_k || permutes_into_workspace) {
+  if (wq::needs_split_workspace(b->config, im.ctx->arch()) || b->config.stream_k || permutes_into_workspace) {
     if (ws == nullptr) ws = im.workspace.get();
     LOWBIT_CHECK(
         ws != nullptr,
@@ -453,8 +453,9 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   // Chained, or an act-order GEMM overlapping its permutation: the mma.sync kernel starts early.
   const bool early = b->chain || (b->after_permutation && im.overlap_image);
   options.overlap_previous = (needs_own_buffer(b->config) && im.overlap_image) || early;
-  // The wgmma kernel's two- and three-way K splits add their pieces through a cluster's shared memory.
-  if (wq::cluster_split(b->config)) options.cluster_y = static_cast<unsigned>(b->config.split_k);
+  // The wgmma kernel's two- and three-way K splits, and the mma.sync kernel's of up to eight pieces
+  // (sm_90), add their pieces through a cluster's shared memory.
+  if (wq::adds_in_cluster(b->config, im.ctx->arch())) options.cluster_y = static_cast<unsigned>(b->config.split_k);
   wq::Geometry shape = geo;
   if (early) {
     // The next call may start early (chained), and this one while the previous kernel runs: each block

@@ -36,11 +36,28 @@ bool cluster_split(const WqGemmConfig& c) {
   // clusters ran in two waves on the H100 (docs/perf-notes.md, twenty-third session).
   return c.wgmma && !c.stream_k && (c.split_k == 2 || c.split_k == 3);
 }
-bool needs_split_workspace(const WqGemmConfig& c) {
-  return c.split_k > 1 && !cluster_split(c);  // a cluster adds in shared memory, stream K in its scratch
+bool mma_cluster_split(const WqGemmConfig& c, const Arch& arch) {
+  // kClusterK in templates/wq_gemm.cuh, which derives it from the same three facts (__CUDA_ARCH__).
+  return !c.wgmma && c.split_k >= 2 && c.split_k <= kMaxMmaClusterSplit && arch.sm() >= 90;
+}
+bool adds_in_cluster(const WqGemmConfig& c, const Arch& arch) {
+  return cluster_split(c) || mma_cluster_split(c, arch);
+}
+bool needs_split_workspace(const WqGemmConfig& c, const Arch& arch) {
+  return c.split_k > 1 && !adds_in_cluster(c, arch);  // a cluster adds in shared memory, stream K in its scratch
 }
 bool adds_in_scratch(const WqGemmConfig& c) {
-  return c.stream_k || (c.wgmma && needs_split_workspace(c));
+  return c.stream_k || (c.wgmma && c.split_k > 1 && !cluster_split(c));
+}
+std::size_t mma_cluster_sums_bytes(const WqGemmConfig& c) {
+  // kClusterK in templates/wq_gemm.cuh: ranks 1.. of the cluster send rank 0 each thread's summed
+  // values (at most kOwned = ceil(m_tiles·n_tiles·4 / warps_k) per thread; all of its accumulators
+  // with one warp along K), 4 bytes each, [rank − 1][value][thread].
+  if (c.wgmma || c.split_k < 2 || c.split_k > kMaxMmaClusterSplit) return 0;
+  const std::size_t regs = static_cast<std::size_t>(c.m_tiles) * c.n_tiles * 4;
+  const std::size_t vals = (regs + c.warps_k - 1) / c.warps_k;
+  const std::size_t threads = static_cast<std::size_t>(32) * c.warps_n * c.warps_k;
+  return static_cast<std::size_t>(c.split_k - 1) * vals * threads * 4;
 }
 std::size_t cluster_sums_bytes(const WqGemmConfig& c) {
   // kSplitK · kOwnVecs · kConsumers · 16 B in templates/wq_gemm_wgmma.cuh: each MMA thread's
@@ -65,7 +82,7 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const int x_rows = one_row_kernel(c, bucket) ? 1 : skips_upper_rows(c, bucket) ? 8 : 16 * c.m_tiles;
   const std::size_t x_stages =
       c.x_shared ? static_cast<std::size_t>(c.stages) * x_rows * 128 * c.warps_k * 2 : 0;
-  return std::max(x_stages + rings, reduction_smem_bytes(c));
+  return std::max({x_stages + rings, reduction_smem_bytes(c), mma_cluster_sums_bytes(c)});
 }
 
 std::size_t smem_limit(const Arch& a) {

@@ -104,6 +104,23 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
           }
         }
   }
+  // K splits whose pieces meet in a thread-block cluster (mma.sync on sm_90, 2..8 pieces): up to 16
+  // rows, per-warp staged configs split 2-4 ways where that makes at most two blocks per SM. Narrow
+  // layers leave SMs idle unsplit (1280×8192: 80 blocks of 2 tiles); through the workspace a split
+  // cost more than it gained (fortieth session).
+  if (p.m <= 16 && arch.sm() >= 90)
+    for (int nt : {2, 4})
+      for (int wk : {4, 8})
+        for (int split : {2, 3, 4}) {
+          WqGemmConfig c;
+          c.m_tiles = 1, c.n_tiles = nt, c.warps_n = 1, c.warps_k = wk, c.split_k = split, c.x_shared = true;
+          const int64_t blocks = wq::ceil_div(wq::ceil_div(p.n, 8), nt) * wq::ceil_div(p.m, 16);
+          if (static_cast<double>(blocks * split) > 2 * sms) continue;
+          for (int st : {2, 3}) {
+            c.stages = st;
+            add(c);
+          }
+        }
   // Where the zero comes after the MMA (can_implement says where x_sums applies), up to 16 rows: the
   // heuristic's config and the first staged per-warp candidates with the activation sums precomputed
   // (the neighbour rounds toggle it around the best).
@@ -174,6 +191,12 @@ std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& p, const WqGemmConf
   halve_double(&WqGemmConfig::n_tiles);
   halve_double(&WqGemmConfig::m_tiles);
   if (!c.stream_k) halve_double(&WqGemmConfig::split_k);
+  if (!c.wgmma && c.split_k > 1)  // mma.sync K splits meet in a cluster of any size up to 8 (sm_90)
+    for (int split : {c.split_k - 1, c.split_k + 1}) {
+      WqGemmConfig n = c;
+      n.split_k = split;
+      add(n);
+    }
   if (c.wgmma) {
     WqGemmConfig n = c;
     n.x_image = !n.x_image;

@@ -31,6 +31,10 @@ __device__ __forceinline__ void st_cluster_v4(u32 addr, float a, float b, float 
   asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(a), "f"(b), "f"(c), "f"(d)
                : "memory");
 }
+// One float into another block's shared memory (an address from cluster_map).
+__device__ __forceinline__ void st_cluster_f32(u32 addr, float v) {
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
 // 16 bytes of this block's shared memory as four floats (what st_cluster_v4 put there).
 __device__ __forceinline__ float4 ld_shared_f4(u32 addr) {
   const uint4 v = ld_shared_v4(addr);

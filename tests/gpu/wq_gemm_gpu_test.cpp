@@ -60,13 +60,15 @@ bool skipped_without_wgmma() {
   return true;
 }
 
-// Every M of kMs through ten plans: the library's choice, data-parallel, split-K (three warps
+// Every M of kMs through eleven plans: the library's choice, data-parallel, split-K (three warps
 // along K: a count that is not a power of 2), three with block-shared activations (warps stepping
 // through K in pairs, split; 4 × 8 tiles per warp, which dequantizes before the MMA with one
 // accumulator chain; one row tile, which swaps operands) and two with per-warp staged activations
 // (one warp along N: split; 12 warps along K, whose chunks and final sums split unevenly; 16 tiles,
 // split, which scale after the MMA up to 8 rows; 6 tiles, whose 48-column blocks end inside every
-// layer's last block but 6144-wide ones); on sm_90a seven more with
+// layer's last block but 6144-wide ones) and a twelve-way K split (past a cluster: its pieces add
+// through the workspace on every GPU; the three-way splits above meet in a cluster on sm_90); on
+// sm_90a seven more with
 // warpgroup MMA (N = 16 rows, split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
 // tiles; 128 rows, split, 6 stages; stream K at 64 rows × 256 columns and 128 rows × 128 columns, whose
 // tiles are split among up to a dozen blocks on the small layers, and whose steps cross row blocks;
@@ -79,7 +81,8 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   const int split4 =
       static_cast<int>(std::min<int64_t>(4, (k + 127) / 128));  // past a cluster where K allows
   WqGemmPlan chosen(rt, L->problem, kMs);
-  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_group4, xs_warp, xs_warp12, xs_warp16, xs_warp6;
+  const int split12 = static_cast<int>(std::min<int64_t>(12, (k + 127) / 128));
+  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_group4, xs_warp, xs_warp12, xs_warp16, xs_warp6, sk12;
   dp.config = config(2, 4, 1, 4, 1);
   sk.config = config(1, 2, 2, 3, split);
   xs_split.config = config(2, 4, 2, 2, split, 3, true);
@@ -92,10 +95,11 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   // 16 tiles per warp need one scale row per lane and chunk: groups of 64 or more.
   xs_warp16.config = config(1, group == 32 ? 8 : 16, 1, 4, split, 2, true);
   xs_warp6.config = config(1, 6, 1, 8, 1, 2, true);
+  sk12.config = config(1, 2, 1, 2, split12, 3, true);
   std::vector<WqGemmPlan> plans;
   plans.emplace_back(rt, L->problem, kMs);
   for (const auto* o :
-       {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_group4, &xs_warp, &xs_warp12, &xs_warp16, &xs_warp6})
+       {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_group4, &xs_warp, &xs_warp12, &xs_warp16, &xs_warp6, &sk12})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
     for (const WqGemmConfig& c :

@@ -202,6 +202,23 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
   CHECK(lowbit::can_implement(w2, c, sm90a, &why));
   CHECK(lowbit::wq::cluster_split(WqGemmConfig{4, 4, 8, 1, 3, 3, false, true}));
   CHECK_FALSE(lowbit::wq::cluster_split(c));
+  CHECK(lowbit::wq::needs_split_workspace(c, sm90a));  // four wgmma pieces: the scratch slots
+  // mma.sync K splits of 2..8 pieces meet in a cluster on sm_90 (no workspace); larger ones, and
+  // every split before sm_90, add through the workspace.
+  const Arch sm80 = Arch::parse("sm_80");
+  for (int split : {2, 3, 8, 9, 16}) {
+    const WqGemmConfig m{1, 4, 1, 8, split, 3};
+    CAPTURE(split);
+    CHECK(lowbit::wq::mma_cluster_split(m, sm90a) == (split <= 8));
+    CHECK(lowbit::wq::needs_split_workspace(m, sm90a) == (split > 8));
+    CHECK_FALSE(lowbit::wq::mma_cluster_split(m, sm80));
+    CHECK(lowbit::wq::needs_split_workspace(m, sm80));
+    CHECK_FALSE(lowbit::wq::cluster_split(m));
+  }
+  // Rank 0 receives the other ranks' values in its shared memory: 2 more ranks × ceil(16·4 / 8) × 256
+  // threads × 4 B, under its rings.
+  CHECK(lowbit::wq::mma_cluster_sums_bytes(WqGemmConfig{1, 16, 1, 8, 3, 2}) == 2 * 8 * 256 * 4);
+  CHECK(lowbit::wq::mma_cluster_sums_bytes(WqGemmConfig{1, 16, 1, 8, 9, 2}) == 0);
   // A bad problem is reported even with a good config.
   WqGemmProblem bad = p;
   bad.bits = 6;

@@ -190,7 +190,7 @@ TEST_CASE("choose_config v18: a four-way K split of 128-column blocks on K-heavy
       const WqGemmConfig c = lowbit::choose_config(p, hopper, 132);
       CAPTURE(bits, n, k, c.str());
       CHECK((c.wgmma && c.x_image && !c.stream_k && c.split_k == 4 && c.n_tiles == 2 && c.m_tiles == 4));
-      CHECK(lowbit::wq::needs_split_workspace(c));
+      CHECK(lowbit::wq::needs_split_workspace(c, hopper));
       CHECK(lowbit::wq::adds_in_scratch(c));
       // Its slots (one per 64 × 128 tile, before the counters) fit in what the functional API asks for.
       const std::size_t scratch = lowbit::wq::stream_k_scratch_bytes(p, c);
