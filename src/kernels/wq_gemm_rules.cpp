@@ -50,9 +50,10 @@ bool adds_in_scratch(const WqGemmConfig& c) {
   return c.stream_k || (c.wgmma && c.split_k > 1 && !cluster_split(c));
 }
 std::size_t mma_cluster_sums_bytes(const WqGemmConfig& c) {
-  // kClusterK in templates/wq_gemm.cuh: ranks 1.. of the cluster send rank 0 each thread's summed
-  // values (at most kOwned = ceil(m_tiles·n_tiles·4 / warps_k) per thread; all of its accumulators
-  // with one warp along K), 4 bytes each, [rank − 1][value][thread].
+  // kClusterBytes in templates/wq_gemm.cuh: ranks 1.. of the cluster send rank 0 each thread's
+  // summed values (at most kValsBound = ceil(m_tiles·n_tiles·4 / warps_k) per thread; all of its
+  // accumulators with one warp along K), 4 bytes each, [rank − 1][value][thread], into a region of
+  // its own at the end of rank 0's dynamic shared memory.
   if (c.wgmma || c.split_k < 2 || c.split_k > kMaxMmaClusterSplit) return 0;
   const std::size_t regs = static_cast<std::size_t>(c.m_tiles) * c.n_tiles * 4;
   const std::size_t vals = (regs + c.warps_k - 1) / c.warps_k;
@@ -82,7 +83,8 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const int x_rows = one_row_kernel(c, bucket) ? 1 : skips_upper_rows(c, bucket) ? 8 : 16 * c.m_tiles;
   const std::size_t x_stages =
       c.x_shared ? static_cast<std::size_t>(c.stages) * x_rows * 128 * c.warps_k * 2 : 0;
-  return std::max({x_stages + rings, reduction_smem_bytes(c), mma_cluster_sums_bytes(c)});
+  // An mma.sync cluster split's receive region comes after everything else (rank 0's last bytes).
+  return std::max(x_stages + rings, reduction_smem_bytes(c)) + mma_cluster_sums_bytes(c);
 }
 
 std::size_t smem_limit(const Arch& a) {

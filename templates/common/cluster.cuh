@@ -20,6 +20,25 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
 }
+// The two halves of a cluster barrier phase, apart: arrive (release: this thread's earlier shared-
+// memory writes, local or remote, are visible to the blocks that then wait; relaxed: nothing
+// ordered, just "this block is running") and wait (acquire) for every thread of the cluster to have
+// arrived. Each thread arrives once per phase and waits before arriving again.
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Bytes of dynamic shared memory this launch gave the block.
+__device__ __forceinline__ u32 dynamic_smem_size() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+  return r;
+}
 // The address of the same shared-memory location (`addr`, this block's) in block `rank` of the cluster.
 __device__ __forceinline__ u32 cluster_map(u32 addr, u32 rank) {
   u32 r;

@@ -84,6 +84,15 @@ __device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
   return v;
 }
 
+// Adds v to a global counter and returns its old value, as a release (what this thread, and through
+// a barrier before it its block, wrote is visible to whoever acquires the counter later) and an
+// acquire (what the earlier adders released is visible now): the arrival count of a split tile.
+__device__ __forceinline__ u32 atom_add_acq_rel_u32(u32* p, u32 v) {
+  u32 old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 // Four fp32 adds into 16 bytes of global memory in one instruction (sm_90): a stream-K piece's
 // partial sums, 16-byte vectors side by side, where scalar atomics per output touched 4 rows' lines
 // per warp instruction.

@@ -507,9 +507,9 @@ TEST_CASE("wq_gemm functional API", "[gpu]") {
 
 TEST_CASE("wq_gemm bad arguments fail before launch and write nothing", "[gpu]") {
   Runtime& rt = gpu_runtime();
-  auto L = make_layer(problem(512, 1024, 128, 4), false);
+  auto L = make_layer(problem(512, 2048, 128, 4), false);
   WqGemmPlanOptions sk;
-  sk.config = config(1, 4, 1, 2, 2);
+  sk.config = config(1, 4, 1, 2, 12);  // past a cluster's 8 pieces: through the workspace on every GPU
   sk.allocate_workspace = false;
   WqGemmPlan plan(rt, L->problem, {4}, sk);
   auto expect_error = [&](const WqGemmArgs& a, int64_t m, const std::string& needle) {
