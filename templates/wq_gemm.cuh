@@ -852,7 +852,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     static_assert(kVals <= kValsBound, "the receive region holds every value");
     constexpr u32 kClusterBytes = (kSplitK - 1) * kValsBound * kThreads * 4;
     const u32 rank = cluster_rank();
-    const u32 recv = smem_addr(smem) + dynamic_smem_size() - kClusterBytes + threadIdx.x * 4;
+    // (Aligned down: a chained launch may give the block any number of bytes past its own, and the
+    // region stays clear of the rest, which ends 16-byte aligned where the host's smem_bytes does.)
+    const u32 recv = ((smem_addr(smem) + dynamic_smem_size() - kClusterBytes) & ~15u) + threadIdx.x * 4;
     cluster_wait();  // every block of the cluster has started (the phase arrived at on entry)
     if (rank != 0) {
 #pragma unroll
