@@ -65,8 +65,8 @@ bool skipped_without_wgmma() {
 // through K in pairs, split; 4 × 8 tiles per warp, which dequantizes before the MMA with one
 // accumulator chain; one row tile, which swaps operands) and two with per-warp staged activations
 // (one warp along N: split; 12 warps along K, whose chunks and final sums split unevenly; 16 tiles,
-// split, which scale after the MMA up to 8 rows; 6 tiles, whose 48-column blocks end inside every
-// layer's last block but 6144-wide ones) and a twelve-way K split (past a cluster: its pieces add
+// split, which scale after the MMA up to 8 rows; 6 tiles, split (as the H200 file runs them on
+// narrow layers), whose 48-column blocks end inside every layer's last block but 6144-wide ones) and a twelve-way K split (past a cluster: its pieces add
 // through the workspace on every GPU; the three-way splits above meet in a cluster on sm_90); on
 // sm_90a seven more with
 // warpgroup MMA (N = 16 rows, split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
@@ -94,7 +94,7 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   xs_warp12.config = config(1, 8, 1, 12, 1, 2, true);
   // 16 tiles per warp need one scale row per lane and chunk: groups of 64 or more.
   xs_warp16.config = config(1, group == 32 ? 8 : 16, 1, 4, split, 2, true);
-  xs_warp6.config = config(1, 6, 1, 8, 1, 2, true);
+  xs_warp6.config = config(1, 6, 1, 8, split, 2, true);
   sk12.config = config(1, 2, 1, 2, split12, 3, true);
   std::vector<WqGemmPlan> plans;
   plans.emplace_back(rt, L->problem, kMs);
