@@ -66,9 +66,9 @@ struct WqGemmProblem {
 // One point of the configuration space. A block is warps_n × warps_k warps; each warp owns
 // n_tiles 8-column MMA tiles and m_tiles 16-row tiles; the warps_k warps of a block split its K
 // range and reduce through shared memory; split_k blocks split K across the grid and reduce
-// through an fp32 workspace (atomics; the last block to finish writes the output), or, with wgmma,
-// through the shared memory of a thread-block cluster (split_k 2 or 3) or the workspace's scratch
-// slots (larger splits; below).
+// through the shared memory of a thread-block cluster on sm_90 (mma.sync: split_k 2..8; wgmma: 2 or
+// 3), else through an fp32 workspace (mma.sync: atomics, the last block to finish writes the output;
+// wgmma: the workspace's scratch slots; below).
 struct WqGemmConfig {
   int m_tiles = 1;  // 1..8
   int n_tiles = 4;  // 1, 2, 4, 6, 8, 16 (16 needs groups of 64 or more, or per channel; wgmma: 2, 4)
@@ -157,7 +157,7 @@ struct WqGemmArgs {
   const void* bias = nullptr;  // [N] act dtype, or null
   void* y = nullptr;           // [M, N] row-major, out dtype
   // Workspace of workspace_bytes(problem) bytes (or plan.workspace_bytes()), needed to split K (except
-  // over a cluster: WqGemmConfig::wgmma), for stream K and for act-order layers (their activations are
+  // over a cluster: WqGemmConfig::split_k), for stream K and for act-order layers (their activations are
   // permuted into it first): zero-filled once before its first use; every call leaves it as it must be for
   // the next. One workspace may not serve two calls running at once. An act-order call leaves its permuted
   // activations at the start of it: a workspace an act-order plan uses must not be shared with any other plan
