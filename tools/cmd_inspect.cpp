@@ -83,7 +83,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
                           {"stack_bytes", grab(R"((\d+) bytes stack frame)")},
                           {"spill_store_bytes", grab(R"((\d+) bytes spill stores)")},
                           {"spill_load_bytes", grab(R"((\d+) bytes spill loads)")},
-                          {"dynamic_shared_bytes", wq::smem_bytes(p, run_config)},
+                          {"dynamic_shared_bytes", wq::smem_bytes(p, run_config, rt.arch())},
                           {"compile_ms", r.compile_ms},
                           {"ptxas_log", r.log}};
     if (!rt.offline()) {
@@ -99,7 +99,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
           "stores %ld B, "
           "spill loads %ld B\n",
           spec.name.c_str(), rt.arch().str().c_str(), run_config.str().c_str(), res["registers"].get<long>(),
-          std::max(0L, res["shared_bytes"].get<long>()), wq::smem_bytes(p, run_config),
+          std::max(0L, res["shared_bytes"].get<long>()), wq::smem_bytes(p, run_config, rt.arch()),
           res["stack_bytes"].get<long>(), res["spill_store_bytes"].get<long>(),
           res["spill_load_bytes"].get<long>());
   }

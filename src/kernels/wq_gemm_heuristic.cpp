@@ -88,7 +88,7 @@ std::optional<WqGemmConfig> act_order_image_config(const WqGemmProblem& pb, cons
     if (!measured) return std::nullopt;
     c = WqGemmConfig{4, 2, 8, 1, 1, 3};
     c.wgmma = true;
-    const Geometry unsplit = geometry(pb, c, pb.m, pb.m, 0);
+    const Geometry unsplit = geometry(pb, c, arch, pb.m, pb.m, 0);
     const int64_t blocks = static_cast<int64_t>(unsplit.grid_x) * unsplit.grid_z, chunks = layout(pb).chunks;
     const int splits[] = {4, 2, 1};
     const int* split = std::find_if(std::begin(splits), std::end(splits), [&](int s) {
@@ -515,6 +515,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // below half the SMs (8192² M = 32: 128 blocks unsplit 28.1 µs, split in two 39.5). Activations
   // staged per warp (one warp along N) count as per-warp.
   c.split_k = wq::fill_split(p, c, sms / (c.x_shared && c.warps_n > 1 ? 2.0 : 4.0));
+  // A split that meets in a cluster (sm_90) adds its receive region to the block's shared memory:
+  // fit again, keeping the split.
+  wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/true);
   return c;
 }
 

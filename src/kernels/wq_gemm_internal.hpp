@@ -51,8 +51,8 @@ inline bool may_run_wgmma(const WqGemmProblem& p) {
 // Launch geometry of one config for one M, run by the kernel of M bucket `bucket`.
 using Geometry = jit::LaunchShape;
 // Stream-K configs launch min(their steps, resident_blocks) blocks: as many as the device holds at once.
-Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m, int64_t bucket,
-                  int64_t resident_blocks = 0);
+Geometry geometry(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch, int64_t m,
+                  int64_t bucket, int64_t resident_blocks = 0);
 // The steps a stream-K config's blocks share: (row block, column block, 128-k chunk).
 int64_t stream_k_steps(const WqGemmProblem& problem, const WqGemmConfig& config, int64_t m);
 
@@ -141,7 +141,7 @@ std::size_t stream_k_scratch_bound(const WqGemmProblem& problem);
 std::size_t reduction_smem_bytes(const WqGemmConfig& config);
 // Dynamic shared memory of a launch: the cp.async rings (and x_shared stages), reused for the
 // reduction, for the kernel of M bucket m_bucket(problem.m).
-std::size_t smem_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
+std::size_t smem_bytes(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch);
 // wgmma configs: one pipeline stage's shared memory, and the partial sums a block of a K split
 // receives from the others of its cluster (they must fit in its stages).
 std::size_t stage_bytes(const WqGemmProblem& problem, const WqGemmConfig& config);
@@ -154,8 +154,9 @@ constexpr int kMaxMmaClusterSplit = 8;  // the portable cluster size
 bool cluster_split(const WqGemmConfig& config);
 bool mma_cluster_split(const WqGemmConfig& config, const Arch& arch);
 bool adds_in_cluster(const WqGemmConfig& config, const Arch& arch);
-// The mma.sync cluster's partial sums that rank 0 receives (they reuse the block's shared memory).
-std::size_t mma_cluster_sums_bytes(const WqGemmConfig& config);
+// The mma.sync cluster's partial sums that rank 0 receives, in a region at the end of every block's
+// shared memory (0 where the split does not meet in a cluster).
+std::size_t mma_cluster_sums_bytes(const WqGemmConfig& config, const Arch& arch);
 // Whether a config adds its K pieces through the workspace (a K split that is not a cluster one):
 // mma.sync through its counters and fp32 sums, wgmma through its counters and the scratch slots.
 // Stream K needs the scratch and counters too.

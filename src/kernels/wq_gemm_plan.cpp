@@ -258,10 +258,10 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     LOWBIT_CU_CHECK(jit::driver().cuFuncSetAttribute(
         k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         bk.chain || bk.after_permutation ? ctx.device().smem_optin_per_block - k.static_smem
-                                         : static_cast<int>(wq::smem_bytes(pb, c))));
+                                         : static_cast<int>(wq::smem_bytes(pb, c, ctx.arch()))));
     int64_t resident = 0;
     if (c.stream_k) {
-      const wq::Geometry geo = wq::geometry(problem, c, bucket, bucket, 1);
+      const wq::Geometry geo = wq::geometry(problem, c, ctx.arch(), bucket, bucket, 1);
       int per_sm = 0;
       LOWBIT_CU_CHECK(jit::driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
           &per_sm, k.function, static_cast<int>(geo.block), geo.smem));
@@ -369,7 +369,7 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
         permutes_into_workspace ? "for the permuted activations of act-order" : "to split K");
     LOWBIT_CHECK(aligned(ws, 256), "args.workspace = {}: must be 256-byte aligned", ws);
   }
-  const wq::Geometry geo = wq::geometry(p, b->config, m, b->max_m, b->resident_blocks);
+  const wq::Geometry geo = wq::geometry(p, b->config, im.ctx->arch(), m, b->max_m, b->resident_blocks);
   // Workspace = [permuted x (act-order; fixed size for the plan's largest M) | scratch of stream K
   // and wgmma K splits (the plan's largest) | counters | fp32 sums]. Counters and sums are laid out
   // for this M; where they fall does not matter between calls: every call leaves them zero

@@ -49,12 +49,12 @@ bool needs_split_workspace(const WqGemmConfig& c, const Arch& arch) {
 bool adds_in_scratch(const WqGemmConfig& c) {
   return c.stream_k || (c.wgmma && c.split_k > 1 && !cluster_split(c));
 }
-std::size_t mma_cluster_sums_bytes(const WqGemmConfig& c) {
+std::size_t mma_cluster_sums_bytes(const WqGemmConfig& c, const Arch& arch) {
   // kClusterBytes in templates/wq_gemm.cuh: ranks 1.. of the cluster send rank 0 each thread's
   // summed values (at most kValsBound = ceil(m_tiles·n_tiles·4 / warps_k) per thread; all of its
   // accumulators with one warp along K), 4 bytes each, [rank − 1][value][thread], into a region of
   // its own at the end of rank 0's dynamic shared memory.
-  if (c.wgmma || c.split_k < 2 || c.split_k > kMaxMmaClusterSplit) return 0;
+  if (!mma_cluster_split(c, arch)) return 0;
   const std::size_t regs = static_cast<std::size_t>(c.m_tiles) * c.n_tiles * 4;
   const std::size_t vals = (regs + c.warps_k - 1) / c.warps_k;
   const std::size_t threads = static_cast<std::size_t>(32) * c.warps_n * c.warps_k;
@@ -67,7 +67,7 @@ std::size_t cluster_sums_bytes(const WqGemmConfig& c) {
   const std::size_t own = (vecs + c.split_k - 1) / c.split_k;
   return static_cast<std::size_t>(c.split_k) * own * 32 * c.warps_n * 16;
 }
-std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
+std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
   if (c.wgmma) {
     // The stages, plus 1 KiB to align the first, plus two 8-byte mbarriers per stage (full and empty).
     return static_cast<std::size_t>(c.stages) * (stage_bytes(p, c) + 16) + 1024;
@@ -84,7 +84,7 @@ std::size_t smem_bytes(const WqGemmProblem& p, const WqGemmConfig& c) {
   const std::size_t x_stages =
       c.x_shared ? static_cast<std::size_t>(c.stages) * x_rows * 128 * c.warps_k * 2 : 0;
   // An mma.sync cluster split's receive region comes after everything else (rank 0's last bytes).
-  return std::max(x_stages + rings, reduction_smem_bytes(c)) + mma_cluster_sums_bytes(c);
+  return std::max(x_stages + rings, reduction_smem_bytes(c)) + mma_cluster_sums_bytes(c, arch);
 }
 
 std::size_t smem_limit(const Arch& a) {
@@ -129,7 +129,7 @@ int64_t stream_k_steps(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m)
   return ceil_div(m, 16 * c.m_tiles) * ceil_div(l.n_pad / 8, c.n_tiles * c.warps_n) * l.chunks;
 }
 
-Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int64_t bucket,
+Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, int64_t m, int64_t bucket,
                   int64_t resident_blocks) {
   LOWBIT_CHECK(!one_row_kernel(c, bucket) || m == 1, "m = {}: the one-row kernel of {} runs M = 1 only", m,
                c.str());
@@ -147,7 +147,7 @@ Geometry geometry(const WqGemmProblem& p, const WqGemmConfig& c, int64_t m, int6
   g.block = static_cast<unsigned>(32 * c.warps_n * c.warps_k + (c.wgmma ? 128 : 0));
   WqGemmProblem pb = p;
   pb.m = bucket;
-  g.smem = static_cast<unsigned>(smem_bytes(pb, c));
+  g.smem = static_cast<unsigned>(smem_bytes(pb, c, arch));
   return g;
 }
 
@@ -351,9 +351,9 @@ bool can_implement(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   if (c.stream_k && (!c.wgmma || c.split_k != 1))
     return fail(why, fmt::format("{}: stream_k needs wgmma and split_k = 1 (it splits K itself)", c.str()));
   // + the kernel's static shared memory (the split-K arrival flag, 16 B with alignment).
-  if (wq::smem_bytes(p, c) + 16 > wq::smem_limit(arch))
+  if (wq::smem_bytes(p, c, arch) + 16 > wq::smem_limit(arch))
     return fail(why, fmt::format("{}: needs {} bytes of shared memory per block, over the {} bytes of {}",
-                                 c.str(), wq::smem_bytes(p, c) + 16, wq::smem_limit(arch), arch.str()));
+                                 c.str(), wq::smem_bytes(p, c, arch) + 16, wq::smem_limit(arch), arch.str()));
   if (c.warps_n * c.warps_k > 16)
     return fail(why, fmt::format("{}: {} warps per block, over 16", c.str(), c.warps_n * c.warps_k));
   if (ceil_div(p.m, 16 * c.m_tiles) > 65535)

@@ -191,7 +191,7 @@ std::vector<WqGemmConfig> wq_neighbours(const WqGemmProblem& p, const WqGemmConf
   halve_double(&WqGemmConfig::n_tiles);
   halve_double(&WqGemmConfig::m_tiles);
   if (!c.stream_k) halve_double(&WqGemmConfig::split_k);
-  if (!c.wgmma && c.split_k > 1)  // mma.sync K splits meet in a cluster of any size up to 8 (sm_90)
+  if (!c.wgmma && c.split_k > 1 && arch.sm() >= 90)  // mma.sync splits meet in a cluster of 2..8 (sm_90)
     for (int split : {c.split_k - 1, c.split_k + 1}) {
       WqGemmConfig n = c;
       n.split_k = split;

@@ -10,6 +10,10 @@
 #include "tune/wq_tune.hpp"
 #include "unit/unit_helpers.hpp"
 
+// The arch of the shared-memory and launch-shape checks below (Hopper: K splits of 2..8 pieces
+// meet in a cluster there, and every side of each comparison takes the same arch).
+static const lowbit::Arch kArch90 = lowbit::Arch::parse("sm_90a");
+
 namespace {
 
 using lowbit::Arch;
@@ -217,8 +221,15 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
   }
   // Rank 0 receives the other ranks' values in its shared memory: 2 more ranks × ceil(16·4 / 8) × 256
   // threads × 4 B, under its rings.
-  CHECK(lowbit::wq::mma_cluster_sums_bytes(WqGemmConfig{1, 16, 1, 8, 3, 2}) == 2 * 8 * 256 * 4);
-  CHECK(lowbit::wq::mma_cluster_sums_bytes(WqGemmConfig{1, 16, 1, 8, 9, 2}) == 0);
+  CHECK(lowbit::wq::mma_cluster_sums_bytes(WqGemmConfig{1, 16, 1, 8, 3, 2}, sm90a) == 2 * 8 * 256 * 4);
+  CHECK(lowbit::wq::mma_cluster_sums_bytes(WqGemmConfig{1, 16, 1, 8, 9, 2}, sm90a) == 0);
+  // ... and only where the split meets in a cluster: before sm_90 the block has no such region.
+  CHECK(lowbit::wq::mma_cluster_sums_bytes(WqGemmConfig{1, 16, 1, 8, 3, 2}, sm80) == 0);
+  WqGemmProblem narrow = p;
+  narrow.m = 16, narrow.n = 1280, narrow.k = 8192;
+  const WqGemmConfig split3{1, 16, 1, 8, 3, 2};
+  CHECK(lowbit::wq::smem_bytes(narrow, split3, sm90a) ==
+        lowbit::wq::smem_bytes(narrow, split3, sm80) + 2 * 8 * 256 * 4);
   // A bad problem is reported even with a good config.
   WqGemmProblem bad = p;
   bad.bits = 6;
@@ -285,6 +296,32 @@ TEST_CASE("choose_config picks a runnable config for the standard shapes", "[che
             ++checked;
           }
   CHECK(checked == 6 * 9 * 2 * 4 * 2);
+}
+
+TEST_CASE("choose_config fits the layers it splits K for, on every arch", "[checks]") {
+  // Narrow layers, where the heuristic splits K: on sm_90 and later a split of 2..8 pieces adds a
+  // receive region to the block's shared memory (a cluster's), so the config must fit again after the
+  // split; elsewhere the split adds nothing. Never the one-warp default.
+  int splits = 0;
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_120"})
+    for (int64_t n : {128, 256, 512, 1032})
+      for (int64_t k : {1024, 4096, 8192})
+        for (int64_t m : {1, 16, 32, 64, 128})
+          for (int bits : {2, 4, 8})
+            for (DType act : {DType::F16, DType::BF16}) {
+              WqGemmProblem p = normal_problem();
+              p.n = n, p.k = k, p.m = m, p.bits = bits, p.act = act, p.out = act;
+              const Arch a = Arch::parse(arch);
+              const WqGemmConfig c = lowbit::choose_config(p, a, 132);
+              std::string why;
+              INFO(p.str() << " " << arch << " -> " << c.str());
+              const bool ok = lowbit::can_implement(p, c, a, &why);
+              INFO("why: " << why);
+              CHECK(ok);
+              CHECK_FALSE(c == lowbit::default_config());
+              splits += c.split_k > 1;
+            }
+  CHECK(splits > 100);  // the heuristic does split these
 }
 
 TEST_CASE("deterministic plans keep the M = 1 K split and still fit, on every arch", "[config]") {
@@ -536,7 +573,7 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   bad["x_shared"] = 1;  // must be a boolean
   CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
   // The activation stages: 4 stages × 64 rows × 2 chunks of 128 values × 2 bytes, before the rings.
-  CHECK(lowbit::wq::smem_bytes(p, c) == lowbit::wq::smem_bytes(p, plain) + 4 * 64 * 256 * 2);
+  CHECK(lowbit::wq::smem_bytes(p, c, kArch90) == lowbit::wq::smem_bytes(p, plain, kArch90) + 4 * 64 * 256 * 2);
   // Up to 8 rows with one row tile the kernel skips rows 8..15 and stages only the 8 rows it reads;
   // the kernel of M = 1 stages its one row.
   WqGemmProblem one_row = p, two_rows = p;
@@ -545,14 +582,14 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   swapped.m_tiles = 1;
   WqGemmConfig swapped_plain = swapped;
   swapped_plain.x_shared = false;
-  CHECK(lowbit::wq::smem_bytes(two_rows, swapped) ==
-        lowbit::wq::smem_bytes(two_rows, swapped_plain) + 4 * 8 * 256 * 2);
-  CHECK(lowbit::wq::smem_bytes(one_row, swapped) ==
-        lowbit::wq::smem_bytes(one_row, swapped_plain) + 4 * 1 * 256 * 2);
+  CHECK(lowbit::wq::smem_bytes(two_rows, swapped, kArch90) ==
+        lowbit::wq::smem_bytes(two_rows, swapped_plain, kArch90) + 4 * 8 * 256 * 2);
+  CHECK(lowbit::wq::smem_bytes(one_row, swapped, kArch90) ==
+        lowbit::wq::smem_bytes(one_row, swapped_plain, kArch90) + 4 * 1 * 256 * 2);
   // The launch takes the bucket's size, whatever M the plan's problem has.
-  CHECK(lowbit::wq::geometry(one_row, swapped, 16, 16).smem == lowbit::wq::smem_bytes(p, swapped));
-  CHECK(lowbit::wq::geometry(p, swapped, 1, 1).smem == lowbit::wq::smem_bytes(one_row, swapped));
-  CHECK(lowbit::wq::geometry(p, swapped, 2, 2).smem == lowbit::wq::smem_bytes(two_rows, swapped));
+  CHECK(lowbit::wq::geometry(one_row, swapped, kArch90, 16, 16).smem == lowbit::wq::smem_bytes(p, swapped, kArch90));
+  CHECK(lowbit::wq::geometry(p, swapped, kArch90, 1, 1).smem == lowbit::wq::smem_bytes(one_row, swapped, kArch90));
+  CHECK(lowbit::wq::geometry(p, swapped, kArch90, 2, 2).smem == lowbit::wq::smem_bytes(two_rows, swapped, kArch90));
   // The one-row kernel (staged or not) has a name of its own and runs M = 1 only.
   CHECK(lowbit::wq::one_row_kernel(swapped, 1));
   CHECK_FALSE(lowbit::wq::one_row_kernel(swapped, 2));
@@ -564,7 +601,7 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::test::contains(spec_of(p, swapped, 1).name_expression, ", false, true, false,"));
   std::string what;
   try {
-    lowbit::wq::geometry(p, swapped, 2, 1);
+    lowbit::wq::geometry(p, swapped, kArch90, 2, 1);
   } catch (const lowbit::Error& e) {
     what = e.what();
   }
@@ -617,8 +654,8 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   // 4 stages × ((64 rows × 128 k × 2 B + 8 tiles × 128 × 4 bits + 2 × 8 rows of 16 B), each rounded
   // up to 1 KiB, and two 8-byte mbarriers) + 1 KiB to align the first.
   auto kib = [](int bytes) { return (bytes + 1023) / 1024 * 1024; };
-  CHECK(lowbit::wq::smem_bytes(p, c) == 4 * (kib(64 * 256 + 8 * 128 * 4 + 2 * 8 * 16) + 16) + 1024);
-  CHECK(lowbit::wq::smem_bytes(p, with([](WqGemmConfig& e) { e.warps_n = 8; })) ==
+  CHECK(lowbit::wq::smem_bytes(p, c, kArch90) == 4 * (kib(64 * 256 + 8 * 128 * 4 + 2 * 8 * 16) + 16) + 1024);
+  CHECK(lowbit::wq::smem_bytes(p, with([](WqGemmConfig& e) { e.warps_n = 8; }), kArch90) ==
         4 * (kib(64 * 256 + 16 * 128 * 4 + 2 * 16 * 16) + 16) + 1024);
   const auto spec = spec_of(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "wg"));
