@@ -60,19 +60,21 @@ bool skipped_without_wgmma() {
   return true;
 }
 
-// Every M of kMs through eleven plans: the library's choice, data-parallel, split-K (three warps
-// along K: a count that is not a power of 2), three with block-shared activations (warps stepping
+// Every M of kMs through thirteen plans: the library's choice, data-parallel, split-K (three warps
+// along K: a count that is not a power of 2), four with block-shared activations (warps stepping
 // through K in pairs, split; 4 × 8 tiles per warp, which dequantizes before the MMA with one
-// accumulator chain; one row tile, which swaps operands) and two with per-warp staged activations
+// accumulator chain; one row tile, which swaps operands; four warps side by side under a barrier of
+// their own), four with per-warp staged activations
 // (one warp along N: split; 12 warps along K, whose chunks and final sums split unevenly; 16 tiles,
-// split, which scale after the MMA up to 8 rows; 6 tiles, split (as the H200 file runs them on
-// narrow layers), whose 48-column blocks end inside every layer's last block but 6144-wide ones) and a twelve-way K split (past a cluster: its pieces add
-// through the workspace on every GPU; the three-way splits above meet in a cluster on sm_90); on
-// sm_90a seven more with
-// warpgroup MMA (N = 16 rows, split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64
-// tiles; 128 rows, split, 6 stages; stream K at 64 rows × 256 columns and 128 rows × 128 columns, whose
-// tiles are split among up to a dozen blocks on the small layers, and whose steps cross row blocks;
-// the 128-row split one and the 64-row stream-K one with their activations from an image; a four-way
+// split, which scale after the MMA up to 8 rows; 6 tiles, split as the H200 file runs them on narrow
+// layers, whose 48-column blocks end inside every layer's last block but 6144-wide ones), a
+// twelve-way K split (past a cluster: its pieces add through the workspace on every GPU; the splits
+// above meet in a cluster on sm_90) and an eight-way one with one warp along K (a cluster on sm_90,
+// its last piece idle on the odd layer); on sm_90a seven more with warpgroup MMA (N = 16 rows,
+// split, 2 stages; 64 rows, two warpgroups; 32 rows, two warpgroups of two m64 tiles; 128 rows,
+// split, 6 stages; stream K at 64 rows × 256 columns and 128 rows × 128 columns, whose tiles are
+// split among up to a dozen blocks on the small layers, and whose steps cross row blocks; the
+// 128-row split one and the 64-row stream-K one with their activations from an image; a four-way
 // split at 64 rows, whose pieces add in the workspace's scratch).
 void sweep(int64_t n, int64_t k, int group = 128) {
   auto L = make_layer(problem(n, k, group), /*with_bias=*/false);
@@ -82,7 +84,9 @@ void sweep(int64_t n, int64_t k, int group = 128) {
       static_cast<int>(std::min<int64_t>(4, (k + 127) / 128));  // past a cluster where K allows
   WqGemmPlan chosen(rt, L->problem, kMs);
   const int split12 = static_cast<int>(std::min<int64_t>(12, (k + 127) / 128));
-  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_group4, xs_warp, xs_warp12, xs_warp16, xs_warp6, sk12;
+  const int split8 = static_cast<int>(std::min<int64_t>(8, (k + 127) / 128));
+  WqGemmPlanOptions dp, sk, xs_split, xs_wide, xs_swap, xs_group4, xs_warp, xs_warp12, xs_warp16, xs_warp6,
+      sk12, sk8;
   dp.config = config(2, 4, 1, 4, 1);
   sk.config = config(1, 2, 2, 3, split);
   xs_split.config = config(2, 4, 2, 2, split, 3, true);
@@ -96,10 +100,13 @@ void sweep(int64_t n, int64_t k, int group = 128) {
   xs_warp16.config = config(1, group == 32 ? 8 : 16, 1, 4, split, 2, true);
   xs_warp6.config = config(1, 6, 1, 8, split, 2, true);
   sk12.config = config(1, 2, 1, 2, split12, 3, true);
+  // One warp along K (its accumulators go to the cluster's rank 0 as they are), up to 8 pieces: on
+  // 4000×4160 (33 chunks of 5 per piece) the last piece has no chunk.
+  sk8.config = config(1, 4, 2, 1, split8, 3, true);
   std::vector<WqGemmPlan> plans;
   plans.emplace_back(rt, L->problem, kMs);
-  for (const auto* o :
-       {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_group4, &xs_warp, &xs_warp12, &xs_warp16, &xs_warp6, &sk12})
+  for (const auto* o : {&dp, &sk, &xs_split, &xs_wide, &xs_swap, &xs_group4, &xs_warp, &xs_warp12, &xs_warp16,
+                        &xs_warp6, &sk12, &sk8})
     plans.emplace_back(rt, L->problem, kMs, *o);
   if (has_wgmma()) {
     for (const WqGemmConfig& c :
@@ -266,7 +273,8 @@ void check_clean_workspace(const WqGemmConfig& config) {
 }  // namespace
 
 TEST_CASE("wq_gemm split-K leaves its workspace clean: repeated calls and graph replay", "[gpu]") {
-  check_clean_workspace(config(1, 4, 1, 2, 5));
+  check_clean_workspace(config(1, 4, 1, 2, 12));  // through the workspace on every GPU
+  check_clean_workspace(config(1, 4, 1, 2, 5));   // on sm_90 a cluster: no workspace at all
 }
 TEST_CASE("wq_gemm stream K leaves its workspace clean: repeated calls and graph replay", "[gpu]") {
   // 9 column blocks × 16 chunks for 132 blocks: every tile is summed by a dozen or more blocks.
@@ -447,13 +455,14 @@ TEST_CASE("wq_gemm wgmma: zero, tiny and large scales", "[gpu]") {
 TEST_CASE("wq_gemm plans sharing one workspace: a stream-K plan leaves it zero for a split-K plan", "[gpu]") {
   // A stream-K plan's scratch (and a wgmma four-way split's, which adds in the same slots) lies where
   // another plan may keep its counters; each call must leave the workspace zero (a review's repro:
-  // the split-K plan then left its outputs unwritten).
+  // the split-K plan then left its outputs unwritten). The mma.sync split has 12 pieces: up to 8
+  // would meet in a cluster on sm_90 and leave the workspace alone.
   if (skipped_without_wgmma()) return;
   Runtime& rt = gpu_runtime();
   auto L = make_layer(problem(16384, 2048, 128, 128), false);
   WqGemmPlanOptions sk, split, wgmma_split;
   sk.config = stream_k_config(8, 2, 8, 3);
-  split.config = config(1, 4, 1, 2, 5);
+  split.config = config(1, 4, 1, 2, 12);
   wgmma_split.config = wgmma_config(4, 2, 8, 4, 3);
   sk.allocate_workspace = split.allocate_workspace = wgmma_split.allocate_workspace = false;
   WqGemmPlan stream_plan(rt, L->problem, {128}, sk), split_plan(rt, L->problem, {16}, split),
