@@ -36,7 +36,8 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   if (!source && !ptx && !resources && !explain) resources = true;
   nlohmann::json j = {{"name", spec.name},          {"arch", rt.arch().str()},
                       {"config", run_config.str()}, {"problem", p.str()},
-                      {"config_source", chosen_by}, {"tuning_key", wq::tuning_key(p, m_bucket(p.m)).str()}};
+                      {"config_source", chosen_by}, {"tuning_key", wq::tuning_key(p, m_bucket(p.m)).str()},
+                      {"k_split", wq::k_split_path(run_config, rt.arch())}};
   if (explain) {
     // What the choice costs a plan build: the whole chain (tuning lookup, validation, heuristic).
     const int reps = 2000;
@@ -51,10 +52,10 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
     j["choose_us"] = us[2];
     if (!f.json)
       std::printf(
-          "%s\n  M bucket %lld, tuning key %s\n  %s\n  chosen by: %s\n  choosing took %.2f us (median of 5 x "
-          "%d)\n",
+          "%s\n  M bucket %lld, tuning key %s\n  %s\n  K pieces meet: %s\n  chosen by: %s\n  choosing took %.2f "
+          "us (median of 5 x %d)\n",
           p.str().c_str(), static_cast<long long>(m_bucket(p.m)), j["tuning_key"].get<std::string>().c_str(),
-          run_config.str().c_str(), chosen_by.c_str(), us[2], reps);
+          run_config.str().c_str(), wq::k_split_path(run_config, rt.arch()), chosen_by.c_str(), us[2], reps);
   }
   if (source) {
     std::string templ;

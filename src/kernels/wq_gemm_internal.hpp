@@ -163,6 +163,10 @@ std::size_t mma_cluster_sums_bytes(const WqGemmConfig& config, const Arch& arch)
 bool needs_split_workspace(const WqGemmConfig& config, const Arch& arch);
 // Whether a config's pieces meet in the scratch slots (stream K, wgmma K splits through the workspace).
 bool adds_in_scratch(const WqGemmConfig& config);
+// How a config's K pieces meet, for `lowbit inspect`: "none" (no split), "cluster" (a thread-block
+// cluster's shared memory, no workspace), "workspace" (fp32 sums or scratch slots and counters) or
+// "stream K" (the workspace's scratch slots).
+const char* k_split_path(const WqGemmConfig& config, const Arch& arch);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);
 

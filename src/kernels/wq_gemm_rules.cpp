@@ -49,6 +49,11 @@ bool needs_split_workspace(const WqGemmConfig& c, const Arch& arch) {
 bool adds_in_scratch(const WqGemmConfig& c) {
   return c.stream_k || (c.wgmma && c.split_k > 1 && !cluster_split(c));
 }
+const char* k_split_path(const WqGemmConfig& c, const Arch& arch) {
+  if (c.stream_k) return "stream K";
+  if (c.split_k <= 1) return "none";
+  return adds_in_cluster(c, arch) ? "cluster" : "workspace";
+}
 std::size_t mma_cluster_sums_bytes(const WqGemmConfig& c, const Arch& arch) {
   // kClusterBytes in templates/wq_gemm.cuh: ranks 1.. of the cluster send rank 0 each thread's
   // summed values (at most kValsBound = ceil(m_tiles·n_tiles·4 / warps_k) per thread; all of its

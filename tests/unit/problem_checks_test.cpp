@@ -219,6 +219,11 @@ TEST_CASE("can_implement(problem, config, arch) rejects bad configs and archs", 
     CHECK(lowbit::wq::needs_split_workspace(m, sm80));
     CHECK_FALSE(lowbit::wq::cluster_split(m));
   }
+  // What `lowbit inspect` says about it.
+  CHECK(std::string(lowbit::wq::k_split_path(WqGemmConfig{1, 4, 1, 8, 3, 3}, sm90a)) == "cluster");
+  CHECK(std::string(lowbit::wq::k_split_path(WqGemmConfig{1, 4, 1, 8, 3, 3}, sm80)) == "workspace");
+  CHECK(std::string(lowbit::wq::k_split_path(WqGemmConfig{1, 4, 1, 8, 1, 3}, sm90a)) == "none");
+  CHECK(std::string(lowbit::wq::k_split_path(c, sm90a)) == "workspace");  // four wgmma pieces
   // Rank 0 receives the other ranks' values in its shared memory: 2 more ranks × ceil(16·4 / 8) × 256
   // threads × 4 B, under its rings.
   CHECK(lowbit::wq::mma_cluster_sums_bytes(WqGemmConfig{1, 16, 1, 8, 3, 2}, sm90a) == 2 * 8 * 256 * 4);
