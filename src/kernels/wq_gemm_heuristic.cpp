@@ -204,15 +204,43 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // (H200 12.06 µs against 14.2 for v20's block-shared (2,4,2,4); H100 13.66 against 13.82).
   const bool narrow_w8_64 = bucket == 64 && p.bits == 8 && p.group_size == 128 && tiles_per_sm >= 3 &&
                             tiles_per_sm <= 4 && chunks >= 32 && chunks < 64;
-  const bool wgmma_rows =
-      (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave || narrow_w8_64;
+  // Heuristic v18's four-way K split of 128-column blocks of 64 rows (below), where it makes 0.7-1 wave
+  // and each piece keeps 16 chunks or more.
+  const int64_t four_way_blocks = 4 * blocks_128(4);
+  const bool four_way_64 =
+      bucket == 64 && four_way_blocks >= 0.7 * sms && four_way_blocks <= sms && chunks >= 4 * 16;
+  // Heuristic v24 (forty-first session; the tuned entries of both shipped files against the heuristic's
+  // choice, docs/perf-notes.md): the layers of 8-48 M weights under 5 tiles per SM that no rule above
+  // sends to wgmma ran mma.sync at 1.3-1.9× the tuned best at 64 and 128 rows (5120×8192 M = 64 38.1 µs
+  // against 20.1 on the H200; 1280×8192, 2560×8192, 4608×3584 likewise), where every tuned best was a
+  // wgmma config: four-way splits where v18's apply (3584×8192 at 64 rows, 1.24-1.35× in four formats
+  // on the H100), else mostly stream K over 128-column blocks. Not 3584² and 4096² at 64 rows (under
+  // 64 chunks), whose best is mma.sync. Measured on 4-bit weights (and 2/8-bit at the four-way split).
+  const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
+                                !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64) &&
+                                (p.bits == 4 || (four_way_64 && p.group_size == 128));
+  // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 160 chunks or more (10240×8192
+  // and wider, 8192×28672), one 32-row tile per block of two MMA warpgroups: the tuned best of every
+  // such entry on both GPUs, where v23's block-shared mma.sync ran 1.11-1.42× it (28672×8192 52.4 µs
+  // against 69.9 on the H200). (v4 had left wgmma at 32 rows when the mma.sync kernel swapped its
+  // operands; the image and the cluster and stream-K splits came after.) 4-bit weights, as measured.
+  const bool wide_32 = bucket == 32 && large && (tiles_per_sm >= 9 || chunks >= 160) && p.bits == 4;
+  const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
+                          narrow_w8_64 || few_blocks_wgmma || wide_32;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
-    const bool all_rows_128 = bucket == 128 && large;
-    WqGemmConfig w = make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
+    // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
+    // 27.7 µs with stream K against 29.5 for the best 64-row-block config on the H200).
+    const bool all_rows_128 = bucket == 128 && (large || (few_blocks_wgmma && tiles_per_sm >= 4));
+    WqGemmConfig w = make(wide_32        ? 2
+                          : all_rows_128 ? 8
+                                         : 4,
+                          one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;
     w.split_k = wq::fill_split(p, w, sms / 2.0);
+    const int64_t w_blocks =
+        ceil_div(tiles, w.n_tiles * w.warps_n) * ceil_div(bucket, 16 * w.m_tiles) * w.split_k;
     // 128-column blocks of 16·mt rows (two warpgroups of one m64 tile) with the image: the rules below.
     auto blocks_128_config = [&](int mt, int stages) {
       WqGemmConfig c = make(mt, 2, 1, stages);
@@ -251,9 +279,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       pair.split_k = 2;
       if (can_implement(p, pair, arch)) return pair;
     }
+    // v24: one wave at most (was up to 1.5 blocks per SM): one block fits per SM, so more run in two
+    // waves (10240×8192 M = 128, 160 blocks of 64 rows: 69.1 µs on the H200, its tuned stream K 42.7).
     for (int mt : {8, 4}) {
       const int64_t blocks = blocks_128(mt);
-      if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > 1.5 * sms) continue;
+      if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > sms) continue;
       const WqGemmConfig wave = blocks_128_config(mt, 4);
       if (can_implement(p, wave, arch)) return wave;
     }
@@ -279,22 +309,34 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       s.split_k = 4, s.x_image = false;
       if (can_implement(p, s, arch)) return s;
     }
-    if (bucket == 64) {
-      const int64_t four_way = 4 * blocks_128(4);
-      if (four_way >= 0.7 * sms && four_way <= sms && chunks >= 4 * 16) {
-        WqGemmConfig s = blocks_128_config(4, 4);
-        s.split_k = 4;
-        if (can_implement(p, s, arch)) return s;
-      }
+    if (four_way_64) {
+      WqGemmConfig s = blocks_128_config(4, 4);
+      s.split_k = 4;
+      if (can_implement(p, s, arch)) return s;
     }
     if (mid_wgmma && bucket == 128) {
       WqGemmConfig s = blocks_128_config(8, 3);
       s.stream_k = true;
       if (can_implement(p, s, arch)) return s;
     }
-    if (w.split_k > 1 && chunks / w.split_k <= 32) {
+    // v24: the image only from 4 tiles per SM on the few-block layers: with few column blocks the
+    // activations are read by few blocks and the image's launch is not repaid (1280×8192 M = 128 13.4
+    // µs without, 14.4 with; 2560×8192 M = 64 13.8 / 14.4; 5120×8192 M = 64 20.6 / 20.1; H200).
+    const bool image = !few_blocks_wgmma || tiles_per_sm >= 4;
+    // (v24: at 32 rows only where the split leaves the grid under 0.7 wave: 10240×8192, 80 blocks,
+    // took stream K, 14336×8192, 112, kept its split of 2, both files' best.)
+    if (w.split_k > 1 && chunks / w.split_k <= 32 && (!wide_32 || w_blocks < 0.7 * sms)) {
       WqGemmConfig s = w;
-      s.split_k = 1, s.n_tiles = 2, s.stream_k = true, s.x_image = true;
+      s.split_k = 1, s.n_tiles = 2, s.stream_k = true, s.x_image = image;
+      if (can_implement(p, s, arch)) return s;
+    }
+    // v24: stream K also where the unsplit grid is under 0.7 wave (10240×8192 M = 128, 80 blocks of 128
+    // rows: 42.7 µs against 49.3 on the H200) or between one and 1.5 (37888×3584 M = 64, 148 blocks of
+    // 256 columns: 47.8 µs against 59.4), keeping the block's tiles in the latter.
+    if (w.split_k == 1 && (w_blocks < 0.7 * sms || (w_blocks > sms && w_blocks <= 1.5 * sms))) {
+      WqGemmConfig s = w;
+      s.stream_k = true, s.x_image = image;
+      if (w_blocks < 0.7 * sms) s.n_tiles = 2;
       if (can_implement(p, s, arch)) return s;
     }
     w.x_image = true;
@@ -369,6 +411,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.x_shared = true;
       if (2 * col_blocks >= sms)
         c.n_tiles = tiles_per_sm <= 6 && c.warps_k != 16 ? 2 : std::max(c.n_tiles, 4);
+      // v24: staged 8-warp blocks over two per SM (10240×8192 at 8 rows) run a second wave; 4 warps
+      // along K fit in one (H100 17.9 µs against 22.4, H200 15.0 against 17.6: both files' best).
+      if (v5 && c.n_tiles == 4 && c.warps_k == 8 && col_blocks > 2LL * sms) c.warps_k = 4;
       // Heuristic v21 (thirty-first session): bf16 4-bit weights at one row from 6 tiles per SM (8192²)
       // take 8 tiles per warp, like 2-bit ones (v19): their zero comes after the MMA, so each chunk
       // carries Σ MMAs that more tiles share. The best of both GPUs' files (H200 (1,8,1,8) 10.70 µs
@@ -411,6 +456,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     else if (2 * ceil_div(tiles, 4) < sms)
       c.n_tiles = 2;
     else if (p.bits == 8)
+      c.warps_k = 4;
+    // Heuristic v24: more than two blocks of 4 tiles per SM (10240×8192): 4 warps along K. Two 8-warp
+    // blocks fit per SM, so a third runs in a second wave; 4-warp blocks fit in one. The tuned best of
+    // both GPUs at 16 rows (H100 19.1 µs against 26.1 for 8 warps, H200 17.4 against 19.3) and at 8.
+    else if (ceil_div(tiles, 4) > 2LL * sms)
       c.warps_k = 4;
     // Heuristic v13 (nineteenth session, H100 W2 re-tune at 16 rows with the in-place bases): 2-bit
     // weights (1 bit follows 2, unmeasured) over 4 tiles per SM take 8 tiles per warp, where a 2-bit
@@ -495,7 +545,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // row tile × 8 column tiles × 4 warps along K: the best config in the H100's re-tunes of W4 f16, bf16
     // and W2 and the H200's of W4 f16 and bf16 (H100 bench: W2 4096² M = 64 11.06 µs against 12.87 for
     // (2,4,2,4), bf16 11.48 against 12.86); W8 keeps (2,4,2,4), the H200's best.
-    if (narrow_long_k && bucket == 64 && p.bits != 8 && stage_per_warp) {
+    // v24: from 28 chunks at 4 bits (3584² M = 64: (1,8,1,4) st3 the tuned best of both GPUs, 10.4-10.5
+    // µs, against 12.4-12.5 for v7's (2,4,2,2)).
+    const bool per_warp_64 = narrow && (chunks >= 32 || (chunks >= 28 && p.bits == 4));
+    if (per_warp_64 && bucket == 64 && p.bits != 8 && stage_per_warp) {
       c = make(1, 8, 4, 3);
       c.x_shared = true;
     }

@@ -721,10 +721,15 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
     big_det.deterministic = true;
     CHECK_FALSE(lowbit::choose_config(big_det, hopper, 132).wgmma);
   }
-  for (int64_t m : {1, 16, 32, 256}) {  // 32 rows: swapped mma.sync with shared activations won
+  for (int64_t m : {1, 16, 256}) {
     big.m = m;
     CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
   }
+  big.m = 32;  // v24: 32 rows on large layers from 9 tiles per SM (tests/unit/heuristic_v24_test.cpp)
+  CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
+  big.n = 8192, big.k = 8192;  // ... not on 8192² (7.8 tiles per SM, 64 chunks), where mma.sync won
+  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
+  big.n = 16384, big.k = 16384;
   CHECK_FALSE(lowbit::choose_config(p, hopper, 132).wgmma);  // 4096², 64 rows
   WqGemmProblem k_heavy = p;                                 // 32 rows, K-heavy: no longer wgmma either
   k_heavy.m = 32, k_heavy.n = 4096, k_heavy.k = 14336;

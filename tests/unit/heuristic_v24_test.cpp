@@ -1,0 +1,97 @@
+// Heuristic v24 (docs/perf-notes.md, forty-first session): the rules fitted to the tuned entries of
+// both shipped files where v23's choice ran over 1.15× the tuned best.
+#include <cstdint>
+#include <string>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+
+namespace {
+
+using lowbit::Arch;
+using lowbit::WqGemmConfig;
+using lowbit::WqGemmProblem;
+
+const Arch kHopper = Arch::parse("sm_90a");
+
+WqGemmConfig choose(int64_t n, int64_t k, int64_t m, int bits = 4) {
+  WqGemmProblem p;
+  p.n = n, p.k = k, p.m = m, p.bits = bits, p.group_size = 128;
+  const WqGemmConfig c = lowbit::choose_config(p, kHopper, 132);
+  INFO(p.str() << " -> " << c.str());
+  CHECK(lowbit::can_implement(p, c, kHopper));
+  return c;
+}
+
+// The tile and K split of a wgmma config, as "mt,nt,warps_n,warps_k sK|skN [img]".
+std::string wgmma_shape(const WqGemmConfig& c) {
+  if (!c.wgmma) return "mma.sync " + c.str();
+  std::string s = std::to_string(c.m_tiles) + "," + std::to_string(c.n_tiles) + "," +
+                  std::to_string(c.warps_n) + "," + std::to_string(c.warps_k) +
+                  (c.stream_k ? " sK" : " sk" + std::to_string(c.split_k));
+  return c.x_image ? s + " img" : s;
+}
+
+}  // namespace
+
+TEST_CASE("choose_config v24: few-block layers at 64 and 128 rows run wgmma", "[config][heuristic]") {
+  // Stream K over 128-column blocks; the image from 4 tiles per SM; all 128 rows per block there.
+  CHECK(wgmma_shape(choose(5120, 8192, 64)) == "4,2,8,1 sK img");
+  CHECK(wgmma_shape(choose(5120, 8192, 128)) == "8,2,8,1 sK img");
+  CHECK(wgmma_shape(choose(4608, 3584, 64)) == "4,2,8,1 sK img");
+  CHECK(wgmma_shape(choose(4608, 3584, 128)) == "8,2,8,1 sK img");
+  CHECK(wgmma_shape(choose(2560, 8192, 64)) == "4,2,8,1 sK");
+  CHECK(wgmma_shape(choose(2560, 8192, 128)) == "4,2,8,1 sK");
+  CHECK(wgmma_shape(choose(1280, 8192, 64)) == "4,2,8,1 sK");
+  CHECK(wgmma_shape(choose(1280, 8192, 128)) == "4,2,8,1 sK");
+  // v18's four-way split where it makes 0.7-1 wave, at 2, 4 and 8 bits (3584×8192: 112 blocks).
+  for (int bits : {2, 4, 8}) CHECK(wgmma_shape(choose(3584, 8192, 64, bits)) == "4,2,8,1 sk4 img");
+  // Not the narrow layers under 64 chunks at 64 rows: mma.sync, staged per warp (3584² from v24).
+  for (int64_t n : {3584, 4096}) {
+    const WqGemmConfig c = choose(n, n, 64);
+    CHECK_FALSE(c.wgmma);
+    CHECK(c.m_tiles == 1);
+    CHECK(c.n_tiles == 8);
+    CHECK(c.warps_k == 4);
+    CHECK(c.x_shared);
+  }
+  // Not 3-bit weights (unmeasured) on the few-block layers.
+  CHECK_FALSE(choose(5120, 8192, 64, 3).wgmma);
+}
+
+TEST_CASE("choose_config v24: wgmma grids of one wave, or stream K", "[config][heuristic]") {
+  // 128 rows on 10240×8192: 80 blocks of all 128 rows (0.6 wave) take stream K; v15's one wave of
+  // 64-row blocks (160 of them) ran in two.
+  CHECK(wgmma_shape(choose(10240, 8192, 128)) == "8,2,8,1 sK img");
+  // 64 rows on 37888×3584: 148 blocks of 256 columns (1.1 waves): stream K over the same blocks.
+  CHECK(wgmma_shape(choose(37888, 3584, 64)) == "4,4,8,1 sK img");
+  // Unchanged: one wave (14336×8192 M = 128, 112 blocks), or more than 1.5 (57344×8192 M = 64).
+  CHECK(wgmma_shape(choose(14336, 8192, 128)) == "8,2,8,1 sk1 img");
+  CHECK(wgmma_shape(choose(57344, 8192, 64)) == "4,4,8,1 sk1 img");
+}
+
+TEST_CASE("choose_config v24: 32 rows on large layers from 9 tiles per SM or 160 chunks run wgmma",
+          "[config][heuristic]") {
+  CHECK(wgmma_shape(choose(28672, 4096, 32)) == "2,4,8,1 sk1 img");
+  CHECK(wgmma_shape(choose(16384, 16384, 32)) == "2,4,8,1 sk2 img");
+  CHECK(wgmma_shape(choose(14336, 8192, 32)) == "2,4,8,1 sk2 img");  // the split makes 0.85 wave
+  CHECK(wgmma_shape(choose(10240, 8192, 32)) == "2,2,8,1 sK img");   // ... 0.6: stream K
+  CHECK(wgmma_shape(choose(8192, 28672, 32)) == "2,4,8,1 sk4 img");
+  // mma.sync where it won: 8192×K up to 159 chunks, the narrow and the small layers, 2- and 8-bit.
+  for (auto [n, k] : {std::pair{8192, 8192}, {8192, 14336}, {4096, 14336}, {6144, 4096}})
+    CHECK_FALSE(choose(n, k, 32).wgmma);
+  CHECK_FALSE(choose(28672, 4096, 32, 2).wgmma);
+  CHECK_FALSE(choose(28672, 4096, 32, 8).wgmma);
+}
+
+TEST_CASE("choose_config v24: more than two 8-warp blocks per SM at 8-16 rows take 4 warps along K",
+          "[config][heuristic]") {
+  for (int64_t m : {8, 16}) {
+    const WqGemmConfig c = choose(10240, 8192, m);
+    CHECK(c.n_tiles == 4);
+    CHECK(c.warps_k == 4);
+    CHECK(c.x_shared);
+    // Two blocks per SM or fewer keep 8 (8192 columns: 256 blocks of 4 tiles on 132 SMs).
+    CHECK(choose(8192, 8192, m).warps_k == 8);
+  }
+}
