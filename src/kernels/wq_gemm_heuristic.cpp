@@ -209,20 +209,24 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const int64_t four_way_blocks = 4 * blocks_128(4);
   const bool four_way_64 =
       bucket == 64 && four_way_blocks >= 0.7 * sms && four_way_blocks <= sms && chunks >= 4 * 16;
-  // Heuristic v24 (forty-first session; the tuned entries of both shipped files against the heuristic's
-  // choice, docs/perf-notes.md): the layers of 8-48 M weights under 5 tiles per SM that no rule above
-  // sends to wgmma ran mma.sync at 1.3-1.9× the tuned best at 64 and 128 rows (5120×8192 M = 64 38.1 µs
-  // against 20.1 on the H200; 1280×8192, 2560×8192, 4608×3584 likewise), where every tuned best was a
-  // wgmma config: four-way splits where v18's apply (3584×8192 at 64 rows, 1.24-1.35× in four formats
-  // on the H100), else mostly stream K over 128-column blocks. Not 3584² and 4096² at 64 rows (under
-  // 64 chunks), whose best is mma.sync. Measured on 4-bit weights (and 2/8-bit at the four-way split).
+  // Heuristic v24 (forty-first session, docs/perf-notes.md: fitted to the tuned entries of both shipped
+  // files where v23 ran over 1.15× them, then benched): the layers of 8-48 M weights under 5 tiles per
+  // SM that no rule above sends to wgmma ran mma.sync at 1.2-2.0× the tuned best at 64 and 128 rows,
+  // whose every tuned best was a wgmma config: four-way splits where v18's apply (3584×8192 at 64
+  // rows), else mostly stream K over 128-column blocks. Bench, v23's config → v24's, H200 (H100), µs:
+  // 5120×8192 M = 64 38.12 → 19.53 (36.16 → 19.87), M = 128 44.07 → 27.35 (43.83 → 27.16); 2560×8192
+  // M = 64 22.96 → 13.41; 1280×8192 M = 64 14.97 → 10.06, M = 128 20.64 → 13.11; 4608×3584 M = 64
+  // 18.44 → 12.45, M = 128 20.80 → 17.22; 3584×8192 M = 64 19.78 → 15.24 (W8 on the H100 21.15 →
+  // 18.13). Not 3584² and 4096² at 64 rows (under 64 chunks), whose best is mma.sync. Measured on
+  // 4-bit weights (and 2/8-bit at the four-way split).
   const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
                                 !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64) &&
                                 (p.bits == 4 || (four_way_64 && p.group_size == 128));
   // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 160 chunks or more (10240×8192
   // and wider, 8192×28672), one 32-row tile per block of two MMA warpgroups: the tuned best of every
-  // such entry on both GPUs, where v23's block-shared mma.sync ran 1.11-1.42× it (28672×8192 52.4 µs
-  // against 69.9 on the H200). (v4 had left wgmma at 32 rows when the mma.sync kernel swapped its
+  // such entry on both GPUs. Bench against v23's block-shared mma.sync, H200 (H100): 28672×8192 61.53 →
+  // 51.18 µs (61.66 → 52.52), 16384² 62.02 → 52.70, 14336×8192 32.08 → 28.94, 10240×8192 29.39 →
+  // 24.39 (35.70 → 25.08). (v4 had left wgmma at 32 rows when the mma.sync kernel swapped its
   // operands; the image and the cluster and stream-K splits came after.) 4-bit weights, as measured.
   const bool wide_32 = bucket == 32 && large && (tiles_per_sm >= 9 || chunks >= 160) && p.bits == 4;
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
@@ -231,7 +235,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
     // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
-    // 27.7 µs with stream K against 29.5 for the best 64-row-block config on the H200).
+    // 27.7 µs with stream K against 29.5 for the best 64-row-block config in the H200's tune).
     const bool all_rows_128 = bucket == 128 && (large || (few_blocks_wgmma && tiles_per_sm >= 4));
     WqGemmConfig w = make(wide_32        ? 2
                           : all_rows_128 ? 8
@@ -280,7 +284,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       if (can_implement(p, pair, arch)) return pair;
     }
     // v24: one wave at most (was up to 1.5 blocks per SM): one block fits per SM, so more run in two
-    // waves (10240×8192 M = 128, 160 blocks of 64 rows: 69.1 µs on the H200, its tuned stream K 42.7).
+    // waves (10240×8192 M = 128, 160 blocks of 64 rows: 68.50 µs on the H200, 68.59 on the H100; the
+    // stream K below 43.46 and 43.17).
     for (int mt : {8, 4}) {
       const int64_t blocks = blocks_128(mt);
       if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > sms) continue;
@@ -331,8 +336,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       if (can_implement(p, s, arch)) return s;
     }
     // v24: stream K also where the unsplit grid is under 0.7 wave (10240×8192 M = 128, 80 blocks of 128
-    // rows: 42.7 µs against 49.3 on the H200) or between one and 1.5 (37888×3584 M = 64, 148 blocks of
-    // 256 columns: 47.8 µs against 59.4), keeping the block's tiles in the latter.
+    // rows: 42.7 µs against 49.3 in the H200's tune) or between one and 1.5 (37888×3584 M = 64, 148
+    // blocks of 256 columns: bench 47.24 µs against 58.58 on the H200), keeping the block's tiles there.
     if (w.split_k == 1 && (w_blocks < 0.7 * sms || (w_blocks > sms && w_blocks <= 1.5 * sms))) {
       WqGemmConfig s = w;
       s.stream_k = true, s.x_image = image;
@@ -412,7 +417,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       if (2 * col_blocks >= sms)
         c.n_tiles = tiles_per_sm <= 6 && c.warps_k != 16 ? 2 : std::max(c.n_tiles, 4);
       // v24: staged 8-warp blocks over two per SM (10240×8192 at 8 rows) run a second wave; 4 warps
-      // along K fit in one (H100 17.9 µs against 22.4, H200 15.0 against 17.6: both files' best).
+      // along K fit in one: both files' best (bench: H200 14.55 µs against 17.07, H100 17.49 against 22.00).
       if (v5 && c.n_tiles == 4 && c.warps_k == 8 && col_blocks > 2LL * sms) c.warps_k = 4;
       // Heuristic v21 (thirty-first session): bf16 4-bit weights at one row from 6 tiles per SM (8192²)
       // take 8 tiles per warp, like 2-bit ones (v19): their zero comes after the MMA, so each chunk
@@ -423,6 +428,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
           tiles_per_sm > 6 && 2 * col_blocks >= sms)
         c.n_tiles = 8;
     }
+    // Heuristic v24: 8 rows on 12-16 tiles per SM (14336×8192, 16384²), 3- and 4-bit: staged per warp,
+    // 8 tiles × 4 warps along K, the tuned best of both files (H200 14336×8192 17.75 µs against 20.78
+    // for the registers' (1,4,1,4); 1.12× on 16384²; H100 1.03-1.04×).
+    if (v5 && bucket == 8 && stage_per_warp && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 12 &&
+        tiles_per_sm <= 16)
+      c.n_tiles = 8, c.warps_k = 4, c.x_shared = true;
     // Heuristic v19 (twenty-sixth session; the W2 M = 1 entries of both GPUs, the H200's re-tuned
     // with the band copies): 2-bit weights at one row, where a tile-chunk is 256 bytes, take 8 tiles
     // per warp from 4.5 tiles per SM (6144×4096, 8192²), with 16 warps along K from 64 chunks: the
@@ -459,7 +470,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.warps_k = 4;
     // Heuristic v24: more than two blocks of 4 tiles per SM (10240×8192): 4 warps along K. Two 8-warp
     // blocks fit per SM, so a third runs in a second wave; 4-warp blocks fit in one. The tuned best of
-    // both GPUs at 16 rows (H100 19.1 µs against 26.1 for 8 warps, H200 17.4 against 19.3) and at 8.
+    // both GPUs at 16 rows (bench: H100 18.48 µs against 25.33 for 8 warps, H200 16.77 against 18.67).
     else if (ceil_div(tiles, 4) > 2LL * sms)
       c.warps_k = 4;
     // Heuristic v13 (nineteenth session, H100 W2 re-tune at 16 rows with the in-place bases): 2-bit

@@ -95,3 +95,15 @@ TEST_CASE("choose_config v24: more than two 8-warp blocks per SM at 8-16 rows ta
     CHECK(choose(8192, 8192, m).warps_k == 8);
   }
 }
+
+TEST_CASE("choose_config v24: 8 rows on 12-16 tiles per SM stage per warp, 8 tiles × 4 warps along K",
+          "[config][heuristic]") {
+  for (auto [n, k] : {std::pair{14336, 8192}, {16384, 16384}}) {
+    const WqGemmConfig c = choose(n, k, 8);
+    CHECK(c.n_tiles == 8);
+    CHECK(c.warps_k == 4);
+    CHECK(c.x_shared);
+    CHECK_FALSE(choose(n, k, 8, 2).x_shared);  // 2-bit weights keep the registers' rules
+  }
+  CHECK_FALSE(choose(28672, 8192, 8).x_shared);  // 27 tiles per SM: unchanged
+}
