@@ -520,6 +520,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
         : tiles_per_sm <= 8   ? make(1, 8, 4, 3)
                               : make(1, 4, 8, 2);
     c.x_shared = true;
+    // Heuristic v24: over 6 up to 8 tiles per SM (8192×K, 7168×8192) with 16 chunks or more, 4-bit:
+    // one 32-row block instead of two 16-row ones, the tuned best of every such entry of the H100 and
+    // of the H200 but 8192×14336's (wgmma there, 1.03× on the H100): H100 8192² 18.89 µs against
+    // 20.65 for (1,8,1,4), 7168×8192 17.02 against 18.44 (tuner times).
+    if (tiles_per_sm > 6 && tiles_per_sm <= 8 && chunks >= 16 && p.bits == 4 && bucket == 32) c.m_tiles = 2;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave

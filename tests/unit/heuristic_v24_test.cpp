@@ -107,3 +107,15 @@ TEST_CASE("choose_config v24: 8 rows on 12-16 tiles per SM stage per warp, 8 til
   }
   CHECK_FALSE(choose(28672, 8192, 8).x_shared);  // 27 tiles per SM: unchanged
 }
+
+TEST_CASE("choose_config v24: 32 rows on 6-8 tiles per SM, one 32-row block", "[config][heuristic]") {
+  for (auto [n, k] : {std::pair{8192, 8192}, {7168, 8192}, {8192, 2048}}) {
+    const WqGemmConfig c = choose(n, k, 32);
+    CHECK(c.m_tiles == 2);
+    CHECK(c.n_tiles == 8);
+    CHECK(c.warps_k == 4);
+    CHECK(c.x_shared);
+  }
+  CHECK(choose(8192, 1024, 32).m_tiles == 1);  // 8 chunks
+  CHECK(choose(6144, 4096, 32).m_tiles == 1);  // 5.8 tiles per SM
+}
