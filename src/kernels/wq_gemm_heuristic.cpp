@@ -277,6 +277,16 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   need 4 free SMs in one GPC each: the H100 holds 30 such clusters at once
     //   (cudaOccupancyMaxActiveClusters, twenty-fifth session), so 32 take two waves. Such splits add through
     //   the workspace's scratch.
+    // Heuristic v24: at 128 rows on K-heavy layers (96 chunks or more) where four-way K splits of
+    // 128-column blocks of all 128 rows make 0.7-1 wave (4096×14336, 3584×18944), that split: the
+    // tuned best of both files on 4096×14336 in every format but the H100's W8 (1.02× there), 1.02-1.04×
+    // on 3584×18944, where the pair below ran 1.12-1.21× the best (H100 bench, bf16 47.81 µs against 39.68).
+    const int64_t four_way_128 = 4 * blocks_128(8);
+    if (bucket == 128 && four_way_128 >= 0.7 * sms && four_way_128 <= sms && chunks >= 96) {
+      WqGemmConfig s = blocks_128_config(8, 3);
+      s.split_k = 4;
+      if (can_implement(p, s, arch)) return s;
+    }
     for (int mt : {8, 4}) {
       if (!pair_wave_at(mt)) continue;
       WqGemmConfig pair = blocks_128_config(mt, 3);

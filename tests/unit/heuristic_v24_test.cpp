@@ -119,3 +119,12 @@ TEST_CASE("choose_config v24: 32 rows on 6-8 tiles per SM, one 32-row block", "[
   CHECK(choose(8192, 1024, 32).m_tiles == 1);  // 8 chunks
   CHECK(choose(6144, 4096, 32).m_tiles == 1);  // 5.8 tiles per SM
 }
+
+TEST_CASE("choose_config v24: 128 rows on K-heavy narrow layers, four-way splits of 128-row blocks",
+          "[config][heuristic]") {
+  for (int bits : {2, 4, 8}) {
+    CHECK(wgmma_shape(choose(4096, 14336, 128, bits)) == "8,2,8,1 sk4 img");
+    CHECK(wgmma_shape(choose(3584, 18944, 128, bits)) == "8,2,8,1 sk4 img");
+  }
+  CHECK(wgmma_shape(choose(3584, 8192, 128)) == "4,2,8,1 sk2 img");  // 64 chunks: the cluster pair
+}
