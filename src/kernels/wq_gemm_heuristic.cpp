@@ -153,7 +153,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // - 64 and 128 rows from 48 M weights, one m64 tile per warpgroup (a 128-row bucket runs two row
   //   blocks). H100: at 128 rows 2-33 % faster than two m64 tiles on the 8 layers from 117 M
   //   weights; at 64 rows 3 stages 2-4 % faster than 4. H200: best or within 3 % on every such layer.
-  // - Not at 32 rows any more: wgmma (one 32-row tile) was best on 7 of 9 large layers there until
+  // - Not at 32 rows any more (v24: again on the widest large layers, below): wgmma (one 32-row tile) was
+  // best on 7 of 9 large layers there until
   //   the mma.sync kernel swapped its operands from 16 rows (session of 2026-11-23, eleventh); then
   //   block-shared mma.sync won on the 3 such standard layers re-tuned on the H200 by 10-19 %
   //   (`lowbit tune` 16384² 69.2 µs against `lowbit bench` of wgmma 76.8, 28672×4096 32.5 vs 37.2,
@@ -211,31 +212,35 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       bucket == 64 && four_way_blocks >= 0.7 * sms && four_way_blocks <= sms && chunks >= 4 * 16;
   // Heuristic v24 (forty-first session, docs/perf-notes.md: fitted to the tuned entries of both shipped
   // files where v23 ran over 1.15× them, then benched): the layers of 8-48 M weights under 5 tiles per
-  // SM that no rule above sends to wgmma ran mma.sync at 1.2-2.0× the tuned best at 64 and 128 rows,
+  // SM (most of which no rule above sends to wgmma; v4's K-heavy 128-row rule did, with the image)
+  // ran mma.sync at 1.2-2.0× the tuned best at 64 and 128 rows,
   // whose every tuned best was a wgmma config: four-way splits where v18's apply (3584×8192 at 64
   // rows), else mostly stream K over 128-column blocks. Bench, v23's config → v24's, H200 (H100), µs:
   // 5120×8192 M = 64 38.12 → 19.53 (36.16 → 19.87), M = 128 44.07 → 27.35 (43.83 → 27.16); 2560×8192
   // M = 64 22.96 → 13.41; 1280×8192 M = 64 14.97 → 10.06, M = 128 20.64 → 13.11; 4608×3584 M = 64
   // 18.44 → 12.45, M = 128 20.80 → 17.22; 3584×8192 M = 64 19.78 → 15.24 (W8 on the H100 21.15 →
-  // 18.13). Not 3584² and 4096² at 64 rows (under 64 chunks), whose best is mma.sync. Measured on
-  // 4-bit weights (and 2/8-bit at the four-way split).
+  // 18.13). Not 3584² and 4096² at 64 rows (under 64 chunks), whose best is mma.sync. 4-bit weights
+  // of every group size, as v4's large-layer rule (measured on groups of 128; per-channel compiles
+  // without spills), and 2/8-bit with groups of 128 at the four-way split.
   const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
                                 !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64) &&
                                 (p.bits == 4 || (four_way_64 && p.group_size == 128));
-  // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 160 chunks or more (10240×8192
-  // and wider, 8192×28672), one 32-row tile per block of two MMA warpgroups: the tuned best of every
-  // such entry on both GPUs. Bench against v23's block-shared mma.sync, H200 (H100): 28672×8192 61.53 →
+  // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM, or 7 or more with 160 chunks or more
+  // (10240×8192 and wider, 8192×28672), one 32-row tile per block of two MMA warpgroups: the tuned best of
+  // every such entry on both GPUs. Bench against v23's block-shared mma.sync, H200 (H100): 28672×8192 61.53 →
   // 51.18 µs (61.66 → 52.52), 16384² 62.02 → 52.70, 14336×8192 32.08 → 28.94, 10240×8192 29.39 →
   // 24.39 (35.70 → 25.08). (v4 had left wgmma at 32 rows when the mma.sync kernel swapped its
   // operands; the image and the cluster and stream-K splits came after.) 4-bit weights, as measured.
-  const bool wide_32 = bucket == 32 && large && (tiles_per_sm >= 9 || chunks >= 160) && p.bits == 4;
+  const bool wide_32 =
+      bucket == 32 && large && (tiles_per_sm >= 9 || (chunks >= 160 && tiles_per_sm >= 7)) && p.bits == 4;
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
     // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
-    // 27.7 µs with stream K against 29.5 for the best 64-row-block config in the H200's tune).
+    // the seven best configs of both GPUs' tunes all take the 128 rows per block, stream K first: 27.7
+    // µs on the H200, 64-row blocks over 1.13× that).
     const bool all_rows_128 = bucket == 128 && (large || (few_blocks_wgmma && tiles_per_sm >= 4));
     WqGemmConfig w = make(wide_32        ? 2
                           : all_rows_128 ? 8
@@ -263,10 +268,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   µs, bf16 23.0, W2 21.9, W8 25.9) where (4,2,8) without it ran 1.01-1.28× that.
     // - Heuristic v15 (twenty-first session, H100 re-tune with x_image candidates, W4 f16, bf16 and W2
     //   at 64/128 rows on the standard layers): with the activations from an image, one wave of
-    //   128-column blocks over all of K won where it makes 0.7-1.5 blocks per SM: at 128 rows 64
-    //   rows per block on 8192² (W4 f16 36.7 µs against 43.1 for v14's stream K) and 6144×4096
-    //   (20.6 against 22.8), all of them on 16384²; at 64 rows on 16384² (70.6 against 79.7 for two
-    //   m64 tiles, K split in 2).
+    //   128-column blocks over all of K won where it makes 0.7-1.5 blocks per SM (v24: at most 1): at 128
+    //   rows 64 rows per block on 8192² (W4 f16 36.7 µs against 43.1 for v14's stream K) and 6144×4096 (20.6
+    //   against 22.8), all of them on 16384²; at 64 rows on 16384² (70.6 against 79.7 for two m64 tiles, K
+    //   split in 2).
     // - Heuristic v17 (twenty-third session): the K split now adds its two pieces through a
     //   thread-block cluster's shared memory, not global memory. Where two-way split blocks of
     //   128 columns make 0.7-1 wave, that beat stream K and the one-wave data-parallel run (H100
@@ -318,7 +323,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   (4096×14336, 3584×18944), that split: the tuned best in all four formats on 4096×14336 (W4
     //   f16 22.47 µs against 24.72 for stream K, bf16 24.09 against 26.36, W2 21.72 against 22.99, W8
     //   30.69 against 31.75) and W4 f16 3584×18944 (27.36 against 28.73). Not at 128 rows: the
-    //   cluster pair of 64-row blocks is within 6 % there, and stream K won on 3584×18944.
+    //   cluster pair of 64-row blocks is within 6 % there, and stream K won on 3584×18944. (v24 splits
+    //   128-row blocks four ways there, above.)
     if (narrow_w8_64) {  // v21, above: 3 stages, no image (both files' entry)
       WqGemmConfig s = blocks_128_config(4, 3);
       s.split_k = 4, s.x_image = false;
@@ -335,8 +341,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       if (can_implement(p, s, arch)) return s;
     }
     // v24: the image only from 4 tiles per SM on the few-block layers: with few column blocks the
-    // activations are read by few blocks and the image's launch is not repaid (1280×8192 M = 128 13.4
-    // µs without, 14.4 with; 2560×8192 M = 64 13.8 / 14.4; 5120×8192 M = 64 20.6 / 20.1; H200).
+    // activations are read by few blocks and the image's launch is not repaid (tunes: 1280×8192 M = 128
+    // 13.4 µs without, 14.4 with; 2560×8192 M = 64 13.8 / 14.4; 5120×8192 M = 64 20.6 / 20.1; H200).
+    // This takes it from v4's K-heavy 128-row layers under 4 tiles per SM too (2560×8192: H100 19.65
+    // without, 20.61 with).
     const bool image = !few_blocks_wgmma || tiles_per_sm >= 4;
     // (v24: at 32 rows only where the split leaves the grid under 0.7 wave: 10240×8192, 80 blocks,
     // took stream K, 14336×8192, 112, kept its split of 2, both files' best.)
@@ -481,7 +489,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Heuristic v24: more than two blocks of 4 tiles per SM (10240×8192): 4 warps along K. Two 8-warp
     // blocks fit per SM, so a third runs in a second wave; 4-warp blocks fit in one. The tuned best of
     // both GPUs at 16 rows (bench: H100 18.48 µs against 25.33 for 8 warps, H200 16.77 against 18.67).
-    else if (ceil_div(tiles, 4) > 2LL * sms)
+    // (Not 1- and 2-bit weights: v13 below gives them 8 tiles per warp, whose blocks fit in one wave.)
+    else if (ceil_div(tiles, 4) > 2LL * sms && p.bits > 2)
       c.warps_k = 4;
     // Heuristic v13 (nineteenth session, H100 W2 re-tune at 16 rows with the in-place bases): 2-bit
     // weights (1 bit follows 2, unmeasured) over 4 tiles per SM take 8 tiles per warp, where a 2-bit
@@ -533,7 +542,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Heuristic v24: over 6 up to 8 tiles per SM (8192×K, 7168×8192) with 16 chunks or more, 4-bit:
     // one 32-row block instead of two 16-row ones, the tuned best of every such entry of the H100 and
     // of the H200 but 8192×14336's (wgmma there, 1.03× on the H100): H100 8192² 18.89 µs against
-    // 20.65 for (1,8,1,4), 7168×8192 17.02 against 18.44 (tuner times).
+    // 20.65 for (1,8,1,4), 8192×7168 17.02 against 18.44 (tuner times); H200 bench (call 8) 8192×14336
+    // 29.90 against 33.14 for (1,8,1,4) (call 4), 1.06× its tuned wgmma config.
     if (tiles_per_sm > 6 && tiles_per_sm <= 8 && chunks >= 16 && p.bits == 4 && bucket == 32) c.m_tiles = 2;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
@@ -571,8 +581,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // row tile × 8 column tiles × 4 warps along K: the best config in the H100's re-tunes of W4 f16, bf16
     // and W2 and the H200's of W4 f16 and bf16 (H100 bench: W2 4096² M = 64 11.06 µs against 12.87 for
     // (2,4,2,4), bf16 11.48 against 12.86); W8 keeps (2,4,2,4), the H200's best.
-    // v24: from 28 chunks at 4 bits (3584² M = 64: (1,8,1,4) st3 the tuned best of both GPUs, 10.4-10.5
-    // µs, against 12.4-12.5 for v7's (2,4,2,2)).
+    // v24: from 28 chunks at 4 bits (3584² M = 64: (1,8,1,4) st3 the tuned best of both GPUs; H200
+    // bench 10.04 µs against 10.16 for v7's (2,4,2,2), the tunes' 12.4-12.5 for it being stale).
     const bool per_warp_64 = narrow && (chunks >= 32 || (chunks >= 28 && p.bits == 4));
     if (per_warp_64 && bucket == 64 && p.bits != 8 && stage_per_warp) {
       c = make(1, 8, 4, 3);

@@ -128,3 +128,18 @@ TEST_CASE("choose_config v24: 128 rows on K-heavy narrow layers, four-way splits
   }
   CHECK(wgmma_shape(choose(3584, 8192, 128)) == "4,2,8,1 sk2 img");  // 64 chunks: the cluster pair
 }
+
+TEST_CASE("choose_config v24: where the new rules stop", "[config][heuristic]") {
+  // 8-bit weights on the few-block layers, away from the four-way split: mma.sync as before.
+  CHECK_FALSE(choose(5120, 8192, 64, 8).wgmma);
+  // 2-bit weights at 16 rows past two blocks of 4 tiles per SM: v13's 8 tiles, 8 warps along K.
+  const WqGemmConfig w2 = choose(10240, 8192, 16, 2);
+  CHECK(w2.n_tiles == 8);
+  CHECK(w2.warps_k == 8);
+  // 32 rows: the 160-chunk clause needs 7 tiles per SM (not the narrow long-K layers).
+  for (auto [n, k] : {std::pair{4096, 28672}, {5120, 27648}, {2048, 28672}})
+    CHECK_FALSE(choose(n, k, 32).wgmma);
+  // The few-block rule's edges: from 8 M weights (1024×4096 is 4 M) and under 5 tiles per SM.
+  CHECK_FALSE(choose(1024, 4096, 64).wgmma);
+  CHECK(wgmma_shape(choose(6144, 4096, 64)) == "4,2,8,1 sk2 img");  // 5.8 tiles per SM: v10/v17's pair
+}
