@@ -225,14 +225,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
                                 !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64) &&
                                 (p.bits == 4 || (four_way_64 && p.group_size == 128));
-  // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM, or 7 or more with 160 chunks or more
-  // (10240×8192 and wider, 8192×28672), one 32-row tile per block of two MMA warpgroups: the tuned best of
-  // every such entry on both GPUs. Bench against v23's block-shared mma.sync, H200 (H100): 28672×8192 61.53 →
-  // 51.18 µs (61.66 → 52.52), 16384² 62.02 → 52.70, 14336×8192 32.08 → 28.94, 10240×8192 29.39 →
-  // 24.39 (35.70 → 25.08). (v4 had left wgmma at 32 rows when the mma.sync kernel swapped its
-  // operands; the image and the cluster and stream-K splits came after.) 4-bit weights, as measured.
-  const bool wide_32 =
-      bucket == 32 && large && (tiles_per_sm >= 9 || (chunks >= 160 && tiles_per_sm >= 7)) && p.bits == 4;
+  // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 144 chunks or more (10240×8192 and
+  // wider; 8192×28672, 3584×18944, and out of sample 5120×27648), one 32-row tile per block of two MMA
+  // warpgroups: the tuned best of every such entry on both GPUs (3584×18944's on the H100 1.03×; 5120×27648
+  // 1.01× in an H200 tune, against 1.40× for the mma.sync config). Bench against v23's block-shared
+  // mma.sync, H200 (H100): 28672×8192 61.53 → 51.18 µs (61.66 → 52.52), 16384² 62.02 → 52.70,
+  // 14336×8192 32.08 → 28.94, 10240×8192 29.39 → 24.39 (35.70 → 25.08). (v4 had left wgmma at 32
+  // rows when the mma.sync kernel swapped its operands; the image and the cluster and stream-K splits
+  // came after.) 4-bit weights, as measured.
+  const bool wide_32 = bucket == 32 && large && (tiles_per_sm >= 9 || chunks >= 144) && p.bits == 4;
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32;
   const bool measured_format =
@@ -355,10 +356,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     }
     // v24: stream K also where the unsplit grid is under 0.7 wave (10240×8192 M = 128, 80 blocks of 128
     // rows: 42.7 µs against 49.3 in the H200's tune) or between one and 1.5 (37888×3584 M = 64, 148
-    // blocks of 256 columns: bench 47.24 µs against 58.58 on the H200), keeping the block's tiles there.
-    if (w.split_k == 1 && (w_blocks < 0.7 * sms || (w_blocks > sms && w_blocks <= 1.5 * sms))) {
+    // blocks of 256 columns: bench 47.24 µs against 58.58 on the H200), keeping the block's tiles there;
+    // and up to 64 rows where the K split still leaves it under 0.7 wave with over 32 chunks a piece
+    // (5120×27648, out of sample, H200 tune: M = 32 37.0 µs against 51.4 for the mma.sync config the
+    // heuristic ran; M = 64 48.2 against 59.6 for (4,4,8,1) split 4; not at 128 rows, where stream K
+    // was not within 1.2× of the best).
+    const bool under_wave = w_blocks < 0.7 * sms && (w.split_k == 1 || bucket <= 64);
+    if (under_wave || (w.split_k == 1 && w_blocks > sms && w_blocks <= 1.5 * sms)) {
       WqGemmConfig s = w;
-      s.stream_k = true, s.x_image = image;
+      s.split_k = 1, s.stream_k = true, s.x_image = image;
       if (w_blocks < 0.7 * sms) s.n_tiles = 2;
       if (can_implement(p, s, arch)) return s;
     }

@@ -136,9 +136,14 @@ TEST_CASE("choose_config v24: where the new rules stop", "[config][heuristic]") 
   const WqGemmConfig w2 = choose(10240, 8192, 16, 2);
   CHECK(w2.n_tiles == 8);
   CHECK(w2.warps_k == 8);
-  // 32 rows: the 160-chunk clause needs 7 tiles per SM (not the narrow long-K layers).
-  for (auto [n, k] : {std::pair{4096, 28672}, {5120, 27648}, {2048, 28672}})
-    CHECK_FALSE(choose(n, k, 32).wgmma);
+  // 32 rows: from 144 chunks on narrow layers too (3584×18944; 5120×27648 out of sample), stream K where
+  // the split leaves under 0.7 wave (5120×27648: 20 blocks split 4); 4096×14336 (112 chunks) stays.
+  CHECK(wgmma_shape(choose(3584, 18944, 32)) == "2,4,8,1 sk8 img");
+  CHECK(wgmma_shape(choose(5120, 27648, 32)) == "2,2,8,1 sK img");
+  CHECK_FALSE(choose(4096, 14336, 32).wgmma);
+  // ... and at 64 rows the same (v23: (4,4,8,1) split 4), but not at 128 (the split pair stays).
+  CHECK(wgmma_shape(choose(5120, 27648, 64)) == "4,2,8,1 sK img");
+  CHECK(wgmma_shape(choose(5120, 27648, 128)) == "8,2,8,1 sk2 img");
   // The few-block rule's edges: from 8 M weights (1024×4096 is 4 M) and under 5 tiles per SM.
   CHECK_FALSE(choose(1024, 4096, 64).wgmma);
   CHECK(wgmma_shape(choose(6144, 4096, 64)) == "4,2,8,1 sk2 img");  // 5.8 tiles per SM: v10/v17's pair
