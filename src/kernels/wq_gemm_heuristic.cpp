@@ -15,6 +15,23 @@ using wq::ceil_div;
 
 namespace wq {
 
+HeuristicShape heuristic_shape(const WqGemmProblem& p, int sm_count) {
+  HeuristicShape h;
+  h.bucket = m_bucket(p.m);
+  h.sms = std::max(sm_count, 1);
+  h.tiles = ceil_div(p.n, 8);
+  h.tiles_per_sm = static_cast<double>(h.tiles) / h.sms;
+  h.chunks = layout(p).chunks;
+  return h;
+}
+
+WqGemmConfig base_config(int m_tiles, int n_tiles, int warps_k, int stages) {
+  WqGemmConfig c;
+  c.m_tiles = m_tiles, c.n_tiles = n_tiles, c.warps_n = 1, c.warps_k = warps_k, c.split_k = 1,
+  c.stages = stages;
+  return c;
+}
+
 namespace {
 Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                   const std::optional<WqGemmConfig>& forced) {
@@ -137,240 +154,13 @@ WqGemmConfig default_config() {
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   // Fitted to `lowbit tune` over the model presets at M 1..128 on the H200 (docs/perf-notes.md,
   // "heuristic v3"); shapes are measured in 8-column tiles per SM so other GPUs scale with them.
-  const int64_t bucket = m_bucket(p.m);
-  const int sms = std::max(sm_count, 1);
-  const int64_t tiles = ceil_div(p.n, 8);
-  const double tiles_per_sm = static_cast<double>(tiles) / sms;
-  const int64_t chunks = wq::layout(p).chunks;
-  auto make = [](int mt, int nt, int wk, int st) {
-    WqGemmConfig c;
-    c.m_tiles = mt, c.n_tiles = nt, c.warps_n = 1, c.warps_k = wk, c.split_k = 1, c.stages = st;
-    return c;
-  };
-  // Hopper, warpgroup MMA: two MMA warpgroups, 4 tiles per warp, 3 stages, K split to fill half the
-  // SMs (one block fits per SM, so this keeps the grid to one wave). Where (docs/perf-notes.md,
-  // "heuristic v4", from `lowbit tune` of the model presets):
-  // - 64 and 128 rows from 48 M weights, one m64 tile per warpgroup (a 128-row bucket runs two row
-  //   blocks). H100: at 128 rows 2-33 % faster than two m64 tiles on the 8 layers from 117 M
-  //   weights; at 64 rows 3 stages 2-4 % faster than 4. H200: best or within 3 % on every such layer.
-  // - Not at 32 rows any more (v24: again on the widest large layers, below): wgmma (one 32-row tile) was
-  // best on 7 of 9 large layers there until
-  //   the mma.sync kernel swapped its operands from 16 rows (session of 2026-11-23, eleventh); then
-  //   block-shared mma.sync won on the 3 such standard layers re-tuned on the H200 by 10-19 %
-  //   (`lowbit tune` 16384² 69.2 µs against `lowbit bench` of wgmma 76.8, 28672×4096 32.5 vs 37.2,
-  //   4096×14336 20.1 vs 24.8), while the old margins of wgmma on the others were 3-15 %, less than
-  //   the swap gained (9-21 %).
-  // - 4-bit weights; 2- and 8-bit with groups of 128 at 64 and 128 rows only: 1.1-1.7× faster than
-  //   x_shared there (H200; 16384² M=128 W8 251 µs against 427). Per-channel scales and other group
-  //   sizes spill registers at 8 bits and are not measured at 2 and 8; 1 and 3 bits are not measured.
-  // - 128 rows below 48 M weights: from 8 M weights at 7-10 tiles per SM (8192×1024…4096) with 2
-  //   tiles per warp, a 128-column block (one wave of blocks, K unsplit): 14-28 % faster than
-  //   x_shared on both GPUs (tune-day heuristic; 12-17 % than the best x_shared config); K ≥ 2N from 16 M
-  //   weights (2560×8192) with 4 tiles: 18-22 % faster on both. Measured on W4 g128 only, so only there
-  //   (per-channel W4 and 8-bit spill with them).
-  const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  const bool small_128 = bucket == 128 && weights < 48e6 && p.bits == 4 && p.group_size == 128;
-  const bool one_wave_128 = small_128 && weights >= 8e6 && tiles_per_sm >= 7 && tiles_per_sm <= 10;
-  const bool k_heavy_128 = small_128 && weights >= 16e6 && p.k >= 2 * p.n;
-  // - Heuristic v10 (after the coalesced activation loads, fifteenth session; H200 re-tune of the
-  //   standard layers at 64/128 rows): 5-7 tiles per SM from 8 M weights (6144×4096) at 64 and 128
-  //   rows below 48 M weights, groups of 128 at 2, 4 and 8 bits (8 bits: 128 rows only; at 64 rows
-  //   the bench timed it 1.21× the best, 24.35 µs against 20.18), a 128-column block. Against the v9
-  //   heuristic's mma.sync configs there: M = 64 W4 f16 19.2 µs against 21.9, M = 128 W2 23.0 against 31.4,
-  //   bf16 25.3 against 30.9 (tuner times). And 128 rows from 48 M weights take all 128 rows per
-  //   block (m_tiles 8, 128 columns): W8 1.10-1.24× faster than 2 row blocks of 256 columns on the
-  //   four wgmma standard layers (16384² 161.5 µs against 198.9); W4 f16, once the accumulators
-  //   stopped spilling in that config, best or within 0.6 % on the same four (28672×4096 69.3 µs
-  //   against 77.1).
-  const bool rows_64_128 = bucket == 64 || bucket == 128;
-  const bool large = weights >= 48e6;
-  const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
-                         p.group_size == 128 && !(bucket == 64 && p.bits == 8);
-  // Heuristic v17: where 128-column blocks split in two along K (a cluster pair, below) make
-  // 0.7-1 wave, with at least 8 chunks per piece.
-  // 128-column blocks of 16·mt rows over all of K, and split in two along K.
-  auto blocks_128 = [&](int mt) { return ceil_div(tiles, 16) * ceil_div(bucket, 16 * mt); };
-  auto pair_blocks = [&](int mt) { return 2 * blocks_128(mt); };
-  auto pair_wave_at = [&](int mt) {
-    return mt * 16 <= bucket && pair_blocks(mt) >= 0.7 * sms && pair_blocks(mt) <= sms && chunks >= 16;
-  };
-  // Heuristic v20 (twenty-sixth session): 8-bit weights at 64 rows too. The exclusion dated from before
-  // the cluster pair (v10: wgmma 1.21× the best there); since, the pair ran 6144×4096 W8 M = 64 in 15.4
-  // µs on the H100 (stream K, its tuned entry, 17.2; block-shared, v19's choice, 18.8) and 14.5 on the
-  // H200 (its tuned best; v19's 19.3).
-  const bool pair_wave = rows_64_128 && weights >= 8e6 && (pair_wave_at(8) || pair_wave_at(4));
-  // Heuristic v21 (thirty-first session): 8-bit weights at 64 rows on the narrow layers (3-4 tiles per
-  // SM, 32-63 chunks: 4096²) take the four-way K split of 128-column blocks of 64 rows that v18 (below)
-  // gives from 64 chunks, although its pieces keep only 8 chunks: the tuned best of both GPUs' files
-  // (H200 12.06 µs against 14.2 for v20's block-shared (2,4,2,4); H100 13.66 against 13.82).
-  const bool narrow_w8_64 = bucket == 64 && p.bits == 8 && p.group_size == 128 && tiles_per_sm >= 3 &&
-                            tiles_per_sm <= 4 && chunks >= 32 && chunks < 64;
-  // Heuristic v18's four-way K split of 128-column blocks of 64 rows (below), where it makes 0.7-1 wave
-  // and each piece keeps 16 chunks or more.
-  const int64_t four_way_blocks = 4 * blocks_128(4);
-  const bool four_way_64 =
-      bucket == 64 && four_way_blocks >= 0.7 * sms && four_way_blocks <= sms && chunks >= 4 * 16;
-  // Heuristic v24 (forty-first session, docs/perf-notes.md: fitted to the tuned entries of both shipped
-  // files where v23 ran over 1.15× them, then benched): the layers of 8-48 M weights under 5 tiles per
-  // SM (most of which no rule above sends to wgmma; v4's K-heavy 128-row rule did, with the image)
-  // ran mma.sync at 1.2-2.0× the tuned best at 64 and 128 rows,
-  // whose every tuned best was a wgmma config: four-way splits where v18's apply (3584×8192 at 64
-  // rows), else mostly stream K over 128-column blocks. Bench, v23's config → v24's, H200 (H100), µs:
-  // 5120×8192 M = 64 38.12 → 19.53 (36.16 → 19.87), M = 128 44.07 → 27.35 (43.83 → 27.16); 2560×8192
-  // M = 64 22.96 → 13.41; 1280×8192 M = 64 14.97 → 10.06, M = 128 20.64 → 13.11; 4608×3584 M = 64
-  // 18.44 → 12.45, M = 128 20.80 → 17.22; 3584×8192 M = 64 19.78 → 15.24 (W8 on the H100 21.15 →
-  // 18.13). Not 3584² and 4096² at 64 rows (under 64 chunks), whose best is mma.sync. 4-bit weights
-  // of every group size, as v4's large-layer rule (measured on groups of 128; per-channel compiles
-  // without spills), and 2/8-bit with groups of 128 at the four-way split.
-  const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
-                                !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64) &&
-                                (p.bits == 4 || (four_way_64 && p.group_size == 128));
-  // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 144 chunks or more (10240×8192 and
-  // wider; 8192×28672, 3584×18944, and out of sample 5120×27648), one 32-row tile per block of two MMA
-  // warpgroups: the tuned best of every such entry on both GPUs (3584×18944's on the H100 1.03×; 5120×27648
-  // 1.01× in an H200 tune, against 1.40× for the mma.sync config). Bench against v23's block-shared
-  // mma.sync, H200 (H100): 28672×8192 61.53 → 51.18 µs (61.66 → 52.52), 16384² 62.02 → 52.70,
-  // 14336×8192 32.08 → 28.94, 10240×8192 29.39 → 24.39 (35.70 → 25.08). (v4 had left wgmma at 32
-  // rows when the mma.sync kernel swapped its operands; the image and the cluster and stream-K splits
-  // came after.) 4-bit weights, as measured.
-  const bool wide_32 = bucket == 32 && large && (tiles_per_sm >= 9 || chunks >= 144) && p.bits == 4;
-  const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
-                          narrow_w8_64 || few_blocks_wgmma || wide_32;
-  const bool measured_format =
-      p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
-  if (wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows) {
-    // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
-    // the seven best configs of both GPUs' tunes all take the 128 rows per block, stream K first: 27.7
-    // µs on the H200, 64-row blocks over 1.13× that).
-    const bool all_rows_128 = bucket == 128 && (large || (few_blocks_wgmma && tiles_per_sm >= 4));
-    WqGemmConfig w = make(wide_32        ? 2
-                          : all_rows_128 ? 8
-                                         : 4,
-                          one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
-    w.warps_n = 8, w.wgmma = true;
-    w.split_k = wq::fill_split(p, w, sms / 2.0);
-    const int64_t w_blocks =
-        ceil_div(tiles, w.n_tiles * w.warps_n) * ceil_div(bucket, 16 * w.m_tiles) * w.split_k;
-    // 128-column blocks of 16·mt rows (two warpgroups of one m64 tile) with the image: the rules below.
-    auto blocks_128_config = [&](int mt, int stages) {
-      WqGemmConfig c = make(mt, 2, 1, stages);
-      c.warps_n = 8, c.wgmma = true, c.x_image = true;
-      return c;
-    };
-    // - Heuristic v11 (seventeenth session, `lowbit tune` with stream-K candidates, standard layers at
-    //   64/128 rows, both GPUs): where that split leaves each block 32 chunks or fewer, stream K over
-    //   128-column blocks instead; the tuned best on 8192² (M 64 and 128), 4096×14336 and 6144×4096
-    //   (M = 64): H100 W4 f16 8192² M = 64 30.7 µs against 35.7 for (4,4,8) split 4, 4096×14336 28.0
-    //   against 35.5. With 64 chunks per split (16384², split 2) split K stays ahead (H200 83.5-84.0
-    //   against 86.9 for stream K).
-    // - Heuristic v12 (eighteenth session, after the stream-K fix-up moved to vector adds): at 128 rows
-    //   on the mid layers (5-7 tiles per SM under 48 M weights, 6144×4096), all 128 rows per block
-    //   with stream K over 128-column blocks, the H200's tuned best in all four formats (W4 f16 22.6
-    //   µs, bf16 23.0, W2 21.9, W8 25.9) where (4,2,8) without it ran 1.01-1.28× that.
-    // - Heuristic v15 (twenty-first session, H100 re-tune with x_image candidates, W4 f16, bf16 and W2
-    //   at 64/128 rows on the standard layers): with the activations from an image, one wave of
-    //   128-column blocks over all of K won where it makes 0.7-1.5 blocks per SM (v24: at most 1): at 128
-    //   rows 64 rows per block on 8192² (W4 f16 36.7 µs against 43.1 for v14's stream K) and 6144×4096 (20.6
-    //   against 22.8), all of them on 16384²; at 64 rows on 16384² (70.6 against 79.7 for two m64 tiles, K
-    //   split in 2).
-    // - Heuristic v17 (twenty-third session): the K split now adds its two pieces through a
-    //   thread-block cluster's shared memory, not global memory. Where two-way split blocks of
-    //   128 columns make 0.7-1 wave, that beat stream K and the one-wave data-parallel run (H100
-    //   W4 f16: 4096² M = 128 13.74 µs against 16.74 for stream K, 8192² M = 64 21.81 against 26.28,
-    //   6144×4096 M = 64 13.85 against 14.92; 8192² M = 128 with all 128 rows per block 31.62
-    //   against 35.52 for (4,2,8) in one wave). Four-way clusters ran 1.5-1.8× slower (4096×14336
-    //   M = 128 52.4 against 34.8 µs), apparently a second wave: 32 clusters of 4 one-block-per-SM CTAs
-    //   need 4 free SMs in one GPC each: the H100 holds 30 such clusters at once
-    //   (cudaOccupancyMaxActiveClusters, twenty-fifth session), so 32 take two waves. Such splits add through
-    //   the workspace's scratch.
-    // Heuristic v24: at 128 rows on K-heavy layers (96 chunks or more) where four-way K splits of
-    // 128-column blocks of all 128 rows make 0.7-1 wave (4096×14336, 3584×18944), that split: the
-    // tuned best of both files on 4096×14336 in every format but the H100's W8 (1.02× there), 1.02-1.04×
-    // on 3584×18944, where the pair below ran 1.12-1.21× the best (H100 bench, bf16 47.81 µs against 39.68).
-    const int64_t four_way_128 = 4 * blocks_128(8);
-    if (bucket == 128 && four_way_128 >= 0.7 * sms && four_way_128 <= sms && chunks >= 96) {
-      WqGemmConfig s = blocks_128_config(8, 3);
-      s.split_k = 4;
-      if (can_implement(p, s, arch)) return s;
-    }
-    for (int mt : {8, 4}) {
-      if (!pair_wave_at(mt)) continue;
-      WqGemmConfig pair = blocks_128_config(mt, 3);
-      pair.split_k = 2;
-      if (can_implement(p, pair, arch)) return pair;
-    }
-    // v24: one wave at most (was up to 1.5 blocks per SM): one block fits per SM, so more run in two
-    // waves (10240×8192 M = 128, 160 blocks of 64 rows: 68.50 µs on the H200, 68.59 on the H100; the
-    // stream K below 43.46 and 43.17).
-    for (int mt : {8, 4}) {
-      const int64_t blocks = blocks_128(mt);
-      if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > sms) continue;
-      const WqGemmConfig wave = blocks_128_config(mt, 4);
-      if (can_implement(p, wave, arch)) return wave;
-    }
-    // - Heuristic v14 (twenty-first session, H100 A/B of every shipped wgmma entry with and without
-    //   x_image, four formats, standard layers): the activations from an image wherever K is not
-    //   cut into stream-K pieces: all 12 such entries ran 1.6-28 % faster (28672×4096 M = 128 W4 f16
-    //   75.3 → 56.3 µs); the stream-K ones on the smaller layers ran up to 12 % slower (the extra
-    //   launch and its M·K·2 bytes there weigh more than the loop's gain).
-    // - Heuristic v16 (twenty-second session): since the GEMM overlaps the image kernel (programmatic
-    //   dependent launch) the image costs 1-1.6 µs less, and stream K with it ran 1.5-3 % faster than
-    //   without on the small layers too (H100 W4 f16: 4096² M = 128 16.22 against 16.46 µs,
-    //   6144×4096 M = 64 15.05 against 15.33, 4096×14336 M = 64 24.67 against 25.42): the image on
-    //   every wgmma config.
-    // - Heuristic v18 (twenty-fifth session, after the wgmma kernel's four-way splits moved to the
-    //   scratch slots; H100 re-tune of the K-heavy layers at 64/128 rows): at 64 rows, where a
-    //   four-way K split of 128-column blocks makes 0.7-1 wave and each piece keeps 16 chunks or more
-    //   (4096×14336, 3584×18944), that split: the tuned best in all four formats on 4096×14336 (W4
-    //   f16 22.47 µs against 24.72 for stream K, bf16 24.09 against 26.36, W2 21.72 against 22.99, W8
-    //   30.69 against 31.75) and W4 f16 3584×18944 (27.36 against 28.73). Not at 128 rows: the
-    //   cluster pair of 64-row blocks is within 6 % there, and stream K won on 3584×18944. (v24 splits
-    //   128-row blocks four ways there, above.)
-    if (narrow_w8_64) {  // v21, above: 3 stages, no image (both files' entry)
-      WqGemmConfig s = blocks_128_config(4, 3);
-      s.split_k = 4, s.x_image = false;
-      if (can_implement(p, s, arch)) return s;
-    }
-    if (four_way_64) {
-      WqGemmConfig s = blocks_128_config(4, 4);
-      s.split_k = 4;
-      if (can_implement(p, s, arch)) return s;
-    }
-    if (mid_wgmma && bucket == 128) {
-      WqGemmConfig s = blocks_128_config(8, 3);
-      s.stream_k = true;
-      if (can_implement(p, s, arch)) return s;
-    }
-    // v24: the image only from 4 tiles per SM on the few-block layers: with few column blocks the
-    // activations are read by few blocks and the image's launch is not repaid (tunes: 1280×8192 M = 128
-    // 13.4 µs without, 14.4 with; 2560×8192 M = 64 13.8 / 14.4; 5120×8192 M = 64 20.6 / 20.1; H200).
-    // This takes it from v4's K-heavy 128-row layers under 4 tiles per SM too (2560×8192: H100 19.65
-    // without, 20.61 with).
-    const bool image = !few_blocks_wgmma || tiles_per_sm >= 4;
-    // (v24: at 32 rows only where the split leaves the grid under 0.7 wave: 10240×8192, 80 blocks,
-    // took stream K, 14336×8192, 112, kept its split of 2, both files' best.)
-    if (w.split_k > 1 && chunks / w.split_k <= 32 && (!wide_32 || w_blocks < 0.7 * sms)) {
-      WqGemmConfig s = w;
-      s.split_k = 1, s.n_tiles = 2, s.stream_k = true, s.x_image = image;
-      if (can_implement(p, s, arch)) return s;
-    }
-    // v24: stream K also where the unsplit grid is under 0.7 wave (10240×8192 M = 128, 80 blocks of 128
-    // rows: 42.7 µs against 49.3 in the H200's tune) or between one and 1.5 (37888×3584 M = 64, 148
-    // blocks of 256 columns: bench 47.24 µs against 58.58 on the H200), keeping the block's tiles there;
-    // and up to 64 rows where the K split still leaves it under 0.7 wave with over 32 chunks a piece
-    // (5120×27648, out of sample, H200 tune: M = 32 37.0 µs against 51.4 for the mma.sync config the
-    // heuristic ran; M = 64 48.2 against 59.6 for (4,4,8,1) split 4; not at 128 rows, where stream K
-    // was not within 1.2× of the best).
-    const bool under_wave = w_blocks < 0.7 * sms && (w.split_k == 1 || bucket <= 64);
-    if (under_wave || (w.split_k == 1 && w_blocks > sms && w_blocks <= 1.5 * sms)) {
-      WqGemmConfig s = w;
-      s.split_k = 1, s.stream_k = true, s.x_image = image;
-      if (w_blocks < 0.7 * sms) s.n_tiles = 2;
-      if (can_implement(p, s, arch)) return s;
-    }
-    w.x_image = true;
-    if (can_implement(p, w, arch)) return w;
-  }
+  // Hopper's warpgroup MMA first, where its rules apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
+  if (auto w = wq::choose_wgmma_config(p, arch, sm_count)) return *w;
+  const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
+  const int64_t bucket = h.bucket, tiles = h.tiles, chunks = h.chunks;
+  const int sms = h.sms;
+  const double tiles_per_sm = h.tiles_per_sm;
+  auto make = wq::base_config;
   // At 64 rows with 3-4 tiles per SM (3584², 4096²) x_shared won on both GPUs (4096² H200: 15.3 µs
   // against 17.6 for per-warp activations); not in deterministic mode, whose forced K order would
   // turn it into a spilling config.

@@ -1,6 +1,7 @@
 // wq_gemm host internals shared by the family's files, the CLI (inspect/bench) and the tests.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -185,6 +186,20 @@ tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
 // The config with fewer 16-row tiles per warp where the mode dequantizes every weight before the
 // MMA (float zeros, groups under 128) and more than 8 accumulator tiles would spill registers.
 WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);
+
+// What the heuristic's rules measure a problem by: its M bucket, the SM count (at least 1), its
+// 8-column tiles (per SM) and 128-k chunks. Shapes count in tiles per SM so that other GPUs scale.
+struct HeuristicShape {
+  int64_t bucket, tiles, chunks;
+  int sms;
+  double tiles_per_sm;
+};
+HeuristicShape heuristic_shape(const WqGemmProblem& problem, int sm_count);
+// A config of one warp along N, K unsplit: the heuristic's starting point.
+WqGemmConfig base_config(int m_tiles, int n_tiles, int warps_k, int stages);
+// The heuristic's warpgroup-MMA config (sm_90a, 32-128 rows), or none where its rules leave the
+// problem to mma.sync (choose_config's other rules).
+std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& problem, const Arch& arch, int sm_count);
 
 // The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2
 // chunks per warp per split (at most 64; deterministic problems at most 8).
