@@ -77,10 +77,10 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
       bucket == 64 && four_way_blocks >= 0.7 * sms && four_way_blocks <= sms && chunks >= 4 * 16;
   // Heuristic v24 (forty-first session, docs/perf-notes.md: fitted to the tuned entries of both shipped
   // files where v23 ran over 1.15× them, then benched): the layers of 8-48 M weights under 5 tiles per
-  // SM (most of which no rule above sends to wgmma; v4's K-heavy 128-row rule did, with the image)
-  // ran mma.sync at 1.2-2.0× the tuned best at 64 and 128 rows,
-  // whose every tuned best was a wgmma config: four-way splits where v18's apply (3584×8192 at 64
-  // rows), else mostly stream K over 128-column blocks. Bench, v23's config → v24's, H200 (H100), µs:
+  // SM that no rule above sends to wgmma (v4's K-heavy 128-row rule sends some, with the image) ran
+  // mma.sync at 1.2-2.0× the tuned best at 64 and 128 rows, whose every tuned best was a wgmma config:
+  // four-way splits where v18's apply (3584×8192 at 64 rows), else mostly stream K over 128-column
+  // blocks. Bench, v23's config → v24's, H200 (H100), µs:
   // 5120×8192 M = 64 38.12 → 19.53 (36.16 → 19.87), M = 128 44.07 → 27.35 (43.83 → 27.16); 2560×8192
   // M = 64 22.96 → 13.41; 1280×8192 M = 64 14.97 → 10.06, M = 128 20.64 → 13.11; 4608×3584 M = 64
   // 18.44 → 12.45, M = 128 20.80 → 17.22; 3584×8192 M = 64 19.78 → 15.24 (W8 on the H100 21.15 →
