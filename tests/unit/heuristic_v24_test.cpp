@@ -127,6 +127,8 @@ TEST_CASE("choose_config v24: 128 rows on K-heavy narrow layers, four-way splits
     CHECK(wgmma_shape(choose(3584, 18944, 128, bits)) == "8,2,8,1 sk4 img");
   }
   CHECK(wgmma_shape(choose(3584, 8192, 128)) == "4,2,8,1 sk2 img");  // 64 chunks: the cluster pair
+  // Four 128-row pieces of 40 column blocks would make 160 blocks, over a wave: K split in two instead.
+  CHECK(wgmma_shape(choose(5120, 18944, 128)) == "8,2,8,1 sk2 img");
 }
 
 TEST_CASE("choose_config v24: where the new rules stop", "[config][heuristic]") {
