@@ -18,9 +18,9 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // - 64 and 128 rows from 48 M weights, one m64 tile per warpgroup (a 128-row bucket runs two row
   //   blocks). H100: at 128 rows 2-33 % faster than two m64 tiles on the 8 layers from 117 M
   //   weights; at 64 rows 3 stages 2-4 % faster than 4. H200: best or within 3 % on every such layer.
-  // - Not at 32 rows any more (v24: again on the widest large layers, below): wgmma (one 32-row tile) was
-  // best on 7 of 9 large layers there until
-  //   the mma.sync kernel swapped its operands from 16 rows (session of 2026-11-23, eleventh); then
+  // - Not at 32 rows any more (v24: again on the widest large layers, below): wgmma (one 32-row tile)
+  //   was best on 7 of 9 large layers there until the mma.sync kernel swapped its operands from 16
+  //   rows (session of 2026-11-23, eleventh); then
   //   block-shared mma.sync won on the 3 such standard layers re-tuned on the H200 by 10-19 %
   //   (`lowbit tune` 16384² 69.2 µs against `lowbit bench` of wgmma 76.8, 28672×4096 32.5 vs 37.2,
   //   4096×14336 20.1 vs 24.8), while the old margins of wgmma on the others were 3-15 %, less than
@@ -55,10 +55,12 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 0.7-1 wave, with at least 8 chunks per piece.
   // 128-column blocks of 16·mt rows over all of K, and split in two along K.
   auto blocks_128 = [&](int mt) { return ceil_div(tiles, 16) * ceil_div(bucket, 16 * mt); };
-  auto pair_blocks = [&](int mt) { return 2 * blocks_128(mt); };
-  auto pair_wave_at = [&](int mt) {
-    return mt * 16 <= bucket && pair_blocks(mt) >= 0.7 * sms && pair_blocks(mt) <= sms && chunks >= 16;
+  // Whether those blocks, K split in `pieces`, make 0.7-1 wave (one block fits per SM).
+  auto wave_of = [&](int mt, int pieces) {
+    const int64_t blocks = pieces * blocks_128(mt);
+    return blocks >= 0.7 * sms && blocks <= sms;
   };
+  auto pair_wave_at = [&](int mt) { return mt * 16 <= bucket && wave_of(mt, 2) && chunks >= 16; };
   // Heuristic v20 (twenty-sixth session): 8-bit weights at 64 rows too. The exclusion dated from before
   // the cluster pair (v10: wgmma 1.21× the best there); since, the pair ran 6144×4096 W8 M = 64 in 15.4
   // µs on the H100 (stream K, its tuned entry, 17.2; block-shared, v19's choice, 18.8) and 14.5 on the
@@ -72,9 +74,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
                             tiles_per_sm <= 4 && chunks >= 32 && chunks < 64;
   // Heuristic v18's four-way K split of 128-column blocks of 64 rows (below), where it makes 0.7-1 wave
   // and each piece keeps 16 chunks or more.
-  const int64_t four_way_blocks = 4 * blocks_128(4);
-  const bool four_way_64 =
-      bucket == 64 && four_way_blocks >= 0.7 * sms && four_way_blocks <= sms && chunks >= 4 * 16;
+  const bool four_way_64 = bucket == 64 && wave_of(4, 4) && chunks >= 4 * 16;
   // Heuristic v24 (forty-first session, docs/perf-notes.md: fitted to the tuned entries of both shipped
   // files where v23 ran over 1.15× them, then benched): the layers of 8-48 M weights under 5 tiles per
   // SM that no rule above sends to wgmma (v4's K-heavy 128-row rule sends some, with the image) ran
@@ -152,8 +152,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 128-column blocks of all 128 rows make 0.7-1 wave (4096×14336, 3584×18944), that split: the
   // tuned best of both files on 4096×14336 in every format but the H100's W8 (1.02× there), 1.02-1.04×
   // on 3584×18944, where the pair below ran 1.12-1.21× the best (H100 bench, bf16 47.81 µs against 39.68).
-  const int64_t four_way_128 = 4 * blocks_128(8);
-  if (bucket == 128 && four_way_128 >= 0.7 * sms && four_way_128 <= sms && chunks >= 96) {
+  if (bucket == 128 && wave_of(8, 4) && chunks >= 96) {
     WqGemmConfig s = blocks_128_config(8, 3);
     s.split_k = 4;
     if (can_implement(p, s, arch)) return s;
@@ -168,8 +167,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // waves (10240×8192 M = 128, 160 blocks of 64 rows: 68.50 µs on the H200, 68.59 on the H100; the
   // stream K below 43.46 and 43.17).
   for (int mt : {8, 4}) {
-    const int64_t blocks = blocks_128(mt);
-    if (mt * 16 > bucket || blocks < 0.7 * sms || blocks > sms) continue;
+    if (mt * 16 > bucket || !wave_of(mt, 1)) continue;
     const WqGemmConfig wave = blocks_128_config(mt, 4);
     if (can_implement(p, wave, arch)) return wave;
   }
