@@ -99,21 +99,40 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // rows when the mma.sync kernel swapped its operands; the image and the cluster and stream-K splits
   // came after.) 4-bit weights, as measured.
   const bool wide_32 = bucket == 32 && large && (tiles_per_sm >= 9 || chunks >= 144) && p.bits == 4;
+  // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs.
+  auto config_32 = [&] {
+    WqGemmConfig c = make(2, 4, 1, 3);
+    c.warps_n = 8, c.wgmma = true;
+    c.split_k = wq::fill_split(p, c, sms / 2.0);
+    return c;
+  };
+  // Heuristic v25 (forty-second session, out-of-sample tunes): 32 rows on narrow layers of 2-5 tiles
+  // per SM from 64 chunks, where that K split leaves the grid under 0.7 wave, take stream K (below,
+  // without the image): the tuned best or within 1.01× on every such entry, in and out of sample
+  // (H200 tunes: 5120×17920 26.7 µs against 33.9 for v24's per-warp mma.sync, 5120×13824 22.7 / 27.0,
+  // 2304×16384 15.1 / 20.6; in-sample 2560×8192 and 5120×8192 on both GPUs, 1.00-1.06× before). Where
+  // the split makes 0.7-1 wave (3584 and 4096 columns) it stays as it was (split 8 or mma.sync).
+  const bool narrow_32 = bucket == 32 && p.bits == 4 && weights >= 8e6 && tiles_per_sm >= 2 && tiles_per_sm < 5 &&
+                         chunks >= 64 && [&] {
+                           const WqGemmConfig c = config_32();
+                           return ceil_div(tiles, 32) * c.split_k < 0.7 * sms;
+                         }();
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
-                          narrow_w8_64 || few_blocks_wgmma || wide_32;
+                          narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32;
   const bool measured_format =
       p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
   if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows)) return std::nullopt;
   // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
   // the seven best configs of both GPUs' tunes all take the 128 rows per block, stream K first: 27.7
   // µs on the H200, 64-row blocks over 1.13× that).
-  const bool all_rows_128 = bucket == 128 && (large || (few_blocks_wgmma && tiles_per_sm >= 4));
-  WqGemmConfig w = make(wide_32        ? 2
-                        : all_rows_128 ? 8
-                                       : 4,
-                        one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
+  // v25: and on the K-heavy ones from 96 chunks, with the image (out of sample, H200 bench: 2304×16384 M = 128 stream K
+  // 29.91 µs with 64-row blocks, 27.05 with 128-row blocks and the image).
+  const bool few_blocks_k_heavy = few_blocks_wgmma && bucket == 128 && chunks >= 96;
+  const bool all_rows_128 = bucket == 128 && (large || (few_blocks_wgmma && tiles_per_sm >= 4) || few_blocks_k_heavy);
+  const bool rows_32 = wide_32 || narrow_32;
+  WqGemmConfig w = rows_32 ? config_32() : make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
   w.warps_n = 8, w.wgmma = true;
-  w.split_k = wq::fill_split(p, w, sms / 2.0);
+  if (!rows_32) w.split_k = wq::fill_split(p, w, sms / 2.0);
   const int64_t w_blocks =
       ceil_div(tiles, w.n_tiles * w.warps_n) * ceil_div(bucket, 16 * w.m_tiles) * w.split_k;
   // 128-column blocks of 16·mt rows (two warpgroups of one m64 tile) with the image: the rules below.
@@ -209,10 +228,12 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 13.4 µs without, 14.4 with; 2560×8192 M = 64 13.8 / 14.4; 5120×8192 M = 64 20.6 / 20.1; H200).
   // This takes it from v4's K-heavy 128-row layers under 4 tiles per SM too (2560×8192: H100 19.65
   // without, 20.61 with).
-  const bool image = !few_blocks_wgmma || tiles_per_sm >= 4;
+  // v25: nor at 32 rows under 5 tiles per SM (every narrow layer's stream-K best at 32 rows went
+  // without it: 2304×16384 15.1 µs against 15.9 with it, 2560×8192 11.1 / 12.1, 5120×27648 36.6 / 37.0).
+  const bool image = bucket == 32 ? tiles_per_sm >= 5 : !few_blocks_wgmma || tiles_per_sm >= 4 || few_blocks_k_heavy;
   // (v24: at 32 rows only where the split leaves the grid under 0.7 wave: 10240×8192, 80 blocks,
   // took stream K, 14336×8192, 112, kept its split of 2, both files' best.)
-  if (w.split_k > 1 && chunks / w.split_k <= 32 && (!wide_32 || w_blocks < 0.7 * sms)) {
+  if (w.split_k > 1 && chunks / w.split_k <= 32 && (!rows_32 || w_blocks < 0.7 * sms)) {
     WqGemmConfig s = w;
     s.split_k = 1, s.n_tiles = 2, s.stream_k = true, s.x_image = image;
     if (can_implement(p, s, arch)) return s;
@@ -220,11 +241,12 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v24: stream K also where the unsplit grid is under 0.7 wave (10240×8192 M = 128, 80 blocks of 128
   // rows: 42.7 µs against 49.3 in the H200's tune) or between one and 1.5 (37888×3584 M = 64, 148
   // blocks of 256 columns: bench 47.24 µs against 58.58 on the H200), keeping the block's tiles there;
-  // and up to 64 rows where the K split still leaves it under 0.7 wave with over 32 chunks a piece
-  // (5120×27648, out of sample, H200 tune: M = 32 37.0 µs against 51.4 for the mma.sync config the
-  // heuristic ran; M = 64 48.2 against 59.6 for (4,4,8,1) split 4; not at 128 rows, where stream K
-  // was not within 1.2× of the best).
-  const bool under_wave = w_blocks < 0.7 * sms && (w.split_k == 1 || bucket <= 64);
+  // and where the K split still leaves it under 0.7 wave with over 32 chunks a piece (5120×27648, out
+  // of sample, H200 tune: M = 32 37.0 µs against 51.4 for the mma.sync config the heuristic ran;
+  // M = 64 48.2 against 59.6 for (4,4,8,1) split 4). v25: at 128 rows too (v24 kept the split there
+  // from a tune that had not timed stream K): H200 bench, split 2 → stream K, 5120×13824 44.91 → 38.88
+  // µs, 5120×17920 55.74 → 46.76, 5120×27648 83.83 → 67.48 (its split 8 79.49).
+  const bool under_wave = w_blocks < 0.7 * sms;
   if (under_wave || (w.split_k == 1 && w_blocks > sms && w_blocks <= 1.5 * sms)) {
     WqGemmConfig s = w;
     s.split_k = 1, s.stream_k = true, s.x_image = image;
