@@ -127,8 +127,9 @@ TEST_CASE("choose_config v24: 128 rows on K-heavy narrow layers, four-way splits
     CHECK(wgmma_shape(choose(3584, 18944, 128, bits)) == "8,2,8,1 sk4 img");
   }
   CHECK(wgmma_shape(choose(3584, 8192, 128)) == "4,2,8,1 sk2 img");  // 64 chunks: the cluster pair
-  // Four 128-row pieces of 40 column blocks would make 160 blocks, over a wave: K split in two instead.
-  CHECK(wgmma_shape(choose(5120, 18944, 128)) == "8,2,8,1 sk2 img");
+  // Four 128-row pieces of 40 column blocks would make 160 blocks, over a wave; v25: stream K (its
+  // split of two makes 0.6 wave; heuristic_v25_test.cpp).
+  CHECK(wgmma_shape(choose(5120, 18944, 128)) == "8,2,8,1 sK img");
 }
 
 TEST_CASE("choose_config v24: where the new rules stop", "[config][heuristic]") {
@@ -140,12 +141,13 @@ TEST_CASE("choose_config v24: where the new rules stop", "[config][heuristic]") 
   CHECK(w2.warps_k == 8);
   // 32 rows: from 144 chunks on narrow layers too (3584×18944; 5120×27648 out of sample), stream K where
   // the split leaves under 0.7 wave (5120×27648: 20 blocks split 4); 4096×14336 (112 chunks) stays.
+  // (v25: without the image at 32 rows under 5 tiles per SM.)
   CHECK(wgmma_shape(choose(3584, 18944, 32)) == "2,4,8,1 sk8 img");
-  CHECK(wgmma_shape(choose(5120, 27648, 32)) == "2,2,8,1 sK img");
+  CHECK(wgmma_shape(choose(5120, 27648, 32)) == "2,2,8,1 sK");
   CHECK_FALSE(choose(4096, 14336, 32).wgmma);
-  // ... and at 64 rows the same (v23: (4,4,8,1) split 4), but not at 128 (the split pair stays).
+  // ... and at 64 rows the same (v23: (4,4,8,1) split 4); v25 at 128 rows too.
   CHECK(wgmma_shape(choose(5120, 27648, 64)) == "4,2,8,1 sK img");
-  CHECK(wgmma_shape(choose(5120, 27648, 128)) == "8,2,8,1 sk2 img");
+  CHECK(wgmma_shape(choose(5120, 27648, 128)) == "8,2,8,1 sK img");
   // The few-block rule's edges: from 8 M weights (1024×4096 is 4 M) and under 5 tiles per SM.
   CHECK_FALSE(choose(1024, 4096, 64).wgmma);
   CHECK(wgmma_shape(choose(6144, 4096, 64)) == "4,2,8,1 sk2 img");  // 5.8 tiles per SM: v10/v17's pair
