@@ -1,0 +1,31 @@
+// Shared by the heuristic tests (header only): the heuristic's choice on an H100/H200-like GPU.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+
+namespace lowbit::test {
+
+// choose_config for a W4-style g128 problem on sm_90a with 132 SMs; checks the choice is implementable.
+inline WqGemmConfig choose_hopper(int64_t n, int64_t k, int64_t m, int bits = 4) {
+  static const Arch hopper = Arch::parse("sm_90a");
+  WqGemmProblem p;
+  p.n = n, p.k = k, p.m = m, p.bits = bits, p.group_size = 128;
+  const WqGemmConfig c = choose_config(p, hopper, 132);
+  INFO(p.str() << " -> " << c.str());
+  CHECK(can_implement(p, c, hopper));
+  return c;
+}
+
+// The tile and K split of a wgmma config, as "mt,nt,warps_n,warps_k sK|skN [img]".
+inline std::string wgmma_shape(const WqGemmConfig& c) {
+  if (!c.wgmma) return "mma.sync " + c.str();
+  std::string s = std::to_string(c.m_tiles) + "," + std::to_string(c.n_tiles) + "," +
+                  std::to_string(c.warps_n) + "," + std::to_string(c.warps_k) +
+                  (c.stream_k ? " sK" : " sk" + std::to_string(c.split_k));
+  return c.x_image ? s + " img" : s;
+}
+
+}  // namespace lowbit::test
