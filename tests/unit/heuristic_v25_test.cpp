@@ -53,3 +53,29 @@ TEST_CASE("choose_config v25: few-block K-heavy layers at 128 rows take all rows
   CHECK(wgmma_shape(choose_hopper(1280, 8192, 128)) == "4,2,8,1 sK");
   CHECK(wgmma_shape(choose_hopper(2304, 16384, 64)) == "4,2,8,1 sK");
 }
+
+TEST_CASE("choose_config v25: K-heavy narrow layers up to 16 rows split K in a cluster",
+          "[config][heuristic]") {
+  // 2304×16384: 72 blocks of 4 tiles (0.55 of the SMs), 128 chunks: 3 pieces make 1.6 blocks per SM.
+  for (int64_t m : {1, 2, 4, 8, 16}) {
+    const WqGemmConfig c = choose_hopper(2304, 16384, m);
+    INFO("M = " << m << ": " << c.str());
+    CHECK_FALSE(c.wgmma);
+    CHECK(c.x_shared);
+    CHECK(c.n_tiles == 4);
+    CHECK(c.split_k == 3);
+    CHECK(c.warps_k == (m <= 8 ? 8 : 4));
+  }
+  CHECK(choose_hopper(2304, 16384, 1, 3).split_k == 3);  // 3-bit follows 4
+  // Not 2- or 8-bit weights (unmeasured), nor under 96 chunks (1280/2560×8192, both files' best
+  // unsplit at one row), nor where the blocks fill 0.7 of the SMs (4096×14336: 128 blocks).
+  for (int bits : {2, 8}) CHECK(choose_hopper(2304, 16384, 1, bits).split_k == 1);
+  CHECK(choose_hopper(2304, 11776, 1).split_k == 1);  // 92 chunks
+  CHECK(choose_hopper(2560, 8192, 1).split_k == 1);
+  CHECK(choose_hopper(4096, 14336, 1).split_k == 1);
+  CHECK(choose_hopper(4096, 14336, 16).split_k == 1);
+  // Nor before sm_90 (no cluster: the split would go through the workspace; sm_80 stages per warp too).
+  lowbit::WqGemmProblem p;
+  p.n = 2304, p.k = 16384, p.m = 1;
+  CHECK(lowbit::choose_config(p, lowbit::Arch::parse("sm_80"), 132).split_k == 1);
+}
