@@ -401,19 +401,23 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // staged per warp (one warp along N) count as per-warp.
   c.split_k = wq::fill_split(p, c, sms / (c.x_shared && c.warps_n > 1 ? 2.0 : 4.0));
   // Heuristic v25 (forty-second session, out of sample): up to 16 rows on K-heavy layers (96 chunks or
-  // more) whose blocks fill a quarter to 0.7 of the SMs, where K pieces meet in a cluster (sm_90, staged
-  // per warp): K split in the fewest pieces that make 1.5 blocks per SM, 8 warps along K up to 8 rows,
-  // 4 at 16 (two blocks per SM). H200 tune of Llama-3.1-405B's QKV at TP 8, 2304×16384 (72 blocks of 4
-  // tiles): one row (1,4,1,8) split 3 8.42 µs against 10.14 for v24's (1,4,1,16); 16 rows (1,4,1,4)
-  // split 3 10.30 against 13.36 for (1,4,1,8). Rows 2-8 follow one row, unmeasured; 3-bit weights
-  // follow 4 as in the staged rules; 2- and 8-bit ones are unmeasured and keep v24's choice. The
-  // narrow TP layers under 96 chunks (1280/2560×8192) stay unsplit at one row, both files' best.
-  const int64_t blocks = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
-  if (bucket <= 16 && (p.bits == 3 || p.bits == 4) && stage_per_warp && c.x_shared && c.warps_n == 1 &&
-      arch.sm() >= 90 && chunks >= 96 && c.split_k == 1 && blocks < 0.7 * sms) {
-    c.warps_k = bucket <= 8 ? 8 : 4;
-    c.split_k = 2;
-    while (c.split_k < wq::kMaxMmaClusterSplit && blocks * c.split_k < 1.5 * sms) ++c.split_k;
+  // more) whose blocks of 4 tiles, staged per warp, fill a quarter (below which fill_split above splits)
+  // to 0.7 of the SMs, where the pieces meet in a cluster (sm_90): K split in the fewest pieces that make
+  // 1.5 blocks per SM, 8 warps along K up to 8 rows, 4 at 16 (two blocks per SM). Llama-3.1-405B's QKV
+  // at TP 8, 2304×16384 (72 blocks), H200 bench, v24's (1,4,1,16) / (1,4,1,8) → split 3: W4 f16 M = 1
+  // 9.65 → 7.98 µs, M = 4 10.16 → 8.46, M = 16 12.91 → 9.76; bf16 M = 1 10.28 → 9.48, M = 16 14.49 →
+  // 10.72 (the tune's best configs). 3-bit weights follow 4 as in the staged rules; 2- and 8-bit ones,
+  // 2-tile blocks (1280-wide shards), other group sizes and arches past sm_90 are unmeasured (the last
+  // two take the rule). The narrow TP layers under 96 chunks (1280/2560×8192) stay unsplit at one row,
+  // both files' best.
+  const int64_t unsplit_blocks = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
+  if (bucket <= 16 && (p.bits == 3 || p.bits == 4) && c.x_shared && c.warps_n == 1 && c.n_tiles == 4 &&
+      c.split_k == 1 && chunks >= 96 && unsplit_blocks >= sms / 4.0 && unsplit_blocks < 0.7 * sms) {
+    WqGemmConfig s = c;
+    s.warps_k = bucket <= 8 ? 8 : 4;
+    s.split_k = 2;
+    while (s.split_k < wq::kMaxMmaClusterSplit && unsplit_blocks * s.split_k < 1.5 * sms) ++s.split_k;
+    if (wq::mma_cluster_split(s, arch)) c = s;
   }
   // A split that meets in a cluster (sm_90) adds its receive region to the block's shared memory:
   // fit again, keeping the split.

@@ -99,24 +99,20 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // rows when the mma.sync kernel swapped its operands; the image and the cluster and stream-K splits
   // came after.) 4-bit weights, as measured.
   const bool wide_32 = bucket == 32 && large && (tiles_per_sm >= 9 || chunks >= 144) && p.bits == 4;
-  // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs.
-  auto config_32 = [&] {
-    WqGemmConfig c = make(2, 4, 1, 3);
-    c.warps_n = 8, c.wgmma = true;
-    c.split_k = wq::fill_split(p, c, sms / 2.0);
-    return c;
-  };
+  // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
+  // and their grid.
+  WqGemmConfig c32 = make(2, 4, 1, 3);
+  c32.warps_n = 8, c32.wgmma = true;
+  c32.split_k = wq::fill_split(p, c32, sms / 2.0);
+  const int64_t c32_blocks = ceil_div(tiles, c32.n_tiles * c32.warps_n) * c32.split_k;
   // Heuristic v25 (forty-second session, out-of-sample tunes): 32 rows on narrow layers of 2-5 tiles
   // per SM from 64 chunks, where that K split leaves the grid under 0.7 wave, take stream K (below,
-  // without the image): the tuned best or within 1.01× on every such entry, in and out of sample
-  // (H200 tunes: 5120×17920 26.7 µs against 33.9 for v24's per-warp mma.sync, 5120×13824 22.7 / 27.0,
-  // 2304×16384 15.1 / 20.6; in-sample 2560×8192 and 5120×8192 on both GPUs, 1.00-1.06× before). Where
-  // the split makes 0.7-1 wave (3584 and 4096 columns) it stays as it was (split 8 or mma.sync).
-  const bool narrow_32 = bucket == 32 && p.bits == 4 && weights >= 8e6 && tiles_per_sm >= 2 && tiles_per_sm < 5 &&
-                         chunks >= 64 && [&] {
-                           const WqGemmConfig c = config_32();
-                           return ceil_div(tiles, 32) * c.split_k < 0.7 * sms;
-                         }();
+  // without the image): the tuned best or within 1.06× on every such entry of both GPUs, in and out
+  // of sample. H200 bench, v24's per-warp mma.sync → v25: 5120×13824 26.38 → 22.00 µs, 5120×17920
+  // 33.51 → 26.19, 2304×16384 20.16 → 14.71; in-sample 2560×8192 and 5120×8192 (1.00-1.06× before).
+  // Where the split makes 0.7-1 wave (3584 and 4096 columns) it stays as it was (split 8 or mma.sync).
+  const bool narrow_32 = bucket == 32 && p.bits == 4 && tiles_per_sm >= 2 && tiles_per_sm < 5 &&
+                         chunks >= 64 && c32_blocks < 0.7 * sms;
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32;
   const bool measured_format =
@@ -125,14 +121,19 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
   // the seven best configs of both GPUs' tunes all take the 128 rows per block, stream K first: 27.7
   // µs on the H200, 64-row blocks over 1.13× that).
-  // v25: and on the K-heavy ones from 96 chunks, with the image (out of sample, H200 bench: 2304×16384 M = 128 stream K
-  // 29.91 µs with 64-row blocks, 27.05 with 128-row blocks and the image).
-  const bool few_blocks_k_heavy = few_blocks_wgmma && bucket == 128 && chunks >= 96;
-  const bool all_rows_128 = bucket == 128 && (large || (few_blocks_wgmma && tiles_per_sm >= 4) || few_blocks_k_heavy);
+  // v25: and on the K-heavy ones from 96 chunks and 2 tiles per SM, with the image (out of sample, H200
+  // bench: 2304×16384 M = 128 stream K 29.91 µs with 64-row blocks, 27.05 with 128-row blocks and the
+  // image; under 2 tiles per SM v24's measures say no image: 1280×8192 13.4 µs without, 14.4 with).
+  const bool few_blocks_128 =
+      few_blocks_wgmma && bucket == 128 && (tiles_per_sm >= 4 || (tiles_per_sm >= 2 && chunks >= 96));
+  const bool all_rows_128 = bucket == 128 && (large || few_blocks_128);
   const bool rows_32 = wide_32 || narrow_32;
-  WqGemmConfig w = rows_32 ? config_32() : make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
-  w.warps_n = 8, w.wgmma = true;
-  if (!rows_32) w.split_k = wq::fill_split(p, w, sms / 2.0);
+  WqGemmConfig w = c32;
+  if (!rows_32) {
+    w = make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 ? 2 : 4, 1, 3);
+    w.warps_n = 8, w.wgmma = true;
+    w.split_k = wq::fill_split(p, w, sms / 2.0);
+  }
   const int64_t w_blocks =
       ceil_div(tiles, w.n_tiles * w.warps_n) * ceil_div(bucket, 16 * w.m_tiles) * w.split_k;
   // 128-column blocks of 16·mt rows (two warpgroups of one m64 tile) with the image: the rules below.
@@ -228,14 +229,20 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 13.4 µs without, 14.4 with; 2560×8192 M = 64 13.8 / 14.4; 5120×8192 M = 64 20.6 / 20.1; H200).
   // This takes it from v4's K-heavy 128-row layers under 4 tiles per SM too (2560×8192: H100 19.65
   // without, 20.61 with).
-  // v25: nor at 32 rows under 5 tiles per SM (every narrow layer's stream-K best at 32 rows went
-  // without it: 2304×16384 15.1 µs against 15.9 with it, 2560×8192 11.1 / 12.1, 5120×27648 36.6 / 37.0).
-  const bool image = bucket == 32 ? tiles_per_sm >= 5 : !few_blocks_wgmma || tiles_per_sm >= 4 || few_blocks_k_heavy;
+  // v25: nor at 32 rows under 5 tiles per SM (H200 tunes, stream K without the image against with it:
+  // 2304×16384 15.1 µs / 15.9, 2560×8192 11.1 / 12.1, with 4 tiles a warp 5120×13824 22.7 / 23.3 and
+  // 5120×27648 36.6 / 37.4).
+  const bool image =
+      bucket == 32 ? tiles_per_sm >= 5 : !few_blocks_wgmma || few_blocks_128 || tiles_per_sm >= 4;
+  // v25: stream K at 32 rows keeps 4 tiles a warp from 4 tiles per SM and 96 chunks (5120×13824,
+  // ×17920, ×27648: the tuned best of both GPUs; H200 bench 22.00 / 26.19 / 35.86 µs against 22.38 /
+  // 26.93 / 37.84 with 2 tiles), else 2 (5120×8192, 64 chunks: 16.27 against 16.62).
+  const int stream_k_tiles_32 = rows_32 && tiles_per_sm >= 4 && chunks >= 96 ? 4 : 2;
   // (v24: at 32 rows only where the split leaves the grid under 0.7 wave: 10240×8192, 80 blocks,
   // took stream K, 14336×8192, 112, kept its split of 2, both files' best.)
   if (w.split_k > 1 && chunks / w.split_k <= 32 && (!rows_32 || w_blocks < 0.7 * sms)) {
     WqGemmConfig s = w;
-    s.split_k = 1, s.n_tiles = 2, s.stream_k = true, s.x_image = image;
+    s.split_k = 1, s.n_tiles = stream_k_tiles_32, s.stream_k = true, s.x_image = image;
     if (can_implement(p, s, arch)) return s;
   }
   // v24: stream K also where the unsplit grid is under 0.7 wave (10240×8192 M = 128, 80 blocks of 128
@@ -250,7 +257,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   if (under_wave || (w.split_k == 1 && w_blocks > sms && w_blocks <= 1.5 * sms)) {
     WqGemmConfig s = w;
     s.split_k = 1, s.stream_k = true, s.x_image = image;
-    if (w_blocks < 0.7 * sms) s.n_tiles = 2;
+    if (w_blocks < 0.7 * sms) s.n_tiles = stream_k_tiles_32;
     if (can_implement(p, s, arch)) return s;
   }
   w.x_image = true;

@@ -120,7 +120,7 @@ TEST_CASE("choose_config v24: where the new rules stop", "[config][heuristic]") 
   // the split leaves under 0.7 wave (5120×27648: 20 blocks split 4); 4096×14336 (112 chunks) stays.
   // (v25: without the image at 32 rows under 5 tiles per SM.)
   CHECK(wgmma_shape(choose_hopper(3584, 18944, 32)) == "2,4,8,1 sk8 img");
-  CHECK(wgmma_shape(choose_hopper(5120, 27648, 32)) == "2,2,8,1 sK");
+  CHECK(wgmma_shape(choose_hopper(5120, 27648, 32)) == "2,4,8,1 sK");  // v25: 4 tiles a warp kept
   CHECK_FALSE(choose_hopper(4096, 14336, 32).wgmma);
   // ... and at 64 rows the same (v23: (4,4,8,1) split 4); v25 at 128 rows too.
   CHECK(wgmma_shape(choose_hopper(5120, 27648, 64)) == "4,2,8,1 sK img");

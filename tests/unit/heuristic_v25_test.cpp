@@ -13,23 +13,21 @@ using lowbit::test::choose_hopper;
 using lowbit::test::wgmma_shape;
 
 TEST_CASE("choose_config v25: 32 rows on narrow K-heavy layers take wgmma stream K", "[config][heuristic]") {
-  // 2-5 tiles per SM, 64 chunks or more, the K split under 0.7 wave: stream K, no image.
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 13824},
-                      {5120, 17920},
-                      {5120, 27648},
-                      {2304, 16384},
-                      {2560, 8192},
-                      {5120, 8192}})
-    CHECK(wgmma_shape(choose_hopper(n, k, 32)) == "2,2,8,1 sK");
+  // 2-5 tiles per SM, 64 chunks or more, the K split under 0.7 wave: stream K, no image; 4 tiles a
+  // warp from 4 tiles per SM and 96 chunks, else 2.
+  for (int64_t k : {13824, 17920, 27648}) CHECK(wgmma_shape(choose_hopper(5120, k, 32)) == "2,4,8,1 sK");
+  CHECK(wgmma_shape(choose_hopper(5120, 8192, 32)) == "2,2,8,1 sK");  // 64 chunks
+  CHECK(wgmma_shape(choose_hopper(2304, 16384, 32)) == "2,2,8,1 sK");
+  CHECK(wgmma_shape(choose_hopper(2560, 8192, 32)) == "2,2,8,1 sK");
   // Where the split makes 0.7-1 wave it stays: split 8 from 144 chunks (v24), else mma.sync.
   CHECK(wgmma_shape(choose_hopper(3584, 18944, 32)) == "2,4,8,1 sk8 img");
   CHECK_FALSE(choose_hopper(4096, 14336, 32).wgmma);
   CHECK_FALSE(choose_hopper(3584, 14336, 32).wgmma);
-  // Edges: under 2 tiles per SM, under 64 chunks, 5 tiles per SM or more, other bit widths.
+  // Edges: under 2 tiles per SM, under 64 chunks, 5 tiles per SM or more (5632 columns: 88 blocks
+  // split 4, under 0.7 wave, so only the tiles bound stops it), 3-bit weights.
   CHECK_FALSE(choose_hopper(1280, 8192, 32).wgmma);
-  CHECK_FALSE(choose_hopper(5120, 7936, 32).wgmma);   // 62 chunks
-  CHECK_FALSE(choose_hopper(6144, 16384, 32).wgmma);  // 5.8 tiles per SM
-  for (int bits : {2, 3, 8}) CHECK_FALSE(choose_hopper(5120, 13824, 32, bits).wgmma);
+  CHECK_FALSE(choose_hopper(5120, 7936, 32).wgmma);  // 62 chunks
+  CHECK_FALSE(choose_hopper(5632, 16384, 32).wgmma);
 }
 
 TEST_CASE("choose_config v25: 128 rows take stream K where the K split leaves under 0.7 wave",
@@ -48,6 +46,8 @@ TEST_CASE("choose_config v25: 128 rows take stream K where the K split leaves un
 TEST_CASE("choose_config v25: few-block K-heavy layers at 128 rows take all rows and the image",
           "[config][heuristic]") {
   CHECK(wgmma_shape(choose_hopper(2304, 16384, 128)) == "8,2,8,1 sK img");  // 128 chunks
+  // Under 2 tiles per SM as v24 however long K is (v24's measures: no image there).
+  CHECK(wgmma_shape(choose_hopper(1280, 16384, 128)) == "4,2,8,1 sK");
   // Under 96 chunks as v24 (64-row blocks, no image under 4 tiles per SM); at 64 rows no image.
   CHECK(wgmma_shape(choose_hopper(2560, 8192, 128)) == "4,2,8,1 sK");
   CHECK(wgmma_shape(choose_hopper(1280, 8192, 128)) == "4,2,8,1 sK");
@@ -74,6 +74,11 @@ TEST_CASE("choose_config v25: K-heavy narrow layers up to 16 rows split K in a c
   CHECK(choose_hopper(2560, 8192, 1).split_k == 1);
   CHECK(choose_hopper(4096, 14336, 1).split_k == 1);
   CHECK(choose_hopper(4096, 14336, 16).split_k == 1);
+  // Nor 2-tile blocks (1280-wide shards: 80 blocks), unmeasured, nor deterministic problems.
+  CHECK(choose_hopper(1280, 16384, 1).split_k == 1);
+  lowbit::WqGemmProblem d;
+  d.n = 2304, d.k = 16384, d.m = 1, d.deterministic = true;
+  CHECK(lowbit::choose_config(d, lowbit::Arch::parse("sm_90a"), 132).split_k == 1);
   // Nor before sm_90 (no cluster: the split would go through the workspace; sm_80 stages per warp too).
   lowbit::WqGemmProblem p;
   p.n = 2304, p.k = 16384, p.m = 1;
