@@ -285,15 +285,21 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   WqBenchSetup setup(rt, base, buckets.back());
   ScopedStream stream;
   std::vector<WqTuneResult> results;
+  std::size_t buckets_left = plan.size();
   for (const auto& [plan_bucket, candidates] : plan) {
     const int64_t bucket = plan_bucket;  // a plain variable: lambdas below capture it
+    // The layer's budget left, shared evenly by the buckets still to tune (what one leaves goes to
+    // the next): one deadline for the whole layer let the last buckets time 1-2 configs (H100 out-of-
+    // sample tune, forty-second session).
+    const double bucket_deadline_s =
+        elapsed_s() + (opt.budget_s - elapsed_s()) / static_cast<double>(buckets_left--);
     WqTuneResult r;
     r.key = wq::tuning_key(base, bucket).str();
     r.heuristic = candidates.front();
     r.best_us = 1e300;
     std::vector<std::pair<double, WqGemmConfig>> timed;
     std::vector<WqGemmConfig> seen;  // timed or failed
-    auto out_of_time = [&] { return r.tried > 0 && opt.budget_s > 0 && elapsed_s() > opt.budget_s; };
+    auto out_of_time = [&] { return r.tried > 0 && opt.budget_s > 0 && elapsed_s() > bucket_deadline_s; };
     // One timing of config c (checked against the reference first when `check`); nullopt if it fails.
     auto measure = [&](const WqGemmConfig& c, bool check) -> std::optional<double> {
       try {
