@@ -10,10 +10,6 @@
 #include "tune/wq_tune.hpp"
 #include "unit/unit_helpers.hpp"
 
-// The arch of the shared-memory and launch-shape checks below (Hopper: K splits of 2..8 pieces
-// meet in a cluster there, and every side of each comparison takes the same arch).
-static const lowbit::Arch kArch90 = lowbit::Arch::parse("sm_90a");
-
 namespace {
 
 using lowbit::Arch;
@@ -578,7 +574,8 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   bad["x_shared"] = 1;  // must be a boolean
   CHECK_FALSE(lowbit::wq::config_from_json(bad).has_value());
   // The activation stages: 4 stages × 64 rows × 2 chunks of 128 values × 2 bytes, before the rings.
-  CHECK(lowbit::wq::smem_bytes(p, c, kArch90) == lowbit::wq::smem_bytes(p, plain, kArch90) + 4 * 64 * 256 * 2);
+  CHECK(lowbit::wq::smem_bytes(p, c, lowbit::test::kArch90) ==
+        lowbit::wq::smem_bytes(p, plain, lowbit::test::kArch90) + 4 * 64 * 256 * 2);
   // Up to 8 rows with one row tile the kernel skips rows 8..15 and stages only the 8 rows it reads;
   // the kernel of M = 1 stages its one row.
   WqGemmProblem one_row = p, two_rows = p;
@@ -587,14 +584,17 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   swapped.m_tiles = 1;
   WqGemmConfig swapped_plain = swapped;
   swapped_plain.x_shared = false;
-  CHECK(lowbit::wq::smem_bytes(two_rows, swapped, kArch90) ==
-        lowbit::wq::smem_bytes(two_rows, swapped_plain, kArch90) + 4 * 8 * 256 * 2);
-  CHECK(lowbit::wq::smem_bytes(one_row, swapped, kArch90) ==
-        lowbit::wq::smem_bytes(one_row, swapped_plain, kArch90) + 4 * 1 * 256 * 2);
+  CHECK(lowbit::wq::smem_bytes(two_rows, swapped, lowbit::test::kArch90) ==
+        lowbit::wq::smem_bytes(two_rows, swapped_plain, lowbit::test::kArch90) + 4 * 8 * 256 * 2);
+  CHECK(lowbit::wq::smem_bytes(one_row, swapped, lowbit::test::kArch90) ==
+        lowbit::wq::smem_bytes(one_row, swapped_plain, lowbit::test::kArch90) + 4 * 1 * 256 * 2);
   // The launch takes the bucket's size, whatever M the plan's problem has.
-  CHECK(lowbit::wq::geometry(one_row, swapped, kArch90, 16, 16).smem == lowbit::wq::smem_bytes(p, swapped, kArch90));
-  CHECK(lowbit::wq::geometry(p, swapped, kArch90, 1, 1).smem == lowbit::wq::smem_bytes(one_row, swapped, kArch90));
-  CHECK(lowbit::wq::geometry(p, swapped, kArch90, 2, 2).smem == lowbit::wq::smem_bytes(two_rows, swapped, kArch90));
+  CHECK(lowbit::wq::geometry(one_row, swapped, lowbit::test::kArch90, 16, 16).smem ==
+        lowbit::wq::smem_bytes(p, swapped, lowbit::test::kArch90));
+  CHECK(lowbit::wq::geometry(p, swapped, lowbit::test::kArch90, 1, 1).smem ==
+        lowbit::wq::smem_bytes(one_row, swapped, lowbit::test::kArch90));
+  CHECK(lowbit::wq::geometry(p, swapped, lowbit::test::kArch90, 2, 2).smem ==
+        lowbit::wq::smem_bytes(two_rows, swapped, lowbit::test::kArch90));
   // The one-row kernel (staged or not) has a name of its own and runs M = 1 only.
   CHECK(lowbit::wq::one_row_kernel(swapped, 1));
   CHECK_FALSE(lowbit::wq::one_row_kernel(swapped, 2));
@@ -606,7 +606,7 @@ TEST_CASE("x_shared: JSON round trip, name, shared memory, and a malformed field
   CHECK(lowbit::test::contains(spec_of(p, swapped, 1).name_expression, ", false, true, false,"));
   std::string what;
   try {
-    lowbit::wq::geometry(p, swapped, kArch90, 2, 1);
+    lowbit::wq::geometry(p, swapped, lowbit::test::kArch90, 2, 1);
   } catch (const lowbit::Error& e) {
     what = e.what();
   }
@@ -659,8 +659,9 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   // 4 stages × ((64 rows × 128 k × 2 B + 8 tiles × 128 × 4 bits + 2 × 8 rows of 16 B), each rounded
   // up to 1 KiB, and two 8-byte mbarriers) + 1 KiB to align the first.
   auto kib = [](int bytes) { return (bytes + 1023) / 1024 * 1024; };
-  CHECK(lowbit::wq::smem_bytes(p, c, kArch90) == 4 * (kib(64 * 256 + 8 * 128 * 4 + 2 * 8 * 16) + 16) + 1024);
-  CHECK(lowbit::wq::smem_bytes(p, with([](WqGemmConfig& e) { e.warps_n = 8; }), kArch90) ==
+  CHECK(lowbit::wq::smem_bytes(p, c, lowbit::test::kArch90) ==
+        4 * (kib(64 * 256 + 8 * 128 * 4 + 2 * 8 * 16) + 16) + 1024);
+  CHECK(lowbit::wq::smem_bytes(p, with([](WqGemmConfig& e) { e.warps_n = 8; }), lowbit::test::kArch90) ==
         4 * (kib(64 * 256 + 16 * 128 * 4 + 2 * 16 * 16) + 16) + 1024);
   const auto spec = spec_of(p, c, 64);
   CHECK(lowbit::test::contains(spec.name, "wg"));

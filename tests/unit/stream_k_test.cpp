@@ -12,10 +12,6 @@
 #include "support/catch.hpp"
 #include "unit/unit_helpers.hpp"
 
-// The arch of the shared-memory and launch-shape checks below (Hopper: K splits of 2..8 pieces
-// meet in a cluster there, and every side of each comparison takes the same arch).
-static const lowbit::Arch kArch90 = lowbit::Arch::parse("sm_90a");
-
 using lowbit::Arch;
 using lowbit::DType;
 using lowbit::WqGemmConfig;
@@ -95,14 +91,14 @@ TEST_CASE("stream K: rules, JSON, name, geometry", "[stream_k]") {
   // 112 column blocks × 32 chunks × 1 row block; the grid is the resident blocks, or fewer steps.
   CHECK(lowbit::wq::stream_k_steps(p, c, 64) == 112 * 32);
   CHECK(lowbit::wq::stream_k_steps(p, c, 65) == 2 * 112 * 32);
-  const auto g = lowbit::wq::geometry(p, c, kArch90, 64, 64, 132);
+  const auto g = lowbit::wq::geometry(p, c, lowbit::test::kArch90, 64, 64, 132);
   CHECK(g.grid_x == 132);
   CHECK(g.grid_y == 1);
   CHECK(g.grid_z == 1);
-  CHECK(lowbit::wq::geometry(p, c, kArch90, 64, 64, 100000).grid_x == 112 * 32);
+  CHECK(lowbit::wq::geometry(p, c, lowbit::test::kArch90, 64, 64, 100000).grid_x == 112 * 32);
   std::string what;
   try {
-    lowbit::wq::geometry(p, c, kArch90, 64, 64);
+    lowbit::wq::geometry(p, c, lowbit::test::kArch90, 64, 64);
   } catch (const lowbit::Error& e) {
     what = e.what();
   }

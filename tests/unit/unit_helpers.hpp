@@ -20,6 +20,10 @@ inline lowbit::RuntimeOptions offline_options(const std::string& arch, const std
   return o;
 }
 
+// The arch of the shared-memory and launch-shape checks (Hopper: K splits of 2..8 pieces meet in a
+// cluster there, and every side of each comparison takes the same arch).
+inline const lowbit::Arch kArch90 = lowbit::Arch::parse("sm_90a");
+
 // The 4096×4096 W4 g128 layer at M=1 most compile tests build.
 inline lowbit::WqGemmProblem problem_4096() {
   lowbit::WqGemmProblem p;
