@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   double budget = 0;
   tune->add_option("--db", db_path, "tuning file to merge into (created if missing)")->required();
   tune->add_option("--budget", budget,
-                   "seconds per layer, shared evenly by its M buckets (0 = try every candidate)")
+                   "seconds of timing per layer (its compiles come first, uncounted), shared evenly by its M "
+                   "buckets (0 = try every candidate)")
       ->default_val(0);
   const lowbit::tune::WqTuneOptions tune_defaults;  // one source for the library's and the CLI's defaults
   int refine = tune_defaults.refine_rounds;

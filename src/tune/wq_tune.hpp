@@ -13,7 +13,8 @@ namespace lowbit::tune {
 
 struct WqTuneOptions {
   std::vector<int64_t> ms{1, 2, 4, 8, 16, 32, 64, 128};  // one entry per M bucket
-  // Seconds per layer, shared evenly by its M buckets; 0 = no limit (the heuristic is always timed first).
+  // Seconds of timing per layer (counted after its compiles), shared evenly by its M buckets; 0 = no
+  // limit (the heuristic is always timed first).
   double budget_s = 0;
   int replays = 10;
   int rounds = 2;
