@@ -242,6 +242,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
           tiles_per_sm > 6 && 2 * col_blocks >= sms)
         c.n_tiles = 8;
     }
+    // Heuristic v26 (forty-third session, out of sample): 1-8 rows on wide layers (over 8 tiles per
+    // SM) with short K (16 chunks or fewer), 3- and 4-bit: staged per warp too, 3 stages. Qwen2.5-3B's
+    // gate+up, 22016×2048, bench against the registers' (1,4,1,2): H200 M = 1 9.66 → 8.35 µs, M = 4
+    // 10.00 → 8.54, M = 8 10.20 → 8.52; H100 11.19 → 10.32, 11.42 → 10.76, 11.58 → 10.76.
+    if (v5 && stage_per_warp && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 8 && chunks <= 16 &&
+        !c.x_shared)
+      c.x_shared = true, c.stages = 3;
     // Heuristic v24: 8 rows on 12-16 tiles per SM (14336×8192, 16384²), 3- and 4-bit: staged per warp,
     // 8 tiles × 4 warps along K, the tuned best of both files (H200 14336×8192 17.75 µs against 20.78
     // for the registers' (1,4,1,4); 1.12× on 16384²; H100 1.03-1.04×).
@@ -274,7 +281,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // ones), the best config of the H200's W8 re-tunes at 16 rows on 4096², 6144×4096 and 8192²
     // (6144×4096: 9.34 µs against 11.58 with 8 warps).
     c = make(1, 4, 8, tiles_per_sm <= 4 ? 3 : 2);
-    if (tiles_per_sm > 20)
+    // v26 (forty-third session, out of sample): short K (16 chunks or fewer) shares each chunk's
+    // activations between 2 warps side by side, 2 along K (22016×2048 bench: H100 10.65 µs against
+    // 12.29 for (1,4,1,4), H200 9.90 against 10.65; on the long-K wide layers of the shipped files
+    // it lost: H100 37888×3584 35.46 against 28.38 for the tuned (1,4,2,1)).
+    if (tiles_per_sm > 20 && chunks <= 16)
+      c.warps_n = 2, c.warps_k = 2;
+    else if (tiles_per_sm > 20)
       c.warps_k = 4;
     else if (tiles_per_sm > 12)
       c.n_tiles = 8, c.warps_k = 4;
@@ -355,6 +368,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c = make(1, 8, 4, 4);
     } else {
       c = make(1, 4, col_blocks * ceil_div(bucket, 16) < 3LL * sms ? 4 : 2, 4);
+      // Heuristic v26 (forty-third session, out of sample): at 64 rows these blocks stage their
+      // activations per warp, 3 stages, as v18's narrow layers do (per_warp_64 below; not 8-bit
+      // weights). Qwen2.5-3B's QKV, 2560×2048, bench: H200 8.36 → 5.91 µs, H100 8.39 → 5.96. No layer
+      // of either shipped file reaches this branch any more (wgmma or the rules above take them).
+      if (bucket == 64 && stage_per_warp && p.bits != 8) c.x_shared = true, c.stages = 3;
     }
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200

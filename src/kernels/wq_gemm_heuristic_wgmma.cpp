@@ -48,7 +48,13 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   //   stopped spilling in that config, best or within 0.6 % on the same four (28672×4096 69.3 µs
   //   against 77.1).
   const bool rows_64_128 = bucket == 64 || bucket == 128;
-  const bool large = weights >= 48e6;
+  // Heuristic v26 (forty-third session, out of sample): wide layers of over 10 tiles per SM (past
+  // v4's one-wave rule) from 8 M weights count as large too. Qwen2.5-3B's gate+up, 22016×2048 (45 M
+  // weights, 21 tiles per SM), bench against v25's block-shared mma.sync: H200 64 rows 24.86 → 19.86
+  // µs, 128 rows 54.00 → 30.60; H100 24.82 → 19.87, 54.11 → 29.61. Every layer of the shipped files
+  // over 10 tiles per SM has 48 M weights or more, so no entry there moves. 4-bit weights, as measured.
+  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 10 && p.bits == 4;
+  const bool large = weights >= 48e6 || wide_mid;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);
   // Heuristic v17: where 128-column blocks split in two along K (a cluster pair, below) make
@@ -60,7 +66,15 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     const int64_t blocks = pieces * blocks_128(mt);
     return blocks >= 0.7 * sms && blocks <= sms;
   };
-  auto pair_wave_at = [&](int mt) { return mt * 16 <= bucket && wave_of(mt, 2) && chunks >= 16; };
+  // v26 (forty-third session, out of sample): from half a wave on short K (16-27 chunks, too few to
+  // share out as stream K), 4-bit weights. Llama-3.2-3B's QKV, 5120×3072, 80 pair blocks, bench against
+  // v25's mma.sync: H200 64 rows 16.29 → 11.21 µs, 128 rows 18.54 → 15.25; H100 17.43 → 11.97, 18.48
+  // → 15.49.
+  auto pair_wave_at = [&](int mt) {
+    const int64_t blocks = 2 * blocks_128(mt);
+    const bool short_k_wave = p.bits == 4 && chunks < 28 && blocks >= 0.5 * sms && blocks <= sms;
+    return mt * 16 <= bucket && (wave_of(mt, 2) || short_k_wave) && chunks >= 16;
+  };
   // Heuristic v20 (twenty-sixth session): 8-bit weights at 64 rows too. The exclusion dated from before
   // the cluster pair (v10: wgmma 1.21× the best there); since, the pair ran 6144×4096 W8 M = 64 in 15.4
   // µs on the H100 (stream K, its tuned entry, 17.2; block-shared, v19's choice, 18.8) and 14.5 on the
@@ -253,7 +267,9 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // M = 64 48.2 against 59.6 for (4,4,8,1) split 4). v25: at 128 rows too (v24 kept the split there
   // from a tune that had not timed stream K): H200 bench, split 2 → stream K, 5120×13824 44.91 → 38.88
   // µs, 5120×17920 55.74 → 46.76, 5120×27648 83.83 → 67.48 (its split 8 79.49).
-  const bool under_wave = w_blocks < 0.7 * sms;
+  // v26: not on short K (under 32 chunks; 22016×2048 M = 64, 86 blocks of 256 columns: H200 bench
+  // 19.86 µs unsplit against 21.14 for stream K).
+  const bool under_wave = w_blocks < 0.7 * sms && chunks >= 32;
   if (under_wave || (w.split_k == 1 && w_blocks > sms && w_blocks <= 1.5 * sms)) {
     WqGemmConfig s = w;
     s.split_k = 1, s.stream_k = true, s.x_image = image;

@@ -1,0 +1,78 @@
+// Heuristic v26 (docs/perf-notes.md, forty-third session): fitted to out-of-sample tunes of eleven
+// layers in neither shipped file (H200 and H100) and to a bench of the new choices on both GPUs.
+#include <cstdint>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+#include "unit/unit_helpers.hpp"
+
+using lowbit::WqGemmConfig;
+using lowbit::test::choose_hopper;
+using lowbit::test::wgmma_shape;
+
+TEST_CASE("choose_config v26: wide layers from 8 M weights take the large layers' wgmma at 64/128 rows",
+          "[config][heuristic]") {
+  // 22016×2048: 45 M weights, 21 tiles per SM, 16 chunks. At 64 rows 86 blocks of 256 columns, under
+  // 0.7 wave, but 16 chunks are too few for stream K: unsplit. At 128 rows 172 blocks: stream K.
+  CHECK(wgmma_shape(choose_hopper(22016, 2048, 64)) == "4,4,8,1 sk1 img");
+  CHECK(wgmma_shape(choose_hopper(22016, 2048, 128)) == "8,2,8,1 sK img");
+  // Over 10 tiles per SM only (10560 columns: 10.0; at 128 rows v4's one-wave rule has it anyway).
+  CHECK(choose_hopper(10688, 2048, 64).wgmma);
+  CHECK_FALSE(choose_hopper(10560, 2048, 64).wgmma);
+  // Not 2-bit weights (unmeasured), nor under 8 M weights.
+  CHECK_FALSE(choose_hopper(22016, 2048, 64, 2).wgmma);
+  CHECK_FALSE(choose_hopper(22016, 256, 64).wgmma);
+  // Under-wave stream K stays on long K (10240×8192 M = 64: 40 blocks, 64 chunks).
+  CHECK(wgmma_shape(choose_hopper(10240, 8192, 64)) == "4,2,8,1 sK img");
+}
+
+TEST_CASE("choose_config v26: the cluster pair from half a wave on short K", "[config][heuristic]") {
+  // 5120×3072: 40 column blocks of 128, split in two: 80 blocks (0.61 wave), 24 chunks.
+  CHECK(wgmma_shape(choose_hopper(5120, 3072, 64)) == "4,2,8,1 sk2 img");
+  CHECK(wgmma_shape(choose_hopper(5120, 3072, 128)) == "8,2,8,1 sk2 img");
+  // From 28 chunks v24's few-block rule keeps stream K; under half a wave (3072 columns: 48 blocks)
+  // and at 2 bits nothing changes (mma.sync).
+  CHECK(wgmma_shape(choose_hopper(5120, 3584, 64)) == "4,2,8,1 sK img");
+  CHECK_FALSE(choose_hopper(3072, 3072, 64).wgmma);
+  CHECK_FALSE(choose_hopper(5120, 3072, 64, 2).wgmma);
+}
+
+TEST_CASE("choose_config v26: wide short-K layers stage activations up to 16 rows", "[config][heuristic]") {
+  // 1-8 rows: staged per warp, 3 stages, the registers' tiles and warps (4 tiles, 2 along K).
+  for (int64_t m : {1, 2, 4, 8}) {
+    const WqGemmConfig c = choose_hopper(22016, 2048, m);
+    INFO("M = " << m << ": " << c.str());
+    CHECK(c.x_shared);
+    CHECK(c.stages == 3);
+    CHECK(c.n_tiles == 4);
+    CHECK(c.warps_k == 2);
+    CHECK(c.warps_n == 1);
+  }
+  // 16 rows: 2 warps side by side, 2 along K.
+  const WqGemmConfig c16 = choose_hopper(22016, 2048, 16);
+  CHECK(c16.x_shared);
+  CHECK(c16.warps_n == 2);
+  CHECK(c16.warps_k == 2);
+  // Long K (28672×4096, 32 chunks) as before: registers at one row, one warp along N at 16.
+  CHECK_FALSE(choose_hopper(28672, 4096, 1).x_shared);
+  CHECK(choose_hopper(28672, 4096, 16).warps_n == 1);
+  // 2-bit weights keep their rules.
+  CHECK_FALSE(choose_hopper(22016, 2048, 1, 2).x_shared);
+}
+
+TEST_CASE("choose_config v26: small layers at 64 rows stage activations per warp", "[config][heuristic]") {
+  // 2560×2048 (5 M weights, under every wgmma rule): (1,4,1,4), staged, 3 stages.
+  const WqGemmConfig c = choose_hopper(2560, 2048, 64);
+  CHECK(c.x_shared);
+  CHECK(c.stages == 3);
+  CHECK(c.m_tiles == 1);
+  CHECK(c.n_tiles == 4);
+  CHECK(c.warps_n == 1);
+  CHECK(c.warps_k == 4);
+  // Not 8-bit weights (block-shared or registers there, as v18), nor deterministic problems.
+  CHECK_FALSE(choose_hopper(2560, 2048, 64, 8).x_shared);
+  lowbit::WqGemmProblem d;
+  d.n = 2560, d.k = 2048, d.m = 64, d.bits = 4, d.group_size = 128, d.deterministic = true;
+  CHECK_FALSE(lowbit::choose_config(d, lowbit::test::kArch90, 132).x_shared);
+}
