@@ -3,7 +3,7 @@
 and ask what the lookup would pick from the others (nearest layer of the same format and M bucket,
 log2 distance over N and K, as TuningDb::lookup does), then read that config's time on the hidden
 layer from the hidden entry's own winner and runners-up. Prints, per M bucket, how often the
-nearest entry and the heuristic land within 10 % of the hidden layer's best, and how often the lookup as it is (the nearest layer only within log distance
+nearest entry and the heuristic land within 10 % of the hidden layer's best, and how often the lookup as it was until the forty-third session (the nearest layer only within log distance
 0.25, kMaxLayerDistance, else the heuristic) does. The heuristic's time is the one stored in the
 hidden entry (the heuristic of the day of the tune); with CURRENT=1 it is the heuristic as built now
 (`lowbit inspect`, offline, as scripts/heuristic_vs_tuned.py does: a config the tune did not time,

@@ -205,10 +205,10 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   for (const auto& [name, v] : key.shape)
     if (name != "m") log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
   const double log_m = std::log2(static_cast<double>(*m));
-  // Steps 1..3 below; the first step with any candidate wins, nearest first (ties → the larger M,
-  // then the first entry). Only the same layer and the same M bucket can be candidates.
-  const Indexed* best[3] = {nullptr, nullptr, nullptr};
-  double best_d[3] = {1e300, 1e300, 1e300};
+  // Steps 1..2 below; the first step with any candidate wins, nearest first (ties → the larger M,
+  // then the first entry). Only the same layer can be a candidate (tuning_db.hpp says why).
+  const Indexed* best[2] = {nullptr, nullptr};
+  double best_d[2] = {1e300, 1e300};
   auto consider = [&](int step, double d, const Indexed& e) {
     if (d < best_d[step]) best_d[step] = d, best[step] = &e;
   };
@@ -225,17 +225,13 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   if (const auto same = fi.by_m.find(*m); same != fi.by_m.end())
     for (std::size_t i : same->second) {
       const Indexed& e = fi.entries[i];
-      if (e.log_rest.size() != log_rest.size()) continue;
-      double layer_d = 0;
-      for (std::size_t j = 0; j < log_rest.size(); ++j) layer_d += std::fabs(e.log_rest[j] - log_rest[j]);
-      if (layer_d > kMaxLayerDistance) continue;  // too far to say more than the heuristic
-      if (e.format == format)
-        consider(1, layer_d, e);  // (the same layer is a candidate above, and that step wins)
-      else if (e.format_class == cls)
-        consider(2, layer_d, e);
+      // The same layer (the same fields, equal values) in another format of the class; the same
+      // format at this M bucket is the exact key or step 1.
+      if (e.format == format || e.format_class != cls || e.log_rest != log_rest) continue;
+      consider(1, 0, e);
     }
-  static const char* const kSteps[3] = {"nearest M bucket", "nearest layer", "similar format"};
-  for (int s = 0; s < 3; ++s)
+  static const char* const kSteps[2] = {"nearest M bucket", "similar format"};
+  for (int s = 0; s < 2; ++s)
     if (best[s]) return hit(*best[s], kSteps[s]);
   return std::nullopt;
 }
