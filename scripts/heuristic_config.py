@@ -11,9 +11,9 @@ def heuristic_config(lowbit, arch, sm_count, n, k, m):
                           "--k", str(k), "--m", str(m), "--explain"], capture_output=True, text=True,
                          env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
     f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
-                  r"(, x_shared)?(, wgmma)?(, stream_k)?(, x_image)?", out)
+                  r"(, x_shared)?(, wgmma)?(, stream_k)?(, x_image)?(, x_sums)?", out)
     c = {name: int(v) for name, v in zip(FIELDS, f.groups()[:6])}
-    for group, flag in ((7, "x_shared"), (8, "wgmma"), (9, "stream_k"), (10, "x_image")):
+    for group, flag in ((7, "x_shared"), (8, "wgmma"), (9, "stream_k"), (10, "x_image"), (11, "x_sums")):
         if f[group]:
             c[flag] = True
     return c
