@@ -112,7 +112,11 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 14336×8192 32.08 → 28.94, 10240×8192 29.39 → 24.39 (35.70 → 25.08). (v4 had left wgmma at 32
   // rows when the mma.sync kernel swapped its operands; the image and the cluster and stream-K splits
   // came after.) 4-bit weights, as measured.
-  const bool wide_32 = bucket == 32 && large && (tiles_per_sm >= 9 || chunks >= 144) && p.bits == 4;
+  // v26 (forty-third session, out of sample): from over 8.5 tiles per SM (9216×7168, 8.7: H200 bench
+  // 26.15 µs for the staged mma.sync against 20.90 for this rule's (2,2,8,1) stream K with the image;
+  // H100 bench 28.36 against 21.18 for its tuned (2,4,8,1) stream K, which the tune put 0.4 % ahead of
+  // this rule's config). No layer of the shipped files lies between 8.5 and 9.
+  const bool wide_32 = bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 144) && p.bits == 4;
   // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
   // and their grid.
   WqGemmConfig c32 = make(2, 4, 1, 3);

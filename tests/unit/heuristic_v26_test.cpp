@@ -76,3 +76,12 @@ TEST_CASE("choose_config v26: small layers at 64 rows stage activations per warp
   d.n = 2560, d.k = 2048, d.m = 64, d.bits = 4, d.group_size = 128, d.deterministic = true;
   CHECK_FALSE(lowbit::choose_config(d, lowbit::test::kArch90, 132).x_shared);
 }
+
+TEST_CASE("choose_config v26: 32 rows take wgmma stream K from over 8.5 tiles per SM on large layers",
+          "[config][heuristic]") {
+  // 9216×7168: 8.7 tiles per SM, 56 chunks; 36 blocks split in 2 stay under 0.7 wave: stream K.
+  CHECK(wgmma_shape(choose_hopper(9216, 7168, 32)) == "2,2,8,1 sK img");
+  // 8.5 tiles per SM and under (8960 columns: 8.48) as before, and v24's 10240×8192 unchanged.
+  CHECK_FALSE(choose_hopper(8960, 7168, 32).wgmma);
+  CHECK(choose_hopper(10240, 8192, 32).wgmma);
+}
