@@ -354,6 +354,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 20.65 for (1,8,1,4), 8192×7168 17.02 against 18.44 (tuner times); H200 bench (call 8) 8192×14336
     // 29.90 against 33.14 for (1,8,1,4) (call 4), 1.06× its tuned wgmma config.
     if (tiles_per_sm > 6 && tiles_per_sm <= 8 && chunks >= 16 && p.bits == 4 && bucket == 32) c.m_tiles = 2;
+    // Heuristic v26 (forty-third session): up to 2 tiles per SM with 64 chunks or more, 16 warps along
+    // K (as at one row). Tuner times only (not benched as such): within 1.03× of the best on both GPUs
+    // on 1280×8192 (shipped files) and 2048×11008 (out of sample), where 8 warps ran 1.07-1.11×; the
+    // bench of 2048×11008 with 12 warps: H200 10.25 → 9.13 µs, H100 10.31 → 9.07.
+    if (tiles_per_sm <= 2 && chunks >= 64) c.warps_k = 16;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave
