@@ -175,6 +175,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // only where shared memory holds them at 8 warps (measured on Hopper; the 99 KiB of sm_86/89
   // would cut them to 2-warp blocks); not in deterministic mode (its K order comes from M = 1).
   const bool stage_per_warp = !p.deterministic && wq::smem_limit(arch) >= 160 * 1024;
+  // v26's mma.sync rules (forty-third session) were measured on sm_90a only, 3/4-bit where they say
+  // so: other arches keep v25's choices (the branches they touch are reached by more layers there).
+  const bool v26 = wq::has_wgmma(arch) && (p.bits == 3 || p.bits == 4);
   WqGemmConfig c;
   if (bucket <= 8) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
@@ -242,19 +245,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
           tiles_per_sm > 6 && 2 * col_blocks >= sms)
         c.n_tiles = 8;
     }
-    // Heuristic v26 (forty-third session, out of sample): 1-8 rows on wide layers (over 8 tiles per
-    // SM) with short K (16 chunks or fewer), 3- and 4-bit: staged per warp too, 3 stages. Qwen2.5-3B's
-    // gate+up, 22016×2048, bench against the registers' (1,4,1,2): H200 M = 1 9.66 → 8.35 µs, M = 4
-    // 10.00 → 8.54, M = 8 10.20 → 8.52; H100 11.19 → 10.32, 11.42 → 10.76, 11.58 → 10.76.
-    if (v5 && stage_per_warp && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 8 && chunks <= 16 &&
-        !c.x_shared)
-      c.x_shared = true, c.stages = 3;
     // Heuristic v24: 8 rows on 12-16 tiles per SM (14336×8192, 16384²), 3- and 4-bit: staged per warp,
     // 8 tiles × 4 warps along K, the tuned best of both files (H200 14336×8192 17.75 µs against 20.78
     // for the registers' (1,4,1,4); 1.12× on 16384²; H100 1.03-1.04×).
     if (v5 && bucket == 8 && stage_per_warp && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 12 &&
         tiles_per_sm <= 16)
       c.n_tiles = 8, c.warps_k = 4, c.x_shared = true;
+    // Heuristic v26 (forty-third session, out of sample): 1-8 rows on wide layers (over 8 tiles per
+    // SM) with short K (16 chunks or fewer), 3- and 4-bit: staged per warp too, 3 stages. Qwen2.5-3B's
+    // gate+up, 22016×2048, bench against the registers' (1,4,1,2): H200 M = 1 9.66 → 8.35 µs, M = 4
+    // 10.00 → 8.54, M = 8 10.20 → 8.52; H100 11.19 → 10.32, 11.42 → 10.76, 11.58 → 10.76.
+    // (After v24's 8-row rule, whose staged configs keep their 2 stages.)
+    if (v26 && stage_per_warp && tiles_per_sm > 8 && chunks <= 16 && !c.x_shared)
+      c.x_shared = true, c.stages = 3;
     // Heuristic v19 (twenty-sixth session; the W2 M = 1 entries of both GPUs, the H200's re-tuned
     // with the band copies): 2-bit weights at one row, where a tile-chunk is 256 bytes, take 8 tiles
     // per warp from 4.5 tiles per SM (6144×4096, 8192²), with 16 warps along K from 64 chunks: the
@@ -285,7 +288,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // activations between 2 warps side by side, 2 along K (22016×2048 bench: H100 10.65 µs against
     // 12.29 for (1,4,1,4), H200 9.90 against 10.65; on the long-K wide layers of the shipped files
     // it lost: H100 37888×3584 35.46 against 28.38 for the tuned (1,4,2,1)).
-    if (tiles_per_sm > 20 && chunks <= 16)
+    if (v26 && tiles_per_sm > 20 && chunks <= 16)
       c.warps_n = 2, c.warps_k = 2;
     else if (tiles_per_sm > 20)
       c.warps_k = 4;
@@ -358,7 +361,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // K (as at one row). Tuner times only (not benched as such): within 1.03× of the best on both GPUs
     // on 1280×8192 (shipped files) and 2048×11008 (out of sample), where 8 warps ran 1.07-1.11×; the
     // bench of 2048×11008 with 12 warps: H200 10.25 → 9.13 µs, H100 10.31 → 9.07.
-    if (tiles_per_sm <= 2 && chunks >= 64) c.warps_k = 16;
+    if (v26 && tiles_per_sm <= 2 && chunks >= 64) c.warps_k = 16;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave
@@ -374,10 +377,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     } else {
       c = make(1, 4, col_blocks * ceil_div(bucket, 16) < 3LL * sms ? 4 : 2, 4);
       // Heuristic v26 (forty-third session, out of sample): at 64 rows these blocks stage their
-      // activations per warp, 3 stages, as v18's narrow layers do (per_warp_64 below; not 8-bit
-      // weights). Qwen2.5-3B's QKV, 2560×2048, bench: H200 8.36 → 5.91 µs, H100 8.39 → 5.96. No layer
-      // of either shipped file reaches this branch any more (wgmma or the rules above take them).
-      if (bucket == 64 && stage_per_warp && p.bits != 8) c.x_shared = true, c.stages = 3;
+      // activations per warp, 3 stages, as v18's narrow layers do (per_warp_64 below). Qwen2.5-3B's
+      // QKV, 2560×2048, bench: H200 8.36 → 5.91 µs, H100 8.39 → 5.96. On sm_90a no W4 layer of either
+      // shipped file reaches this branch any more (wgmma or the rules above take them).
+      if (v26 && bucket == 64 && stage_per_warp) c.x_shared = true, c.stages = 3;
     }
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200

@@ -48,12 +48,14 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   //   stopped spilling in that config, best or within 0.6 % on the same four (28672×4096 69.3 µs
   //   against 77.1).
   const bool rows_64_128 = bucket == 64 || bucket == 128;
-  // Heuristic v26 (forty-third session, out of sample): wide layers of over 10 tiles per SM (past
-  // v4's one-wave rule) from 8 M weights count as large too. Qwen2.5-3B's gate+up, 22016×2048 (45 M
-  // weights, 21 tiles per SM), bench against v25's block-shared mma.sync: H200 64 rows 24.86 → 19.86
-  // µs, 128 rows 54.00 → 30.60; H100 24.82 → 19.87, 54.11 → 29.61. Every layer of the shipped files
-  // over 10 tiles per SM has 48 M weights or more, so no entry there moves. 4-bit weights, as measured.
-  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 10 && p.bits == 4;
+  // Heuristic v26 (forty-third session, out of sample): wide layers of over 16 tiles per SM from 8 M
+  // weights and 16 chunks count as large too. Qwen2.5-3B's gate+up, 22016×2048 (45 M weights, 21 tiles
+  // per SM, 16 chunks), bench against v25's block-shared mma.sync: H200 64 rows 24.86 → 19.86 µs, 128
+  // rows 54.00 → 30.60; H100 24.82 → 19.87, 54.11 → 29.61. Not from 10 tiles per SM: between, the
+  // 64-row blocks would be split in two and then turned into stream K on short K (v11, below),
+  // unmeasured. Every layer of the shipped files over 10 tiles per SM has 48 M weights or more, so no
+  // entry there moves. 4-bit weights, as measured.
+  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 16 && chunks >= 16 && p.bits == 4;
   const bool large = weights >= 48e6 || wide_mid;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);

@@ -17,12 +17,14 @@ TEST_CASE("choose_config v26: wide layers from 8 M weights take the large layers
   // 0.7 wave, but 16 chunks are too few for stream K: unsplit. At 128 rows 172 blocks: stream K.
   CHECK(wgmma_shape(choose_hopper(22016, 2048, 64)) == "4,4,8,1 sk1 img");
   CHECK(wgmma_shape(choose_hopper(22016, 2048, 128)) == "8,2,8,1 sK img");
-  // Over 10 tiles per SM only (10560 columns: 10.0; at 128 rows v4's one-wave rule has it anyway).
-  CHECK(choose_hopper(10688, 2048, 64).wgmma);
-  CHECK_FALSE(choose_hopper(10560, 2048, 64).wgmma);
-  // Not 2-bit weights (unmeasured), nor under 8 M weights.
+  // Over 16 tiles per SM only (16896 columns: 16.0; 17408: 16.5, 68 blocks unsplit).
+  CHECK(wgmma_shape(choose_hopper(17408, 2048, 64)) == "4,4,8,1 sk1 img");
+  CHECK_FALSE(choose_hopper(16896, 2048, 64).wgmma);
+  CHECK_FALSE(choose_hopper(12288, 2048, 64).wgmma);
+  // Not 2-bit weights (unmeasured), nor under 8 M weights or 16 chunks.
   CHECK_FALSE(choose_hopper(22016, 2048, 64, 2).wgmma);
   CHECK_FALSE(choose_hopper(22016, 256, 64).wgmma);
+  CHECK_FALSE(choose_hopper(22016, 1920, 64).wgmma);  // 15 chunks
   // Under-wave stream K stays on long K (10240×8192 M = 64: 40 blocks, 64 chunks).
   CHECK(wgmma_shape(choose_hopper(10240, 8192, 64)) == "4,2,8,1 sK img");
 }
@@ -59,6 +61,13 @@ TEST_CASE("choose_config v26: wide short-K layers stage activations up to 16 row
   CHECK(choose_hopper(28672, 4096, 16).warps_n == 1);
   // 2-bit weights keep their rules.
   CHECK_FALSE(choose_hopper(22016, 2048, 1, 2).x_shared);
+  CHECK(choose_hopper(22016, 2048, 16, 2).warps_n == 1);
+  // v24's 8-row staged configs keep their 2 stages (16384×2048: 15.5 tiles per SM).
+  CHECK(choose_hopper(16384, 2048, 8).stages == 2);
+  // Measured on sm_90a only: sm_80 keeps v25's registers.
+  lowbit::WqGemmProblem p;
+  p.n = 22016, p.k = 2048, p.m = 1, p.bits = 4, p.group_size = 128;
+  CHECK_FALSE(lowbit::choose_config(p, lowbit::Arch::parse("sm_80"), 108).x_shared);
 }
 
 TEST_CASE("choose_config v26: small layers at 64 rows stage activations per warp", "[config][heuristic]") {
@@ -75,6 +84,10 @@ TEST_CASE("choose_config v26: small layers at 64 rows stage activations per warp
   lowbit::WqGemmProblem d;
   d.n = 2560, d.k = 2048, d.m = 64, d.bits = 4, d.group_size = 128, d.deterministic = true;
   CHECK_FALSE(lowbit::choose_config(d, lowbit::test::kArch90, 132).x_shared);
+  // Not 2-bit weights, nor on sm_80 (measured on sm_90a only).
+  CHECK_FALSE(choose_hopper(2560, 2048, 64, 2).x_shared);
+  d.deterministic = false;
+  CHECK_FALSE(lowbit::choose_config(d, lowbit::Arch::parse("sm_80"), 108).x_shared);
 }
 
 TEST_CASE("choose_config v26: 32 rows take wgmma stream K from over 8.5 tiles per SM on large layers",
@@ -92,4 +105,5 @@ TEST_CASE("choose_config v26: 32 rows up to 2 tiles per SM with long K take 16 w
   CHECK(choose_hopper(1280, 8192, 32).warps_k == 16);   // 64 chunks
   CHECK(choose_hopper(1280, 7936, 32).warps_k == 8);    // 62 chunks
   CHECK(choose_hopper(2304, 11008, 32).warps_k != 16);  // 2.2 tiles per SM
+  CHECK(choose_hopper(2048, 11008, 32, 2).warps_k != 16);  // 2-bit: unmeasured
 }
