@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue-4 check on the GPU machine: for layers that are in no shipped tuning file, compare the
-# library's choice (the "nearest layer" entry of the shipped file) with a fresh tune of that layer.
+# library's choice with a fresh tune of that layer. (Written when the lookup's "nearest layer" step
+# served such layers; since the forty-third session the library's choice there is the heuristic.)
 # Writes $OUT/nearest-bench.json (library's choice, with the heuristic's time) and $OUT/fresh.json
 # (fresh tune); compare `us` of the first with `us` of the second per key.
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"

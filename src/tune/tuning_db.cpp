@@ -1,7 +1,9 @@
 #include "tune/tuning_db.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -130,12 +132,21 @@ std::string_view format_class(std::string_view format) {
   const auto second = first == std::string_view::npos ? first : format.find('.', first + 1);
   return format.substr(0, second);
 }
-// A layer: its format's id and the log2 of its fields other than m, bit for bit (the log distance
-// between two layers is 0 exactly when these are equal).
-void append_layer(fmt::memory_buffer& out, int format, const std::vector<double>& log_rest) {
-  out.append(reinterpret_cast<const char*>(&format), reinterpret_cast<const char*>(&format + 1));
-  out.append(reinterpret_cast<const char*>(log_rest.data()),
-             reinterpret_cast<const char*>(log_rest.data() + log_rest.size()));
+// A layer: its fields other than m, by name (so `k4096.n8192` and `n8192.k4096` are one layer and
+// `n4096.k8192` another), written "name=value;" in name order.
+std::string layer_fields(const TuningKey& key) {
+  std::vector<std::pair<std::string, int64_t>> rest;
+  for (const auto& field : key.shape)
+    if (field.first != "m") rest.push_back(field);
+  std::sort(rest.begin(), rest.end());
+  std::string out;
+  for (const auto& [name, v] : rest) out += fmt::format("{}={};", name, v);
+  return out;
+}
+// The by-layer index's key: the format's id, then the layer's fields.
+std::string layer_of(int format, const std::string& fields) {
+  std::string out(reinterpret_cast<const char*>(&format), sizeof format);
+  return out + fields;
 }
 }  // namespace
 
@@ -155,18 +166,13 @@ void TuningDb::reindex() {
       e.config = value["entry"]["config"];
       e.format = id(key->format);
       e.format_class = id(format_class(key->format));
-      for (const auto& [name, v] : key->shape)
-        if (name == "m")
-          e.m = v;
-        else
-          e.log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
+      e.m = key->field("m").value_or(0);
+      e.fields = layer_fields(*key);
       e.log_m = std::log2(static_cast<double>(e.m));
       const std::size_t i = fi.entries.size();
       fi.by_key[k] = i;
       if (e.m > 0) {
-        fmt::memory_buffer layer;
-        append_layer(layer, e.format, e.log_rest);
-        fi.by_layer[fmt::to_string(layer)].push_back(i);
+        fi.by_layer[layer_of(e.format, e.fields)].push_back(i);
         fi.by_m[e.m].push_back(i);
       }
       fi.entries.push_back(std::move(e));
@@ -201,9 +207,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   };
   const int format = id(key.format), cls = id(format_class(key.format));
   if (cls < 0) return std::nullopt;  // no entry of a similar format, nor of this one
-  std::vector<double> log_rest;
-  for (const auto& [name, v] : key.shape)
-    if (name != "m") log_rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
+  const std::string fields = layer_fields(key);
   const double log_m = std::log2(static_cast<double>(*m));
   // Steps 1..2 below; the first step with any candidate wins, nearest first (ties → the larger M,
   // then the first entry). Only the same layer can be a candidate (tuning_db.hpp says why).
@@ -212,10 +216,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   auto consider = [&](int step, double d, const Indexed& e) {
     if (d < best_d[step]) best_d[step] = d, best[step] = &e;
   };
-  fmt::memory_buffer layer;
-  append_layer(layer, format, log_rest);
-  if (const auto same = fi.by_layer.find(std::string_view(layer.data(), layer.size()));
-      same != fi.by_layer.end())
+  if (const auto same = fi.by_layer.find(layer_of(format, fields)); same != fi.by_layer.end())
     for (std::size_t i : same->second) {
       const Indexed& e = fi.entries[i];
       const double bucket_d = std::fabs(e.log_m - log_m);
@@ -227,7 +228,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       const Indexed& e = fi.entries[i];
       // The same layer (the same fields, equal values) in another format of the class; the same
       // format at this M bucket is the exact key or step 1.
-      if (e.format == format || e.format_class != cls || e.log_rest != log_rest) continue;
+      if (e.format == format || e.format_class != cls || e.fields != fields) continue;
       consider(1, 0, e);
     }
   static const char* const kSteps[2] = {"nearest M bucket", "similar format"};

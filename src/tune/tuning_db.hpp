@@ -119,7 +119,7 @@ class TuningDb {
     nlohmann::json config;
     int64_t m = 0;
     double log_m = 0;
-    std::vector<double> log_rest;  // log2 of the shape fields other than m, in key order
+    std::string fields;  // the shape fields other than m, by name ("k=8192;n=8192;")
     std::shared_ptr<TuningParsed> parsed = std::make_shared<TuningParsed>();
   };
   // Hashes std::string and std::string_view alike, so a probe needs no std::string.
@@ -133,7 +133,7 @@ class TuningDb {
     // Format and format-class strings → small ints, which the fallback pass compares.
     std::unordered_map<std::string, int, StringHash, std::equal_to<>> ids;
     // The only candidates of the fallback steps, in entry order (ties go to the first), m > 0:
-    // by layer (format + log_rest) for the nearest M bucket, by M for the similar format.
+    // by layer (format + fields) for the nearest M bucket, by M for the similar format.
     std::unordered_map<std::string, std::vector<std::size_t>, StringHash, std::equal_to<>> by_layer;
     std::unordered_map<int64_t, std::vector<std::size_t>> by_m;
   };

@@ -121,6 +121,11 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   CHECK(similar->step == "similar format");
   CHECK(similar->key == key(16, 4096, 4096).str());
   CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w2.g128.f16.zp|m16.n4096.k4096")).has_value());
+  // A layer is its named fields: N = 8192, K = 4096 written k-first is not N = 4096, K = 8192.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m16.k4096.n8192"), entry(2));
+  CHECK(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m32.n8192.k4096"))->step ==
+        "nearest M bucket");
+  CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m32.n4096.k8192")).has_value());
   // ... of the same layer only.
   CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.bf16.sym|m16.n4608.k4096")).has_value());
   CHECK_FALSE(db.lookup("fp8_block_gemm", key(1)).has_value());
@@ -134,26 +139,27 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
     if (k == q.str()) return std::pair{k, std::string("exact")};
   const auto m = q.field("m");
   if (!m || *m <= 0) return std::nullopt;
+  // The fields other than m, sorted by name (a layer is its named fields, in any key order).
   auto split = [](const TuningKey& k, int64_t* em) {
-    std::vector<double> rest;
+    std::vector<std::pair<std::string, int64_t>> rest;
     for (const auto& [name, v] : k.shape)
       if (name == "m")
         *em = v;
       else
-        rest.push_back(std::log2(static_cast<double>(std::max<int64_t>(v, 1))));
+        rest.emplace_back(name, v);
+    std::sort(rest.begin(), rest.end());
     return rest;
   };
   auto cls = [](const std::string& f) { return f.substr(0, f.find('.', f.find('.') + 1)); };
   int64_t unused = 0;
-  const std::vector<double> log_rest = split(q, &unused);
+  const auto rest_q = split(q, &unused);
   const double log_m = std::log2(static_cast<double>(*m));
   const std::string* best[2] = {nullptr, nullptr};
   double best_d[2] = {1e300, 1e300};
   for (const auto& k : sorted_keys) {
     const TuningKey e = *TuningKey::parse(k);
     int64_t em = 0;
-    const std::vector<double> rest = split(e, &em);
-    if (rest != log_rest || em <= 0) continue;  // other layers never serve
+    if (split(e, &em) != rest_q || em <= 0) continue;  // other layers never serve
     int step = -1;
     double d = 0;
     if (e.format == q.format) {
@@ -177,7 +183,7 @@ TEST_CASE("tuning lookup picks what a scan over every entry picks (ties included
                                             "w4.g64.f16.zp",  "w2.g128.f16.zp",  "w4"};
   const std::vector<std::string> layers = {"n8192.k8192",  "n4096.k8192",  "n16384.k8192", "n4096.k4096",
                                            "n1.k4096",     "n0.k4096",     "k8192.n8192",  "n8192.k8192.e2",
-                                           "n11008.k4096", "n28672.k4096", "n6144.k4096"};
+                                           "n11008.k4096", "n28672.k4096", "n6144.k4096",  "k4096.n8192"};
   // Through a file: put() would write "m016" as "m16".
   std::mt19937 rng(7);
   nlohmann::json file = {{"schema", 1}, {"meta", {{"arch", "sm_90a"}}}};
