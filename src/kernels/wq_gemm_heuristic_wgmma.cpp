@@ -63,19 +63,19 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 0.7-1 wave, with at least 8 chunks per piece.
   // 128-column blocks of 16·mt rows over all of K, and split in two along K.
   auto blocks_128 = [&](int mt) { return ceil_div(tiles, 16) * ceil_div(bucket, 16 * mt); };
-  // Whether those blocks, K split in `pieces`, make 0.7-1 wave (one block fits per SM).
-  auto wave_of = [&](int mt, int pieces) {
+  // Whether those blocks, K split in `pieces`, make `least` (0.7 unless said) to 1 wave (one block
+  // fits per SM).
+  auto wave_of = [&](int mt, int pieces, double least = 0.7) {
     const int64_t blocks = pieces * blocks_128(mt);
-    return blocks >= 0.7 * sms && blocks <= sms;
+    return blocks >= least * sms && blocks <= sms;
   };
   // v26 (forty-third session, out of sample): from half a wave on short K (16-27 chunks, too few to
   // share out as stream K), 4-bit weights. Llama-3.2-3B's QKV, 5120×3072, 80 pair blocks, bench against
   // v25's mma.sync: H200 64 rows 16.29 → 11.21 µs, 128 rows 18.54 → 15.25; H100 17.43 → 11.97, 18.48
   // → 15.49.
   auto pair_wave_at = [&](int mt) {
-    const int64_t blocks = 2 * blocks_128(mt);
-    const bool short_k_wave = p.bits == 4 && chunks < 28 && blocks >= 0.5 * sms && blocks <= sms;
-    return mt * 16 <= bucket && (wave_of(mt, 2) || short_k_wave) && chunks >= 16;
+    const bool short_k = p.bits == 4 && chunks < 28;
+    return mt * 16 <= bucket && wave_of(mt, 2, short_k ? 0.5 : 0.7) && chunks >= 16;
   };
   // Heuristic v20 (twenty-sixth session): 8-bit weights at 64 rows too. The exclusion dated from before
   // the cluster pair (v10: wgmma 1.21× the best there); since, the pair ran 6144×4096 W8 M = 64 in 15.4

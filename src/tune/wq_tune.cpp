@@ -282,11 +282,12 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   // The budget is for timing: compiles (above, and the refine rounds' below) and the setup run
   // whatever it is, and counting them let a cold first layer (5120×3072 at M 1-128, 32 s of
   // compiles, forty-third session) time only the heuristic.
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   const auto start = std::chrono::steady_clock::now();
   double compile_s = 0;  // the refine rounds' compiles, left out of timing_s
-  auto timing_s = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - compile_s;
-  };
+  auto timing_s = [&] { return seconds_since(start) - compile_s; };
   std::vector<WqTuneResult> results;
   std::size_t buckets_left = plan.size();
   for (const auto& [plan_bucket, candidates] : plan) {
@@ -350,7 +351,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
       for (const auto& c : next) add_plan_specs(specs, base, c, bucket, ctx.arch());
       const auto compile_start = std::chrono::steady_clock::now();
       ctx.compile_all(specs);
-      compile_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+      compile_s += seconds_since(compile_start);
       const WqGemmConfig before = r.best;
       for (const auto& c : next) {
         if (out_of_time()) break;

@@ -8,11 +8,17 @@
 
 namespace lowbit::test {
 
+// A g128 problem of `bits`-bit weights (fp16, integer zeros), the heuristic tests' default.
+inline WqGemmProblem g128_problem(int64_t n, int64_t k, int64_t m, int bits = 4) {
+  WqGemmProblem p;
+  p.n = n, p.k = k, p.m = m, p.bits = bits, p.group_size = 128;
+  return p;
+}
+
 // choose_config for a W4-style g128 problem on sm_90a with 132 SMs; checks the choice is implementable.
 inline WqGemmConfig choose_hopper(int64_t n, int64_t k, int64_t m, int bits = 4) {
   static const Arch hopper = Arch::parse("sm_90a");
-  WqGemmProblem p;
-  p.n = n, p.k = k, p.m = m, p.bits = bits, p.group_size = 128;
+  const WqGemmProblem p = g128_problem(n, k, m, bits);
   const WqGemmConfig c = choose_config(p, hopper, 132);
   INFO(p.str() << " -> " << c.str());
   CHECK(can_implement(p, c, hopper));

@@ -10,6 +10,7 @@
 
 using lowbit::WqGemmConfig;
 using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
 using lowbit::test::wgmma_shape;
 
 TEST_CASE("choose_config v25: 32 rows on narrow K-heavy layers take wgmma stream K", "[config][heuristic]") {
@@ -76,11 +77,9 @@ TEST_CASE("choose_config v25: K-heavy narrow layers up to 16 rows split K in a c
   CHECK(choose_hopper(4096, 14336, 16).split_k == 1);
   // Nor 2-tile blocks (1280-wide shards: 80 blocks), unmeasured, nor deterministic problems.
   CHECK(choose_hopper(1280, 16384, 1).split_k == 1);
-  lowbit::WqGemmProblem d;
-  d.n = 2304, d.k = 16384, d.m = 1, d.deterministic = true;
+  lowbit::WqGemmProblem d = g128_problem(2304, 16384, 1);
+  d.deterministic = true;
   CHECK(lowbit::choose_config(d, lowbit::Arch::parse("sm_90a"), 132).split_k == 1);
   // Nor before sm_90 (no cluster: the split would go through the workspace; sm_80 stages per warp too).
-  lowbit::WqGemmProblem p;
-  p.n = 2304, p.k = 16384, p.m = 1;
-  CHECK(lowbit::choose_config(p, lowbit::Arch::parse("sm_80"), 132).split_k == 1);
+  CHECK(lowbit::choose_config(g128_problem(2304, 16384, 1), lowbit::Arch::parse("sm_80"), 132).split_k == 1);
 }

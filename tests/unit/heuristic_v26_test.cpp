@@ -9,7 +9,12 @@
 
 using lowbit::WqGemmConfig;
 using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
 using lowbit::test::wgmma_shape;
+
+namespace {
+const lowbit::Arch kSm80 = lowbit::Arch::parse("sm_80");
+}  // namespace
 
 TEST_CASE("choose_config v26: wide layers from 8 M weights take the large layers' wgmma at 64/128 rows",
           "[config][heuristic]") {
@@ -65,9 +70,7 @@ TEST_CASE("choose_config v26: wide short-K layers stage activations up to 16 row
   // v24's 8-row staged configs keep their 2 stages (16384×2048: 15.5 tiles per SM).
   CHECK(choose_hopper(16384, 2048, 8).stages == 2);
   // Measured on sm_90a only: sm_80 keeps v25's registers.
-  lowbit::WqGemmProblem p;
-  p.n = 22016, p.k = 2048, p.m = 1, p.bits = 4, p.group_size = 128;
-  CHECK_FALSE(lowbit::choose_config(p, lowbit::Arch::parse("sm_80"), 108).x_shared);
+  CHECK_FALSE(lowbit::choose_config(g128_problem(22016, 2048, 1), kSm80, 108).x_shared);
 }
 
 TEST_CASE("choose_config v26: small layers at 64 rows stage activations per warp", "[config][heuristic]") {
@@ -81,13 +84,12 @@ TEST_CASE("choose_config v26: small layers at 64 rows stage activations per warp
   CHECK(c.warps_k == 4);
   // Not 8-bit weights (block-shared or registers there, as v18), nor deterministic problems.
   CHECK_FALSE(choose_hopper(2560, 2048, 64, 8).x_shared);
-  lowbit::WqGemmProblem d;
-  d.n = 2560, d.k = 2048, d.m = 64, d.bits = 4, d.group_size = 128, d.deterministic = true;
+  lowbit::WqGemmProblem d = g128_problem(2560, 2048, 64);
+  d.deterministic = true;
   CHECK_FALSE(lowbit::choose_config(d, lowbit::test::kArch90, 132).x_shared);
   // Not 2-bit weights, nor on sm_80 (measured on sm_90a only).
   CHECK_FALSE(choose_hopper(2560, 2048, 64, 2).x_shared);
-  d.deterministic = false;
-  CHECK_FALSE(lowbit::choose_config(d, lowbit::Arch::parse("sm_80"), 108).x_shared);
+  CHECK_FALSE(lowbit::choose_config(g128_problem(2560, 2048, 64), kSm80, 108).x_shared);
 }
 
 TEST_CASE("choose_config v26: 32 rows take wgmma stream K from over 8.5 tiles per SM on large layers",
