@@ -1,15 +1,22 @@
-"""The config the heuristic picks for a W4 g128 f16 layer, offline (`lowbit inspect --explain` with
+"""The config the heuristic picks for a layer, offline (`lowbit inspect --explain` with
 LOWBIT_NO_TUNING_DB=1: no compile), as a dict with the fields of a tuning-file config. Shared by
-scripts/heuristic_vs_tuned.py and scripts/tuning_loo.py."""
+scripts/heuristic_vs_tuned.py and scripts/tuning_loo.py. `fmt` is a tuning key's format part
+("w4.g128.f16.zp", "w2.g128.bf16.zp"; default W4 g128 f16 integer zeros)."""
 import os, re, subprocess
 
 FIELDS = ("m_tiles", "n_tiles", "warps_n", "warps_k", "split_k", "stages")
 
 
-def heuristic_config(lowbit, arch, sm_count, n, k, m):
+def format_args(fmt):
+    """`lowbit inspect` arguments for a tuning key's format part: bits, group, activation dtype, mode."""
+    bits, group, act, mode = re.fullmatch(r"w(\d+)\.g(\d+)\.(f16|bf16)\.(\w+)", fmt).groups()
+    return ["--bits", bits, "--group", group, "--act", act, "--mode", mode]
+
+
+def heuristic_config(lowbit, arch, sm_count, n, k, m, fmt="w4.g128.f16.zp"):
     out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", arch, "--sm-count", str(sm_count), "--n", str(n),
-                          "--k", str(k), "--m", str(m), "--explain"], capture_output=True, text=True,
-                         env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
+                          "--k", str(k), "--m", str(m), "--explain", *format_args(fmt)], capture_output=True,
+                         text=True, env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
     f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
                   r"(, x_shared)?(, wgmma)?(, stream_k)?(, x_image)?(, x_sums)?", out)
     c = {name: int(v) for name, v in zip(FIELDS, f.groups()[:6])}

@@ -178,6 +178,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // v26's mma.sync rules (forty-third session) were measured on sm_90a only, 3/4-bit where they say
   // so: other arches keep v25's choices (the branches they touch are reached by more layers there).
   const bool v26 = wq::has_wgmma(arch) && (p.bits == 3 || p.bits == 4);
+  // v27's rules (forty-fourth session): measured on sm_90a only.
+  const bool v27_hopper = wq::has_wgmma(arch);
   WqGemmConfig c;
   if (bucket <= 8) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
@@ -271,6 +273,16 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       else if (!c.x_shared && c.n_tiles == 8 && chunks <= 32)
         c.warps_k = 4;
     }
+    // Heuristic v27 (forty-fourth session, out of sample): v26's staged rule on wide short-K layers,
+    // extended to 32 chunks and to 1-2-bit weights (the stages stay: 2 over 16 chunks). H200 tune:
+    // 9216×3072 and 16384×3072 (24 chunks) ran the registers' configs at 1.10-1.16× the best (all
+    // staged) in W4 f16, bf16 and W2, and 16384×2048 W2 at 1.21 (W2 16384×3072: (1,8,1,4,1,2) 8.84 µs,
+    // staged 7.20); the shipped files' 28672×4096 and 37888×3584 (28-32 chunks) have staged bests at
+    // 1-8 rows (H200 28672×4096 M = 8: 1.09 → 1.00). Not over 32 chunks: 10240×8192 at 2-4 rows kept
+    // the registers (staged 1.09-1.10× on the H200), and 8-bit weights are unmeasured.
+    if (v27_hopper && stage_per_warp && staged_bits && p.bits <= 4 && tiles_per_sm > 8 && chunks <= 32 &&
+        !c.x_shared)
+      c.x_shared = true;
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
@@ -326,9 +338,17 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // H200's 3 on some (2 ran 1-2 % slower).
     const auto busiest = [&](int nt) { return ceil_div(ceil_div(tiles, nt), sms) * nt; };
     const int64_t blocks6 = ceil_div(tiles, 6);
-    if (c.warps_n == 1 && c.n_tiles >= 4 && busiest(6) < busiest(c.n_tiles) && blocks6 <= sms &&
-        100 * blocks6 >= wq::kSixTileMinFillPercent * sms)
+    // v27 (forty-fourth session, out of sample): beyond one wave too where 6 tiles take at least a
+    // quarter off the busiest SM's tiles, keeping the warps along K. Qwen2.5-1.5B's gate+up,
+    // 17920×1536 (2240 tiles): 3 blocks of 6 tiles on the busiest SM against 3 of 8; H200 tune, W4
+    // f16 7.43 µs against 9.62 for (1,8,1,4), bf16 7.67 against 9.79. (28672×4096 and the other
+    // shipped wide layers gain no quarter: 4 tiles × 7 blocks against 6 × 5.)
+    const bool one_wave6 = blocks6 <= sms && 100 * blocks6 >= wq::kSixTileMinFillPercent * sms;
+    const bool quarter_off6 = v27_hopper && 4 * busiest(6) <= 3 * busiest(c.n_tiles);
+    if (c.warps_n == 1 && c.n_tiles >= 4 && busiest(6) < busiest(c.n_tiles) && one_wave6)
       c.n_tiles = 6, c.warps_k = 8;
+    else if (c.warps_n == 1 && c.n_tiles >= 4 && quarter_off6)
+      c.n_tiles = 6;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in
@@ -362,6 +382,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // on 1280×8192 (shipped files) and 2048×11008 (out of sample), where 8 warps ran 1.07-1.11×; the
     // bench of 2048×11008 with 12 warps: H200 10.25 → 9.13 µs, H100 10.31 → 9.07.
     if (v26 && tiles_per_sm <= 2 && chunks >= 64) c.warps_k = 16;
+    // Heuristic v27 (forty-fourth session, out of sample; H200 tune, W4 f16):
+    // - 2-4.2 tiles per SM on short K (16 chunks or fewer): 4 tiles × 4 warps along K, twice the blocks of
+    //   8 × 8, whose warps would keep 2 chunks each. Llama-3.2-1B's QKV, 3072×2048: 4.49 µs against 5.21.
+    // - Over 8 tiles per SM (below the large layers, which take wgmma): 4 warps along K, so the blocks (over
+    //   two of 8 warps per SM) fit in one wave, as at 16 rows (v24). Phi-3-mini's QKV, 9216×3072: 12.25 µs
+    //   against 14.07 for 8 warps.
+    if (v27_hopper && tiles_per_sm > 2 && tiles_per_sm <= 4.2 && chunks <= 16) c.n_tiles = 4, c.warps_k = 4;
+    if (v27_hopper && tiles_per_sm > 8) c.warps_k = 4;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave
@@ -380,7 +408,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       // activations per warp, 3 stages, as v18's narrow layers do (per_warp_64 below). Qwen2.5-3B's
       // QKV, 2560×2048, bench: H200 8.36 → 5.91 µs, H100 8.39 → 5.96. On sm_90a no W4 layer of either
       // shipped file reaches this branch any more (wgmma or the rules above take them).
-      if (v26 && bucket == 64 && stage_per_warp) c.x_shared = true, c.stages = 3;
+      // v27 (forty-fourth session, out of sample): 2-bit weights too (1 bit follows 2, unmeasured). H200
+      // tune, against v26's registers (1,4,1,4,1,4): 2048², 2048×8192, 3072×2048, 3072² ran 1.31-1.49× the
+      // best; this config is the best or within 1.10× on all four (3072×2048 8.44 µs against 6.32).
+      if ((v26 || (v27_hopper && p.bits <= 2)) && bucket == 64 && stage_per_warp)
+        c.x_shared = true, c.stages = 3;
     }
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200

@@ -55,7 +55,13 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 64-row blocks would be split in two and then turned into stream K on short K (v11, below),
   // unmeasured. Every layer of the shipped files over 10 tiles per SM has 48 M weights or more, so no
   // entry there moves. 4-bit weights, as measured.
-  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 16 && chunks >= 16 && p.bits == 4;
+  // v27 (forty-fourth session, out of sample again): from over 8 tiles per SM on any K, and 2-bit weights
+  // too. Phi-3-mini's QKV 9216×3072 (8.7 tiles per SM, 24 chunks), Llama-3.2-1B's gate+up 16384×2048
+  // (15.5, 16) and Qwen2.5-1.5B's 17920×1536 (17, 12 chunks) ran block-shared mma.sync at 1.12-1.91×
+  // the tuned best (all wgmma) at 64 and 128 rows, in W4 f16, bf16 and W2 (H200 tune: 16384×2048
+  // M = 128 33.15 µs against 17.37; W2 M = 64 21.42 against 12.22). The flow below gives each its tuned
+  // best or a runner-up within 1.06×.
+  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 8 && (p.bits == 4 || p.bits == 2);
   const bool large = weights >= 48e6 || wide_mid;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);

@@ -22,14 +22,11 @@ TEST_CASE("choose_config v26: wide layers from 8 M weights take the large layers
   // 0.7 wave, but 16 chunks are too few for stream K: unsplit. At 128 rows 172 blocks: stream K.
   CHECK(wgmma_shape(choose_hopper(22016, 2048, 64)) == "4,4,8,1 sk1 img");
   CHECK(wgmma_shape(choose_hopper(22016, 2048, 128)) == "8,2,8,1 sK img");
-  // Over 16 tiles per SM only (16896 columns: 16.0; 17408: 16.5, 68 blocks unsplit).
+  // 17408 columns: 16.5 tiles per SM, 68 blocks unsplit. (v27 moved the rule's bounds: from over 8 tiles
+  // per SM on any K, 2-bit weights too; heuristic_v27_test.cpp.)
   CHECK(wgmma_shape(choose_hopper(17408, 2048, 64)) == "4,4,8,1 sk1 img");
-  CHECK_FALSE(choose_hopper(16896, 2048, 64).wgmma);
-  CHECK_FALSE(choose_hopper(12288, 2048, 64).wgmma);
-  // Not 2-bit weights (unmeasured), nor under 8 M weights or 16 chunks.
-  CHECK_FALSE(choose_hopper(22016, 2048, 64, 2).wgmma);
+  // Not under 8 M weights.
   CHECK_FALSE(choose_hopper(22016, 256, 64).wgmma);
-  CHECK_FALSE(choose_hopper(22016, 1920, 64).wgmma);  // 15 chunks
   // Under-wave stream K stays on long K (10240×8192 M = 64: 40 blocks, 64 chunks).
   CHECK(wgmma_shape(choose_hopper(10240, 8192, 64)) == "4,2,8,1 sK img");
 }
@@ -61,11 +58,12 @@ TEST_CASE("choose_config v26: wide short-K layers stage activations up to 16 row
   CHECK(c16.x_shared);
   CHECK(c16.warps_n == 2);
   CHECK(c16.warps_k == 2);
-  // Long K (28672×4096, 32 chunks) as before: registers at one row, one warp along N at 16.
-  CHECK_FALSE(choose_hopper(28672, 4096, 1).x_shared);
+  // Long K (28672×4096, 32 chunks): one warp along N at 16 rows; staged at one row since v27, 2 stages
+  // (heuristic_v27_test.cpp).
+  CHECK(choose_hopper(28672, 4096, 1).stages == 2);
   CHECK(choose_hopper(28672, 4096, 16).warps_n == 1);
-  // 2-bit weights keep their rules.
-  CHECK_FALSE(choose_hopper(22016, 2048, 1, 2).x_shared);
+  // 2-bit weights keep their tiles and stages (v27 stages them, heuristic_v27_test.cpp).
+  CHECK(choose_hopper(22016, 2048, 1, 2).stages == 2);
   CHECK(choose_hopper(22016, 2048, 16, 2).warps_n == 1);
   // v24's 8-row staged configs keep their 2 stages (16384×2048: 15.5 tiles per SM).
   CHECK(choose_hopper(16384, 2048, 8).stages == 2);
@@ -87,8 +85,7 @@ TEST_CASE("choose_config v26: small layers at 64 rows stage activations per warp
   lowbit::WqGemmProblem d = g128_problem(2560, 2048, 64);
   d.deterministic = true;
   CHECK_FALSE(lowbit::choose_config(d, lowbit::test::kArch90, 132).x_shared);
-  // Not 2-bit weights, nor on sm_80 (measured on sm_90a only).
-  CHECK_FALSE(choose_hopper(2560, 2048, 64, 2).x_shared);
+  // Not on sm_80 (measured on sm_90a only). (v27: 2-bit weights too, heuristic_v27_test.cpp.)
   CHECK_FALSE(lowbit::choose_config(g128_problem(2560, 2048, 64), kSm80, 108).x_shared);
 }
 

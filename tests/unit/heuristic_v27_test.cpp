@@ -1,0 +1,124 @@
+// Heuristic v27 (docs/perf-notes.md, forty-fourth session): fitted to out-of-sample tunes (H200) of
+// eleven layers in neither shipped file, in W4 f16, bf16 and W2, and to a bench of the new choices.
+#include <cstdint>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+#include "unit/unit_helpers.hpp"
+
+using lowbit::WqGemmConfig;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::wgmma_shape;
+
+namespace {
+const lowbit::Arch kSm80 = lowbit::Arch::parse("sm_80");
+
+WqGemmConfig choose_bf16_hopper(int64_t n, int64_t k, int64_t m) {
+  lowbit::WqGemmProblem p = g128_problem(n, k, m);
+  p.act = lowbit::DType::BF16, p.out = lowbit::DType::BF16;
+  return lowbit::choose_config(p, lowbit::test::kArch90, 132);
+}
+}  // namespace
+
+TEST_CASE("choose_config v27: 64/128 rows take wgmma from over 8 tiles per SM and 8 M weights, any K",
+          "[config][heuristic]") {
+  for (int bits : {2, 4}) {
+    INFO("bits " << bits);
+    // 16384×2048: 128 blocks of 128 columns, one wave.
+    CHECK(wgmma_shape(choose_hopper(16384, 2048, 64, bits)) == "4,2,8,1 sk1 img");
+    CHECK(wgmma_shape(choose_hopper(16384, 2048, 128, bits)) == "8,2,8,1 sk1 img");
+    // 9216×3072: 72 such blocks (0.55 wave), 24 chunks: stream K at 64 rows.
+    CHECK(wgmma_shape(choose_hopper(9216, 3072, 64, bits)) == "4,2,8,1 sK img");
+    // 17920×1536: 12 chunks.
+    CHECK(choose_hopper(17920, 1536, 64, bits).wgmma);
+    CHECK(choose_hopper(17920, 1536, 128, bits).wgmma);
+  }
+  CHECK(wgmma_shape(choose_hopper(17920, 1536, 64)) == "4,4,8,1 sk1 img");
+  CHECK(wgmma_shape(choose_hopper(17920, 1536, 128)) == "8,2,8,1 sK img");
+  // From over 8 tiles per SM: 8448 columns are 8.0, 8576 are 8.1 (12 chunks: no cluster pair).
+  CHECK_FALSE(choose_hopper(8448, 1536, 64).wgmma);
+  CHECK(choose_hopper(8576, 1536, 64).wgmma);
+  // Not under 8 M weights, nor 8-bit weights, nor at 32 rows.
+  CHECK_FALSE(choose_hopper(17920, 384, 64).wgmma);
+  CHECK_FALSE(choose_hopper(16384, 2048, 64, 8).wgmma);
+  CHECK_FALSE(choose_hopper(16384, 2048, 32).wgmma);
+}
+
+TEST_CASE("choose_config v27: 2-bit weights at 64 rows on small layers stage per warp",
+          "[config][heuristic]") {
+  for (int64_t n : {2048, 2560, 3072}) {
+    const WqGemmConfig c = choose_hopper(n, 2048, 64, 2);
+    CHECK(c.x_shared);
+    CHECK(c.stages == 3);
+    CHECK(c.m_tiles == 1);
+    CHECK(c.n_tiles == 4);
+    CHECK(c.warps_k == 4);
+  }
+  CHECK(choose_hopper(2048, 8192, 64, 2).x_shared);
+  // Not 8-bit weights, nor on sm_80.
+  CHECK_FALSE(choose_hopper(3072, 2048, 64, 8).x_shared);
+  CHECK_FALSE(lowbit::choose_config(g128_problem(3072, 2048, 64, 2), kSm80, 132).x_shared);
+}
+
+TEST_CASE("choose_config v27: 1-8 rows stage per warp on wide layers up to 32 chunks",
+          "[config][heuristic]") {
+  // 9216×3072 (8.7 tiles per SM, 24 chunks) and 16384×3072: the registers' tiles, warps and stages.
+  const WqGemmConfig a = choose_hopper(9216, 3072, 1);
+  CHECK(a.x_shared);
+  CHECK(a.n_tiles == 4);
+  CHECK(a.warps_k == 8);
+  CHECK(a.stages == 2);
+  CHECK(choose_hopper(16384, 3072, 1).x_shared);
+  CHECK(choose_bf16_hopper(9216, 3072, 1).x_shared);
+  const WqGemmConfig w2 = choose_hopper(16384, 3072, 1, 2);
+  CHECK(w2.x_shared);
+  CHECK(w2.n_tiles == 8);
+  CHECK(w2.warps_k == 4);
+  // 28672×4096 (32 chunks) at 1-8 rows.
+  for (int64_t m : {1, 2, 4, 8}) CHECK(choose_hopper(28672, 4096, m).x_shared);
+  // 2-bit weights at 2-8 rows keep the registers (M = 1 only at every width, as the staged rules).
+  CHECK_FALSE(choose_hopper(28672, 4096, 4, 2).x_shared);
+  // Not over 32 chunks (28672×4224: 33), nor 8-bit weights, nor under 8 tiles per SM's old rule.
+  CHECK_FALSE(choose_hopper(28672, 4224, 1).x_shared);
+  CHECK_FALSE(choose_hopper(10240, 8192, 2).x_shared);
+  CHECK_FALSE(choose_hopper(28672, 4096, 1, 8).x_shared);
+  CHECK_FALSE(lowbit::choose_config(g128_problem(9216, 3072, 1), kSm80, 132).x_shared);
+}
+
+TEST_CASE("choose_config v27: 16 rows take 6 tiles a warp where they take a quarter off the busiest SM",
+          "[config][heuristic]") {
+  // 17920×1536: 2240 tiles; 3 blocks of 6 tiles on the busiest SM against 3 of 8. Warps along K kept.
+  const WqGemmConfig c = choose_hopper(17920, 1536, 16);
+  CHECK(c.n_tiles == 6);
+  CHECK(c.warps_k == 4);
+  CHECK(c.x_shared);
+  CHECK(choose_bf16_hopper(17920, 1536, 16).n_tiles == 6);
+  // 2-bit 9216×3072: 2 blocks of 8 against 2 of 6.
+  CHECK(choose_hopper(9216, 3072, 16, 2).n_tiles == 6);
+  // 16384×2048 (2 blocks of 8 against 3 of 6) and 28672×4096 (7 of 4 against 5 of 6) keep theirs.
+  CHECK(choose_hopper(16384, 2048, 16).n_tiles == 8);
+  CHECK(choose_hopper(28672, 4096, 16).n_tiles == 4);
+  CHECK(lowbit::choose_config(g128_problem(17920, 1536, 16), kSm80, 132).n_tiles != 6);
+}
+
+TEST_CASE(
+    "choose_config v27: 32 rows, short K on 2-4.2 tiles per SM and over 8 tiles per SM take 4 warps along K",
+    "[config][heuristic]") {
+  for (int64_t n : {2560, 3072}) {
+    const WqGemmConfig c = choose_hopper(n, 2048, 32);
+    CHECK(c.n_tiles == 4);
+    CHECK(c.warps_k == 4);
+    CHECK(c.x_shared);
+  }
+  // 17 chunks keep 8 tiles × 8 warps; under 2 tiles per SM (2048 columns) keeps (1,4,1,8).
+  CHECK(choose_hopper(3072, 2176, 32).warps_k == 8);
+  CHECK(choose_hopper(2048, 2048, 32).warps_k == 8);
+  // 9216×3072 (8.7 tiles per SM, 28 M weights: no wgmma at 32 rows).
+  const WqGemmConfig w = choose_hopper(9216, 3072, 32);
+  CHECK_FALSE(w.wgmma);
+  CHECK(w.n_tiles == 4);
+  CHECK(w.warps_k == 4);
+  CHECK(lowbit::choose_config(g128_problem(3072, 2048, 32), kSm80, 132).n_tiles == 8);
+}
