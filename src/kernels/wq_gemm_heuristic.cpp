@@ -283,6 +283,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     if (v27_hopper && stage_per_warp && staged_bits && p.bits <= 4 && tiles_per_sm > 8 && chunks <= 32 &&
         !c.x_shared)
       c.x_shared = true;
+    // v27, out of sample again (H100 tune of a fourth layer set): on 16 chunks or fewer at most 4 warps
+    // along K, so each keeps 2 chunks or more. StableLM-2-1.6B's gate+up 11264×2048 and Qwen2.5-0.5B's
+    // 9728×896 (7 chunks), whose blocks of 4 tiles (2.3-2.7 per SM) kept v5's 8 warps: 1.33-1.43× the
+    // best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62).
+    if (v27_hopper && c.x_shared && tiles_per_sm > 8 && chunks <= 16 && c.warps_k > 4) c.warps_k = 4;
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
@@ -390,6 +395,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   against 14.07 for 8 warps.
     if (v27_hopper && tiles_per_sm > 2 && tiles_per_sm <= 4.2 && chunks <= 16) c.n_tiles = 4, c.warps_k = 4;
     if (v27_hopper && tiles_per_sm > 8) c.warps_k = 4;
+    // v27, out of sample again (H100 tune): under one wave of 2-tile blocks (fewer than 1056 columns at
+    // 32 rows), 2 tiles a warp and 3 stages, twice the blocks. Qwen2.5-0.5B's down, 896×4864: 4.31 µs
+    // against 5.77 for (1,4,1,8,1,2). (1280×8192, 160 such blocks, keeps its 4 tiles: both files' best.)
+    if (v27_hopper && bucket == 32 && 4 * ceil_div(tiles, 4) < sms) c.n_tiles = 2, c.stages = 3;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave

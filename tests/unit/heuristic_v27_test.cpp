@@ -122,3 +122,25 @@ TEST_CASE(
   CHECK(w.warps_k == 4);
   CHECK(lowbit::choose_config(g128_problem(3072, 2048, 32), kSm80, 132).n_tiles == 8);
 }
+
+TEST_CASE("choose_config v27: a fourth layer set (H100 tune), short K and tiny layers",
+          "[config][heuristic]") {
+  // 1-8 rows on wide layers of 16 chunks or fewer: at most 4 warps along K (11264×2048; 9728×896, 7 chunks).
+  for (int64_t m : {1, 8}) {
+    CHECK(choose_hopper(11264, 2048, m).warps_k == 4);
+    CHECK(choose_hopper(9728, 896, m).warps_k == 4);
+  }
+  CHECK(choose_hopper(11264, 2176, 1).warps_k == 8);  // 17 chunks: v5's 8 warps
+  CHECK(choose_hopper(22016, 2048, 1).warps_k == 2);  // fewer stay fewer
+  // 64 rows, under 24 chunks, 128-column blocks in one wave: those, unsplit, with the image.
+  CHECK(wgmma_shape(choose_hopper(11264, 2048, 64)) == "4,2,8,1 sk1 img");
+  CHECK(wgmma_shape(choose_hopper(9728, 896, 64)) == "4,2,8,1 sk1 img");
+  CHECK(wgmma_shape(choose_hopper(9216, 3072, 64)) == "4,2,8,1 sK img");    // 24 chunks
+  CHECK(wgmma_shape(choose_hopper(17920, 1536, 64)) == "4,4,8,1 sk1 img");  // 140 blocks
+  // 32 rows under one wave of 2-tile blocks: 2 tiles, 3 stages (896 columns); 1280 columns keep 4.
+  const WqGemmConfig tiny = choose_hopper(896, 4864, 32);
+  CHECK(tiny.n_tiles == 2);
+  CHECK(tiny.stages == 3);
+  CHECK(choose_hopper(1280, 8192, 32).n_tiles == 4);
+  CHECK(lowbit::choose_config(g128_problem(896, 4864, 32), kSm80, 132).n_tiles == 4);
+}
