@@ -274,19 +274,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
         c.warps_k = 4;
     }
     // Heuristic v27 (forty-fourth session, out of sample): v26's staged rule on wide short-K layers,
-    // extended to 32 chunks and to 1-2-bit weights (the stages stay: 2 over 16 chunks). H200 tune:
+    // extended to 32 chunks, and at one row to 1-2-bit weights (2-8 rows stay 3/4-bit, as every staged
+    // rule here; the stages stay: 2 over 16 chunks, and at 1-2 bits). H200 tune:
     // 9216×3072 and 16384×3072 (24 chunks) ran the registers' configs at 1.10-1.16× the best (all
     // staged) in W4 f16, bf16 and W2, and 16384×2048 W2 at 1.21 (W2 16384×3072: (1,8,1,4,1,2) 8.84 µs,
     // staged 7.20); the shipped files' 28672×4096 and 37888×3584 (28-32 chunks) have staged bests at
     // 1-8 rows (H200 28672×4096 M = 8: 1.09 → 1.00). Not over 32 chunks: 10240×8192 at 2-4 rows kept
     // the registers (staged 1.09-1.10× on the H200), and 8-bit weights are unmeasured.
-    if (v27_hopper && stage_per_warp && staged_bits && p.bits <= 4 && tiles_per_sm > 8 && chunks <= 32 &&
-        !c.x_shared)
+    if (v27_hopper && stage_per_warp && staged_bits && p.bits <= 4 && tiles_per_sm > 8 && chunks <= 32)
       c.x_shared = true;
-    // v27, out of sample again (H100 tune of a fourth layer set): on 16 chunks or fewer at most 4 warps
-    // along K, so each keeps 2 chunks or more. StableLM-2-1.6B's gate+up 11264×2048 and Qwen2.5-0.5B's
-    // 9728×896 (7 chunks), whose blocks of 4 tiles (2.3-2.7 per SM) kept v5's 8 warps: 1.33-1.43× the
-    // best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62).
+    // v27, out of sample again (H100 tune of a fourth layer set): staged, on 16 chunks or fewer, at most 4
+    // warps along K, so each keeps about 2 chunks or more (1.75 at 7 chunks). StableLM-2-1.6B's gate+up
+    // 11264×2048 and Qwen2.5-0.5B's 9728×896 (7 chunks), whose blocks of 4 tiles (2.3-2.7 per SM) kept v5's 8
+    // warps: 1.33-1.43× the best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62).
     if (v27_hopper && c.x_shared && tiles_per_sm > 8 && chunks <= 16 && c.warps_k > 4) c.warps_k = 4;
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
@@ -318,7 +318,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Heuristic v24: more than two blocks of 4 tiles per SM (10240×8192): 4 warps along K. Two 8-warp
     // blocks fit per SM, so a third runs in a second wave; 4-warp blocks fit in one. The tuned best of
     // both GPUs at 16 rows (bench: H100 18.48 µs against 25.33 for 8 warps, H200 16.77 against 18.67).
-    // (Not 1- and 2-bit weights: v13 below gives them 8 tiles per warp, whose blocks fit in one wave.)
+    // (Not 1- and 2-bit weights: v13 below gives them 8 tiles per warp, whose blocks fit in one wave;
+    // v27's 6-tile rule below may then take a quarter off the busiest SM with 6.)
     else if (ceil_div(tiles, 4) > 2LL * sms && p.bits > 2)
       c.warps_k = 4;
     // Heuristic v13 (nineteenth session, H100 W2 re-tune at 16 rows with the in-place bases): 2-bit
@@ -346,10 +347,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // v27 (forty-fourth session, out of sample): beyond one wave too where 6 tiles take at least a
     // quarter off the busiest SM's tiles, keeping the warps along K. Qwen2.5-1.5B's gate+up,
     // 17920×1536 (2240 tiles): 3 blocks of 6 tiles on the busiest SM against 3 of 8; H200 tune, W4
-    // f16 7.43 µs against 9.62 for (1,8,1,4), bf16 7.67 against 9.79. (28672×4096 and the other
-    // shipped wide layers gain no quarter: 4 tiles × 7 blocks against 6 × 5.)
+    // f16 7.43 µs against 9.62 for (1,8,1,4), bf16 7.67 against 9.79; W2 9216×3072 (2 blocks of 6
+    // against 2 of 8) 7.91 against 10.55 in the bench. (28672×4096 and the other shipped wide layers gain
+    // no quarter: 4 tiles × 7 blocks against 6 × 5.) Measured at 2 and 4 bits (1 and 3 follow); within
+    // one wave v23's rule alone decides (the tuner has not timed 6 tiles under its 70 % fill).
     const bool one_wave6 = blocks6 <= sms && 100 * blocks6 >= wq::kSixTileMinFillPercent * sms;
-    const bool quarter_off6 = v27_hopper && 4 * busiest(6) <= 3 * busiest(c.n_tiles);
+    const bool quarter_off6 =
+        v27_hopper && p.bits <= 4 && blocks6 > sms && 4 * busiest(6) <= 3 * busiest(c.n_tiles);
     if (c.warps_n == 1 && c.n_tiles >= 4 && busiest(6) < busiest(c.n_tiles) && one_wave6)
       c.n_tiles = 6, c.warps_k = 8;
     else if (c.warps_n == 1 && c.n_tiles >= 4 && quarter_off6)
@@ -393,12 +397,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // - Over 8 tiles per SM (below the large layers, which take wgmma): 4 warps along K, so the blocks (over
     //   two of 8 warps per SM) fit in one wave, as at 16 rows (v24). Phi-3-mini's QKV, 9216×3072: 12.25 µs
     //   against 14.07 for 8 warps.
-    if (v27_hopper && tiles_per_sm > 2 && tiles_per_sm <= 4.2 && chunks <= 16) c.n_tiles = 4, c.warps_k = 4;
-    if (v27_hopper && tiles_per_sm > 8) c.warps_k = 4;
-    // v27, out of sample again (H100 tune): under one wave of 2-tile blocks (fewer than 1056 columns at
-    // 32 rows), 2 tiles a warp and 3 stages, twice the blocks. Qwen2.5-0.5B's down, 896×4864: 4.31 µs
-    // against 5.77 for (1,4,1,8,1,2). (1280×8192, 160 such blocks, keeps its 4 tiles: both files' best.)
-    if (v27_hopper && bucket == 32 && 4 * ceil_div(tiles, 4) < sms) c.n_tiles = 2, c.stages = 3;
+    // Both measured at 4 bits (3 follows; v26 is sm_90a at 3/4 bits).
+    if (v26 && tiles_per_sm > 2 && tiles_per_sm <= 4.2 && chunks <= 16) c.n_tiles = 4, c.warps_k = 4;
+    if (v26 && tiles_per_sm > 8) c.warps_k = 4;
+    // v27, out of sample again (H100 tune): under one wave of 2-tile blocks (2 row blocks × ⌈tiles / 2⌉
+    // under the SM count: under 1056 columns on 132 SMs), 2 tiles a warp and 3 stages, twice the blocks.
+    // Qwen2.5-0.5B's down, 896×4864 (38 chunks): 4.31 µs against 5.77 for (1,4,1,8,1,2). (1280×8192, 160
+    // such blocks, keeps its 4 tiles: both files' best.) Not from 64 chunks, where v26's 16 warps along K
+    // apply (unmeasured together); 4-bit weights as measured (3 follows).
+    if (v26 && 2 * ceil_div(tiles, 2) < sms && chunks < 64) c.n_tiles = 2, c.stages = 3;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave

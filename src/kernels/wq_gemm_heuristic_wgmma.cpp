@@ -58,10 +58,12 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v27 (forty-fourth session, out of sample again): from over 8 tiles per SM on any K, and 2-bit weights
   // too. Phi-3-mini's QKV 9216×3072 (8.7 tiles per SM, 24 chunks), Llama-3.2-1B's gate+up 16384×2048
   // (15.5, 16) and Qwen2.5-1.5B's 17920×1536 (17, 12 chunks) ran block-shared mma.sync at 1.12-1.91×
-  // the tuned best (all wgmma) at 64 and 128 rows, in W4 f16, bf16 and W2 (H200 tune: 16384×2048
+  // the tuned best (all wgmma) at 64 and 128 rows in W4 f16, at 64 in bf16 and W2 (H200 tune: 16384×2048
   // M = 128 33.15 µs against 17.37; W2 M = 64 21.42 against 12.22). The flow below gives each its tuned
   // best or a runner-up within 1.06×.
-  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 8 && (p.bits == 4 || p.bits == 2);
+  // 2-bit weights at 64 rows only (the W2 tune ran M 1/16/64).
+  const bool wide_mid =
+      rows_64_128 && weights >= 8e6 && tiles_per_sm > 8 && (p.bits == 4 || (p.bits == 2 && bucket == 64));
   const bool large = weights >= 48e6 || wide_mid;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);
@@ -160,7 +162,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     // where 128-column blocks make at most a wave, those blocks unsplit, not 256-column ones whose K
     // split then turns into stream K over pieces of 4-8 chunks. StableLM-2-1.6B's gate+up 11264×2048
     // (88 blocks): 12.36 µs against 14.48 for stream K; Qwen2.5-0.5B's 9728×896 (76 blocks, 7 chunks):
-    // 8.01 against 10.44. (Phi-3-mini's 9216×3072, 24 chunks, keeps stream K: 1.02× ahead.)
+    // 8.01 against 10.44. (Phi-3-mini's 9216×3072, 24 chunks, keeps stream K: 1.02× ahead.) From 0.7 wave
+    // the one-wave rule below takes such blocks first, so this acts under 0.7 wave.
     const bool short_wave_64 = bucket == 64 && chunks < 24 && blocks_128(4) <= sms;
     w = make(all_rows_128 ? 8 : 4, one_wave_128 || mid_wgmma || all_rows_128 || short_wave_64 ? 2 : 4, 1, 3);
     w.warps_n = 8, w.wgmma = true;

@@ -204,8 +204,9 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& problem, co
 // The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2
 // chunks per warp per split (at most 64; deterministic problems at most 8).
 int fill_split(const WqGemmProblem& problem, const WqGemmConfig& config, double min_blocks);
-// 6 tiles per warp at 16 rows (heuristic v23) take effect where their blocks fill at least this share
-// of the SMs in one wave; the tuner keeps such candidates unsplit down to the same share.
+// 6 tiles per warp at 16 rows (heuristic v23) take effect within one wave where their blocks fill at
+// least this share of the SMs (beyond one wave, v27's rule of a quarter off the busiest SM); the tuner
+// keeps such candidates unsplit down to the same share.
 constexpr int kSixTileMinFillPercent = 70;
 
 // Makes `config` fit the arch (shared memory, warps), shrinking in this order: warps along K, warps

@@ -60,10 +60,16 @@ TEST_CASE("choose_config v26: wide short-K layers stage activations up to 16 row
   CHECK(c16.warps_k == 2);
   // Long K (28672×4096, 32 chunks): one warp along N at 16 rows; staged at one row since v27, 2 stages
   // (heuristic_v27_test.cpp).
-  CHECK(choose_hopper(28672, 4096, 1).stages == 2);
+  const WqGemmConfig long_k = choose_hopper(28672, 4096, 1);
+  CHECK(long_k.stages == 2);
+  CHECK(long_k.n_tiles == 4);
+  CHECK(long_k.warps_k == 2);
   CHECK(choose_hopper(28672, 4096, 16).warps_n == 1);
   // 2-bit weights keep their tiles and stages (v27 stages them, heuristic_v27_test.cpp).
-  CHECK(choose_hopper(22016, 2048, 1, 2).stages == 2);
+  const WqGemmConfig w2 = choose_hopper(22016, 2048, 1, 2);
+  CHECK(w2.stages == 2);
+  CHECK(w2.n_tiles == 8);
+  CHECK(w2.warps_k == 4);
   CHECK(choose_hopper(22016, 2048, 16, 2).warps_n == 1);
   // v24's 8-row staged configs keep their 2 stages (16384×2048: 15.5 tiles per SM).
   CHECK(choose_hopper(16384, 2048, 8).stages == 2);

@@ -28,13 +28,14 @@ TEST_CASE("choose_config v27: 64/128 rows take wgmma from over 8 tiles per SM an
     INFO("bits " << bits);
     // 16384×2048: 128 blocks of 128 columns, one wave.
     CHECK(wgmma_shape(choose_hopper(16384, 2048, 64, bits)) == "4,2,8,1 sk1 img");
-    CHECK(wgmma_shape(choose_hopper(16384, 2048, 128, bits)) == "8,2,8,1 sk1 img");
     // 9216×3072: 72 such blocks (0.55 wave), 24 chunks: stream K at 64 rows.
     CHECK(wgmma_shape(choose_hopper(9216, 3072, 64, bits)) == "4,2,8,1 sK img");
     // 17920×1536: 12 chunks.
     CHECK(choose_hopper(17920, 1536, 64, bits).wgmma);
-    CHECK(choose_hopper(17920, 1536, 128, bits).wgmma);
   }
+  // 128 rows at 4 bits (2-bit weights were measured at 64 rows only).
+  CHECK(wgmma_shape(choose_hopper(16384, 2048, 128)) == "8,2,8,1 sk1 img");
+  CHECK_FALSE(choose_hopper(16384, 2048, 128, 2).wgmma);
   CHECK(wgmma_shape(choose_hopper(17920, 1536, 64)) == "4,4,8,1 sk1 img");
   CHECK(wgmma_shape(choose_hopper(17920, 1536, 128)) == "8,2,8,1 sK img");
   // From over 8 tiles per SM: 8448 columns are 8.0, 8576 are 8.1 (12 chunks: no cluster pair).
@@ -80,9 +81,9 @@ TEST_CASE("choose_config v27: 1-8 rows stage per warp on wide layers up to 32 ch
   for (int64_t m : {1, 2, 4, 8}) CHECK(choose_hopper(28672, 4096, m).x_shared);
   // 2-bit weights at 2-8 rows keep the registers (M = 1 only at every width, as the staged rules).
   CHECK_FALSE(choose_hopper(28672, 4096, 4, 2).x_shared);
-  // Not over 32 chunks (28672×4224: 33), nor 8-bit weights, nor under 8 tiles per SM's old rule.
+  // Not over 32 chunks (28672×4224: 33; 10240×8192: 64), nor 8-bit weights, nor on sm_80.
   CHECK_FALSE(choose_hopper(28672, 4224, 1).x_shared);
-  CHECK_FALSE(choose_hopper(10240, 8192, 2).x_shared);
+  CHECK_FALSE(choose_hopper(10240, 8192, 2).x_shared);  // 64 chunks
   CHECK_FALSE(choose_hopper(28672, 4096, 1, 8).x_shared);
   CHECK_FALSE(lowbit::choose_config(g128_problem(9216, 3072, 1), kSm80, 132).x_shared);
 }
@@ -100,6 +101,11 @@ TEST_CASE("choose_config v27: 16 rows take 6 tiles a warp where they take a quar
   // 16384×2048 (2 blocks of 8 against 3 of 6) and 28672×4096 (7 of 4 against 5 of 6) keep theirs.
   CHECK(choose_hopper(16384, 2048, 16).n_tiles == 8);
   CHECK(choose_hopper(28672, 4096, 16).n_tiles == 4);
+  // Not inside one wave under v23's 70 % fill (4352×2048: 91 blocks of 6, 69 %), nor 8-bit weights.
+  // (At 8 tiles over 12-20 tiles per SM the busiest SM's share of 6 is 3/4 or over 4/5 on 132 SMs, so
+  // no layer there tells a quarter from a fifth.)
+  CHECK(choose_hopper(4352, 2048, 16).n_tiles == 4);
+  CHECK(choose_hopper(17920, 1536, 16, 8).n_tiles != 6);
   CHECK(lowbit::choose_config(g128_problem(17920, 1536, 16), kSm80, 132).n_tiles != 6);
 }
 
@@ -114,6 +120,8 @@ TEST_CASE(
   }
   // 17 chunks keep 8 tiles × 8 warps; under 2 tiles per SM (2048 columns) keeps (1,4,1,8).
   CHECK(choose_hopper(3072, 2176, 32).warps_k == 8);
+  CHECK(choose_hopper(4352, 2048, 32).warps_k == 4);  // 4.1 tiles per SM
+  CHECK(choose_hopper(2432, 2048, 32).warps_k == 4);  // 2.3
   CHECK(choose_hopper(2048, 2048, 32).warps_k == 8);
   // 9216×3072 (8.7 tiles per SM, 28 M weights: no wgmma at 32 rows).
   const WqGemmConfig w = choose_hopper(9216, 3072, 32);
@@ -121,6 +129,10 @@ TEST_CASE(
   CHECK(w.n_tiles == 4);
   CHECK(w.warps_k == 4);
   CHECK(lowbit::choose_config(g128_problem(3072, 2048, 32), kSm80, 132).n_tiles == 8);
+  CHECK(lowbit::choose_config(g128_problem(9216, 3072, 32), kSm80, 132).warps_k != 4);
+  // 4-bit weights as measured (3 follows): 8-bit keep theirs.
+  CHECK(choose_hopper(3072, 2048, 32, 8).n_tiles == 8);
+  CHECK(choose_hopper(9216, 3072, 32, 8).warps_k == 8);
 }
 
 TEST_CASE("choose_config v27: a fourth layer set (H100 tune), short K and tiny layers",
@@ -132,15 +144,26 @@ TEST_CASE("choose_config v27: a fourth layer set (H100 tune), short K and tiny l
   }
   CHECK(choose_hopper(11264, 2176, 1).warps_k == 8);  // 17 chunks: v5's 8 warps
   CHECK(choose_hopper(22016, 2048, 1).warps_k == 2);  // fewer stay fewer
+  // Staged configs only: the registers' configs of 8-bit weights, and of 2-bit ones over one row, keep 8.
+  CHECK(choose_hopper(11264, 2048, 1, 8).warps_k == 8);
+  CHECK(choose_hopper(11264, 2048, 4, 2).warps_k == 8);
   // 64 rows, under 24 chunks, 128-column blocks in one wave: those, unsplit, with the image.
   CHECK(wgmma_shape(choose_hopper(11264, 2048, 64)) == "4,2,8,1 sk1 img");
+  CHECK(wgmma_shape(choose_hopper(11264, 2944, 64)) == "4,2,8,1 sk1 img");  // 23 chunks
   CHECK(wgmma_shape(choose_hopper(9728, 896, 64)) == "4,2,8,1 sk1 img");
-  CHECK(wgmma_shape(choose_hopper(9216, 3072, 64)) == "4,2,8,1 sK img");    // 24 chunks
+  CHECK(wgmma_shape(choose_hopper(11264, 3072, 64)) == "4,2,8,1 sK img");   // 24 chunks
   CHECK(wgmma_shape(choose_hopper(17920, 1536, 64)) == "4,4,8,1 sk1 img");  // 140 blocks
   // 32 rows under one wave of 2-tile blocks: 2 tiles, 3 stages (896 columns); 1280 columns keep 4.
   const WqGemmConfig tiny = choose_hopper(896, 4864, 32);
   CHECK(tiny.n_tiles == 2);
   CHECK(tiny.stages == 3);
+  CHECK(choose_hopper(1024, 4096, 32).n_tiles == 2);  // 128 blocks of 2 tiles
+  CHECK(choose_hopper(1088, 4096, 32).n_tiles == 4);  // 136: over a wave
   CHECK(choose_hopper(1280, 8192, 32).n_tiles == 4);
+  // From 64 chunks v26's 16 warps along K keep their 4 tiles; 8-bit weights keep theirs.
+  const WqGemmConfig long_k = choose_hopper(1024, 8192, 32);
+  CHECK(long_k.n_tiles == 4);
+  CHECK(long_k.warps_k == 16);
+  CHECK(choose_hopper(896, 4864, 32, 8).n_tiles == 4);
   CHECK(lowbit::choose_config(g128_problem(896, 4864, 32), kSm80, 132).n_tiles == 4);
 }
