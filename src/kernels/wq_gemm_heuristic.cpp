@@ -354,10 +354,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     const bool one_wave6 = blocks6 <= sms && 100 * blocks6 >= wq::kSixTileMinFillPercent * sms;
     const bool quarter_off6 =
         v27_hopper && p.bits <= 4 && blocks6 > sms && 4 * busiest(6) <= 3 * busiest(c.n_tiles);
-    if (c.warps_n == 1 && c.n_tiles >= 4 && busiest(6) < busiest(c.n_tiles) && one_wave6)
-      c.n_tiles = 6, c.warps_k = 8;
-    else if (c.warps_n == 1 && c.n_tiles >= 4 && quarter_off6)
-      c.n_tiles = 6;
+    if (c.warps_n == 1 && c.n_tiles >= 4) {
+      if (busiest(6) < busiest(c.n_tiles) && one_wave6)
+        c.n_tiles = 6, c.warps_k = 8;
+      else if (quarter_off6)
+        c.n_tiles = 6;
+    }
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in

@@ -15,6 +15,9 @@ inline WqGemmProblem g128_problem(int64_t n, int64_t k, int64_t m, int bits = 4)
   return p;
 }
 
+// The arch the heuristic tests check a Hopper-only rule leaves alone on.
+inline const Arch kSm80 = Arch::parse("sm_80");
+
 // choose_config for a W4-style g128 problem on sm_90a with 132 SMs; checks the choice is implementable.
 inline WqGemmConfig choose_hopper(int64_t n, int64_t k, int64_t m, int bits = 4) {
   static const Arch hopper = Arch::parse("sm_90a");

@@ -10,11 +10,8 @@
 using lowbit::WqGemmConfig;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
 using lowbit::test::wgmma_shape;
-
-namespace {
-const lowbit::Arch kSm80 = lowbit::Arch::parse("sm_80");
-}  // namespace
 
 TEST_CASE("choose_config v26: wide layers from 8 M weights take the large layers' wgmma at 64/128 rows",
           "[config][heuristic]") {

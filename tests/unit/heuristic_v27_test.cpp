@@ -10,10 +10,10 @@
 using lowbit::WqGemmConfig;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
 using lowbit::test::wgmma_shape;
 
 namespace {
-const lowbit::Arch kSm80 = lowbit::Arch::parse("sm_80");
 
 WqGemmConfig choose_bf16_hopper(int64_t n, int64_t k, int64_t m) {
   lowbit::WqGemmProblem p = g128_problem(n, k, m);
