@@ -180,6 +180,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool v26 = wq::has_wgmma(arch) && (p.bits == 3 || p.bits == 4);
   // v27's rules (forty-fourth session): measured on sm_90a only.
   const bool v27_hopper = wq::has_wgmma(arch);
+  // v28's one-row rules (forty-fifth session): measured on sm_90a, not in deterministic mode (its K
+  // order comes from M = 1's warps along K, which every bucket then reuses).
+  const bool v28_hopper = wq::has_wgmma(arch) && !p.deterministic;
   WqGemmConfig c;
   if (bucket <= 8) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
@@ -288,6 +291,33 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 11264×2048 and Qwen2.5-0.5B's 9728×896 (7 chunks), whose blocks of 4 tiles (2.3-2.7 per SM) kept v5's 8
     // warps: 1.33-1.43× the best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62).
     if (v27_hopper && c.x_shared && tiles_per_sm > 8 && chunks <= 16 && c.warps_k > 4) c.warps_k = 4;
+    // Heuristic v28 (forty-fifth session, out of sample): one row, 3/4-bit, staged 2 tiles × 8 warps.
+    // - Where 6-tile blocks fill 70-90 % of the SMs in one wave (4424-5704 columns on 132 SMs) and K
+    //   has 32 chunks or more: 6 tiles × 12 warps along K. H200 bench, bf16, µs against v27's (1,2,1,8,1,2):
+    //   5120×5120 6.49 / 7.54, 5120×7168 7.91 / 9.82, 5120×13824 12.70 / 17.48, 4608×3584 5.62 / 6.00;
+    //   H200 tunes, f16: 5120×K (K 7168-32768) 1.02-1.12× faster than 2 tiles; on the H100's tunes 2
+    //   tiles led 5120×K f16 by 1-2 %.
+    // - Otherwise bf16 over 16 chunks: 3 stages. The Σ MMA bf16 carries after the zero (v21) lengthens
+    //   each chunk, and a third stage in flight hides it: H200 bench 4608×3584 5.40 µs against 6.00,
+    //   6144×4096 5.94 against 6.47; tuned 4096² H200 (1,2,1,8,1,4) 4.64 against 5.08 with 2 stages, H100
+    //   (1,2,1,8,1,3) 5.10 against 5.31 (H100 6144×4096: 2 stages 7.07, 3 stages 7.25).
+    // - Staged 4-tile blocks where 6-tile ones take tiles off the busiest SM (17920×1536, 18432×2304:
+    //   18 tiles against 20; on 132 SMs only wide layers, over 8 tiles per SM, which v27 stages up to 32
+    //   chunks): 6 tiles × 4 warps along K, 2 stages, as v27 at 16 rows. The tunes' best there in W4 f16
+    //   and bf16 (H200; 18432×2304 f16 8.22 µs against 9.20 for (1,4,1,2), bf16 8.67 against 10.27;
+    //   17920×1536 f16 6.38 against 6.89 for (1,4,1,2,1,3)).
+    if (v28_hopper && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 4 &&
+        wq::busiest_sm_tiles(h, 6) < wq::busiest_sm_tiles(h, 4))
+      c.n_tiles = 6, c.warps_k = 4, c.stages = 2;
+    if (v28_hopper && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
+        c.warps_k == 8) {
+      const int64_t blocks6 = ceil_div(tiles, 6);
+      if (chunks >= 32 && 100 * blocks6 >= wq::kSixTileMinFillPercent * sms &&
+          100 * blocks6 <= wq::kSixTileOneRowMaxFillPercent * sms)
+        c.n_tiles = 6, c.warps_k = 12;
+      else if (p.act == DType::BF16 && chunks > 16)
+        c.stages = 3;
+    }
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
@@ -333,6 +363,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // both GPUs' files (H200 31.0 µs against 35.7 for v21's (1,4,1,4), the one standard case over
     // 1.15 × the best; H100 43.0 against 45.8).
     if (p.bits == 8 && tiles_per_sm > 20) c.warps_n = 4, c.warps_k = 1, c.stages = 3;
+    // Heuristic v28 (forty-fifth session, out of sample): 3/4-bit over 40 tiles per SM and 16 chunks
+    // (Mistral-Small-24B's gate+up, 65536×5120; Llama-3-70B's, 57344×8192): 8 tiles × 2 warps side by
+    // side sharing each chunk's activations, one along K, 3 stages. H200 tune, 65536×5120: the best in
+    // W4 f16 (47.84 µs) and bf16 (51.07, 2 stages), v27's (1,4,1,4) 1.13× / 1.21× behind; 57344×8192, both
+    // files: within 1.02× of the best (H200 72.88 against 72.03, H100 88.03 against 86.78).
+    if (v28_hopper && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16)
+      c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = 3;
     // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K) where
     // those blocks fill 70-100 % of the SMs once and the rules above put more tiles on
     // the busiest SM: 4608-6336 columns on 132 SMs (Qwen2.5-7B's 4608×3584, Llama-3-70B's 5120×8192
@@ -342,7 +379,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 28672×4096 ran 21.70 µs with (1,6,1,4) against 20.15 with its tuned (1,4,1,4).) The stages stay
     // the rule's (2 on these layers): the H100's tunes took 2 on all three (3 ran 2.4-6 % slower), the
     // H200's 3 on some (2 ran 1-2 % slower).
-    const auto busiest = [&](int nt) { return ceil_div(ceil_div(tiles, nt), sms) * nt; };
+    const auto busiest = [&](int nt) { return wq::busiest_sm_tiles(h, nt); };
     const int64_t blocks6 = ceil_div(tiles, 6);
     // v27 (forty-fourth session, out of sample): beyond one wave too where 6 tiles take at least a
     // quarter off the busiest SM's tiles, keeping the warps along K. Qwen2.5-1.5B's gate+up,
@@ -484,11 +521,16 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // 9.65 → 7.98 µs, M = 4 10.16 → 8.46, M = 16 12.91 → 9.76; bf16 M = 1 10.28 → 9.48, M = 16 14.49 →
   // 10.72 (the tune's best configs). 3-bit weights follow 4 as in the staged rules; 2- and 8-bit ones,
   // 2-tile blocks (1280-wide shards), other group sizes and arches past sm_90 are unmeasured (the last
-  // two take the rule). The narrow TP layers under 96 chunks (1280/2560×8192) stay unsplit at one row,
+  // two take the rule). The narrow TP layers of 64 chunks (1280/2560×8192) stay unsplit at one row,
   // both files' best.
+  // v28 (forty-fifth session, out of sample): from over 64 chunks on sm_90a (v25: 96). Gemma-2-2B's
+  // down projection, 2304×9216 (72 chunks, 72 blocks), H200 tune: split 3 was the best at one and
+  // 16 rows in W4 f16 and bf16, the unsplit heuristic 1.12-1.26× behind.
+  const int64_t split_min_chunks = wq::has_wgmma(arch) ? 65 : 96;
   const int64_t unsplit_blocks = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
   if (bucket <= 16 && (p.bits == 3 || p.bits == 4) && c.x_shared && c.warps_n == 1 && c.n_tiles == 4 &&
-      c.split_k == 1 && chunks >= 96 && unsplit_blocks >= sms / 4.0 && unsplit_blocks < 0.7 * sms) {
+      c.split_k == 1 && chunks >= split_min_chunks && unsplit_blocks >= sms / 4.0 &&
+      unsplit_blocks < 0.7 * sms) {
     WqGemmConfig s = c;
     s.warps_k = bucket <= 8 ? 8 : 4;
     s.split_k = 2;

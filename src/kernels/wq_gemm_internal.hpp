@@ -195,6 +195,12 @@ struct HeuristicShape {
   double tiles_per_sm;
 };
 HeuristicShape heuristic_shape(const WqGemmProblem& problem, int sm_count);
+// The tiles of the busiest SM when the shape's tiles go n_tiles to a warp-column block, one block
+// after another round the SMs (whole waves: the last one counts whole).
+inline int64_t busiest_sm_tiles(const HeuristicShape& h, int64_t n_tiles) {
+  const int64_t blocks = (h.tiles + n_tiles - 1) / n_tiles;
+  return (blocks + h.sms - 1) / h.sms * n_tiles;
+}
 // A config of one warp along N, K unsplit: the heuristic's starting point.
 WqGemmConfig base_config(int m_tiles, int n_tiles, int warps_k, int stages);
 // The heuristic's warpgroup-MMA config (sm_90a, 32-128 rows), or none where its rules leave the
@@ -208,6 +214,9 @@ int fill_split(const WqGemmProblem& problem, const WqGemmConfig& config, double 
 // least this share of the SMs (beyond one wave, v27's rule of a quarter off the busiest SM); the tuner
 // keeps such candidates unsplit down to the same share.
 constexpr int kSixTileMinFillPercent = 70;
+// v28: at one row, 6-tile blocks only up to this fill (5120-wide layers fill 81 %; 6144-wide ones,
+// 97 %, kept their 2 tiles: H200 bf16 6144×4096 5.94 µs with 2 tiles and 3 stages, 6.11-6.26 with 6).
+constexpr int kSixTileOneRowMaxFillPercent = 90;
 
 // Makes `config` fit the arch (shared memory, warps), shrinking in this order: warps along K, warps
 // along N, column tiles, row tiles, stages (to 2), then x_shared. With keep_k_split (deterministic

@@ -28,6 +28,17 @@ inline WqGemmConfig choose_hopper(int64_t n, int64_t k, int64_t m, int bits = 4)
   return c;
 }
 
+// The same for activations (and output) in bf16.
+inline WqGemmConfig choose_bf16_hopper(int64_t n, int64_t k, int64_t m, int bits = 4) {
+  static const Arch hopper = Arch::parse("sm_90a");
+  WqGemmProblem p = g128_problem(n, k, m, bits);
+  p.act = DType::BF16, p.out = DType::BF16;
+  const WqGemmConfig c = choose_config(p, hopper, 132);
+  INFO(p.str() << " -> " << c.str());
+  CHECK(can_implement(p, c, hopper));
+  return c;
+}
+
 // The tile and K split of a wgmma config, as "mt,nt,warps_n,warps_k sK|skN [img]".
 inline std::string wgmma_shape(const WqGemmConfig& c) {
   if (!c.wgmma) return "mma.sync " + c.str();

@@ -5,22 +5,13 @@
 #include "lowbit/lowbit.hpp"
 #include "support/catch.hpp"
 #include "unit/heuristic_helpers.hpp"
-#include "unit/unit_helpers.hpp"
 
 using lowbit::WqGemmConfig;
+using lowbit::test::choose_bf16_hopper;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
 using lowbit::test::wgmma_shape;
-
-namespace {
-
-WqGemmConfig choose_bf16_hopper(int64_t n, int64_t k, int64_t m) {
-  lowbit::WqGemmProblem p = g128_problem(n, k, m);
-  p.act = lowbit::DType::BF16, p.out = lowbit::DType::BF16;
-  return lowbit::choose_config(p, lowbit::test::kArch90, 132);
-}
-}  // namespace
 
 TEST_CASE("choose_config v27: 64/128 rows take wgmma from over 8 tiles per SM and 8 M weights, any K",
           "[config][heuristic]") {
