@@ -526,11 +526,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // v28 (forty-fifth session, out of sample): from over 64 chunks on sm_90a (v25: 96). Gemma-2-2B's
   // down projection, 2304×9216 (72 chunks, 72 blocks), H200 tune: split 3 was the best at one and
   // 16 rows in W4 f16 and bf16, the unsplit heuristic 1.12-1.26× behind.
+  // And 2-bit weights there (H200 W2 tune of the same layer, tuner times: split 3 with the rule's warps
+  // and stages 5.61 µs at one row against 6.11 unsplit, 7.00 at 16 rows against 8.91; not benched).
   const int64_t split_min_chunks = wq::has_wgmma(arch) ? 65 : 96;
+  const bool split_bits = p.bits == 3 || p.bits == 4 || (wq::has_wgmma(arch) && p.bits == 2);
   const int64_t unsplit_blocks = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
-  if (bucket <= 16 && (p.bits == 3 || p.bits == 4) && c.x_shared && c.warps_n == 1 && c.n_tiles == 4 &&
-      c.split_k == 1 && chunks >= split_min_chunks && unsplit_blocks >= sms / 4.0 &&
-      unsplit_blocks < 0.7 * sms) {
+  if (bucket <= 16 && split_bits && c.x_shared && c.warps_n == 1 && c.n_tiles == 4 && c.split_k == 1 &&
+      chunks >= split_min_chunks && unsplit_blocks >= sms / 4.0 && unsplit_blocks < 0.7 * sms) {
     WqGemmConfig s = c;
     s.warps_k = bucket <= 8 ? 8 : 4;
     s.split_k = 2;

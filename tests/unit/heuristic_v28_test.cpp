@@ -74,6 +74,11 @@ TEST_CASE("choose_config v28: the K-heavy split from over 64 chunks on sm_90a", 
   CHECK(staged(choose_hopper(2304, 9216, 16)) == "1,4,1,4,3,3+xs");
   CHECK(staged(choose_bf16_hopper(2304, 9216, 1)) == "1,4,1,8,3,2+xs");
   CHECK(staged(choose_bf16_hopper(2304, 9216, 16)) == "1,4,1,4,3,3+xs");
+  // 2-bit weights too on sm_90a (W2 tune), not 8-bit, nor before sm_90.
+  CHECK(staged(choose_hopper(2304, 9216, 1, 2)) == "1,4,1,8,3,2+xs");
+  CHECK(staged(choose_hopper(2304, 9216, 16, 2)) == "1,4,1,4,3,3+xs");
+  CHECK(choose_hopper(2304, 9216, 16, 8).split_k == 1);
+  CHECK(lowbit::choose_config(g128_problem(2304, 16384, 1, 2), kSm80, 132).split_k == 1);
   CHECK(choose_hopper(2304, 8320, 1).split_k == 3);   // 65 chunks
   CHECK(choose_hopper(2304, 8192, 16).split_k == 1);  // 64
 }
