@@ -180,9 +180,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool v26 = wq::has_wgmma(arch) && (p.bits == 3 || p.bits == 4);
   // v27's rules (forty-fourth session): measured on sm_90a only.
   const bool v27_hopper = wq::has_wgmma(arch);
-  // v28's one-row rules (forty-fifth session): measured on sm_90a, not in deterministic mode (its K
-  // order comes from M = 1's warps along K, which every bucket then reuses).
-  const bool v28_hopper = wq::has_wgmma(arch) && !p.deterministic;
+  // v28's rules (forty-fifth session): measured on sm_90a. (Deterministic problems never reach them:
+  // each needs activations staged per warp or the 16-row staged branch, which that mode leaves.)
+  const bool v28_hopper = wq::has_wgmma(arch);
   WqGemmConfig c;
   if (bucket <= 8) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
@@ -292,15 +292,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // warps: 1.33-1.43× the best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62).
     if (v27_hopper && c.x_shared && tiles_per_sm > 8 && chunks <= 16 && c.warps_k > 4) c.warps_k = 4;
     // Heuristic v28 (forty-fifth session, out of sample): one row, 3/4-bit, staged 2 tiles × 8 warps.
-    // - Where 6-tile blocks fill 70-90 % of the SMs in one wave (4424-5704 columns on 132 SMs) and K
+    // - Where 6-tile blocks fill 70-90 % of the SMs in one wave (4424-5664 columns on 132 SMs) and K
     //   has 32 chunks or more: 6 tiles × 12 warps along K. H200 bench, bf16, µs against v27's (1,2,1,8,1,2):
-    //   5120×5120 6.49 / 7.54, 5120×7168 7.91 / 9.82, 5120×13824 12.70 / 17.48, 4608×3584 5.62 / 6.00;
-    //   H200 tunes, f16: 5120×K (K 7168-32768) 1.02-1.12× faster than 2 tiles; on the H100's tunes 2
-    //   tiles led 5120×K f16 by 1-2 %.
+    //   5120×5120 6.49 / 7.54, 5120×7168 7.91 / 9.82, 5120×13824 12.70 / 17.48; H100 5120×13824 15.04 /
+    //   17.65. f16: H200 5120×32768 25.53 / 28.22 (its tunes of 5120×K, K 7168-32768, had 6 tiles first,
+    //   1.02-1.12× ahead); the H100 1-3 % slower (5120×8192 9.91 / 9.64), its tunes had 2 tiles first.
     // - Otherwise bf16 over 16 chunks: 3 stages. The Σ MMA bf16 carries after the zero (v21) lengthens
-    //   each chunk, and a third stage in flight hides it: H200 bench 4608×3584 5.40 µs against 6.00,
-    //   6144×4096 5.94 against 6.47; tuned 4096² H200 (1,2,1,8,1,4) 4.64 against 5.08 with 2 stages, H100
-    //   (1,2,1,8,1,3) 5.10 against 5.31 (H100 6144×4096: 2 stages 7.07, 3 stages 7.25).
+    //   each chunk, and a third stage in flight hides it. Bench against 2 stages, µs, H200 / H100:
+    //   4608×3584 5.38 / 5.96, 5.84 / 6.22; 4096² 4.72 / 5.06, 5.10 / 5.30; 6144×4096 5.94 / 6.47 on the
+    //   H200, 6.86 / 6.70 on the H100 (its one loss, 2.4 %).
     // - Staged 4-tile blocks where 6-tile ones take tiles off the busiest SM (17920×1536, 18432×2304:
     //   18 tiles against 20; on 132 SMs only wide layers, over 8 tiles per SM, which v27 stages up to 32
     //   chunks): 6 tiles × 4 warps along K, 2 stages, as v27 at 16 rows. The tunes' best there in W4 f16
@@ -366,8 +366,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Heuristic v28 (forty-fifth session, out of sample): 3/4-bit over 40 tiles per SM and 16 chunks
     // (Mistral-Small-24B's gate+up, 65536×5120; Llama-3-70B's, 57344×8192): 8 tiles × 2 warps side by
     // side sharing each chunk's activations, one along K, 3 stages. H200 tune, 65536×5120: the best in
-    // W4 f16 (47.84 µs) and bf16 (51.07, 2 stages), v27's (1,4,1,4) 1.13× / 1.21× behind; 57344×8192, both
-    // files: within 1.02× of the best (H200 72.88 against 72.03, H100 88.03 against 86.78).
+    // W4 f16 (bf16's best took 2 stages), v27's (1,4,1,4) 1.13× / 1.21× behind. Bench against v27's, µs,
+    // H200 / H100: f16 47.56 / 54.69, 62.55 / 65.55; bf16 52.35 / 60.74, 62.83 / 66.15; 57344×8192 f16
+    // 71.42 / 75.32, 88.14 / 92.29.
     if (v28_hopper && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16)
       c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = 3;
     // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K) where
@@ -519,15 +520,18 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // 1.5 blocks per SM, 8 warps along K up to 8 rows, 4 at 16 (two blocks per SM). Llama-3.1-405B's QKV
   // at TP 8, 2304×16384 (72 blocks), H200 bench, v24's (1,4,1,16) / (1,4,1,8) → split 3: W4 f16 M = 1
   // 9.65 → 7.98 µs, M = 4 10.16 → 8.46, M = 16 12.91 → 9.76; bf16 M = 1 10.28 → 9.48, M = 16 14.49 →
-  // 10.72 (the tune's best configs). 3-bit weights follow 4 as in the staged rules; 2- and 8-bit ones,
+  // 10.72 (the tune's best configs). 3-bit weights follow 4 as in the staged rules; 2- and 8-bit ones (2
+  // since v28 on sm_90a, below),
   // 2-tile blocks (1280-wide shards), other group sizes and arches past sm_90 are unmeasured (the last
-  // two take the rule). The narrow TP layers of 64 chunks (1280/2560×8192) stay unsplit at one row,
-  // both files' best.
-  // v28 (forty-fifth session, out of sample): from over 64 chunks on sm_90a (v25: 96). Gemma-2-2B's
-  // down projection, 2304×9216 (72 chunks, 72 blocks), H200 tune: split 3 was the best at one and
-  // 16 rows in W4 f16 and bf16, the unsplit heuristic 1.12-1.26× behind.
-  // And 2-bit weights there (H200 W2 tune of the same layer, tuner times: split 3 with the rule's warps
-  // and stages 5.61 µs at one row against 6.11 unsplit, 7.00 at 16 rows against 8.91; not benched).
+  // two take the rule).
+  // v28 (forty-fifth session, out of sample), on sm_90a: from over 64 chunks (v25: 96), and for 2-bit
+  // weights too. Gemma-2-2B's down projection, 2304×9216 (72 chunks, 72 blocks): split 3 was the H200
+  // tune's best at one and 16 rows in W4 f16 and bf16 (the unsplit heuristic 1.12-1.26× behind) and in
+  // W2 (tuner times, not benched: the rule's configs 5.61 µs at one row against 6.11 unsplit, 7.00 at 16
+  // rows against 8.91). Bench, W4, µs, unsplit → split, H200 / H100: f16 M = 16 8.05 → 6.65 / 8.23 →
+  // 7.23, bf16 M = 16 9.19 → 7.17 / 9.32 → 7.59; f16 M = 1 6.46 → 5.61 / 6.73 → 6.75. Not at 64 chunks:
+  // 2560×8192 (80 blocks of 4 tiles at 2-16 rows) ran best unsplit at 16 rows in the H100's file (its
+  // H200 file split it in 2 with 6 tiles, 1.08× ahead of the heuristic).
   const int64_t split_min_chunks = wq::has_wgmma(arch) ? 65 : 96;
   const bool split_bits = p.bits == 3 || p.bits == 4 || (wq::has_wgmma(arch) && p.bits == 2);
   const int64_t unsplit_blocks = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);

@@ -30,7 +30,7 @@ WqGemmConfig choose_deterministic_hopper(int64_t n, int64_t k, int64_t m) {
 
 TEST_CASE("choose_config v28: one row, 6 tiles x 12 warps where 6-tile blocks fill 70-90 % of the SMs",
           "[config][heuristic]") {
-  // 5120-wide: 107 blocks of 6 tiles (81 %), 40-256 chunks; f16 and bf16, 3- and 4-bit.
+  // 5120-wide: 107 blocks of 6 tiles (81 %), 32-256 chunks; f16 and bf16, 3- and 4-bit.
   for (int64_t k : {4096, 5120, 7168, 13824, 32768}) {
     INFO("K = " << k);
     CHECK(staged(choose_hopper(5120, k, 1)) == "1,6,1,12,1,2+xs");
@@ -64,6 +64,9 @@ TEST_CASE("choose_config v28: bf16 at one row on 2 staged tiles x 8 warps takes 
   CHECK(choose_bf16_hopper(6144, 2048, 1).stages == 2);  // 16
   CHECK(choose_bf16_hopper(6144, 4096, 2).stages == 2);
   CHECK(choose_bf16_hopper(6144, 4096, 1, 2).stages == 2);
+  // Only on 2-tile blocks: v21's 8-tile bf16 blocks (8192²) and 4-tile staged ones (7168×4096) keep 2.
+  CHECK(choose_bf16_hopper(8192, 8192, 1).stages == 2);
+  CHECK(choose_bf16_hopper(7168, 4096, 1, 3).stages == 2);
   // Not the 16-warp K-heavy blocks (4096×14336: the tunes' best (1,4,1,16,1,2) on the H200).
   CHECK(choose_bf16_hopper(4096, 14336, 1).stages == 2);
 }
@@ -79,6 +82,11 @@ TEST_CASE("choose_config v28: the K-heavy split from over 64 chunks on sm_90a", 
   CHECK(staged(choose_hopper(2304, 9216, 16, 2)) == "1,4,1,4,3,3+xs");
   CHECK(choose_hopper(2304, 9216, 16, 8).split_k == 1);
   CHECK(lowbit::choose_config(g128_problem(2304, 16384, 1, 2), kSm80, 132).split_k == 1);
+  // sm_90 (no "a") keeps v25's 96 chunks and 3/4 bits.
+  const lowbit::Arch sm90 = lowbit::Arch::parse("sm_90");
+  CHECK(lowbit::choose_config(g128_problem(2304, 9216, 1), sm90, 132).split_k == 1);
+  CHECK(lowbit::choose_config(g128_problem(2304, 16384, 1, 2), sm90, 132).split_k == 1);
+  CHECK(lowbit::choose_config(g128_problem(2304, 16384, 1), sm90, 132).split_k == 3);
   CHECK(choose_hopper(2304, 8320, 1).split_k == 3);   // 65 chunks
   CHECK(choose_hopper(2304, 8192, 16).split_k == 1);  // 64
 }
@@ -105,7 +113,9 @@ TEST_CASE("choose_config v28: one row, 6 tiles x 4 warps where they take tiles o
     CHECK(staged(choose_hopper(n, k, 1)) == "1,6,1,4,1,2+xs");
     CHECK(staged(choose_bf16_hopper(n, k, 1)) == "1,6,1,4,1,2+xs");
   }
-  // Not where 6 tiles take none off: 16384×2048 (18 against 16), 22016×2048 (24 against 24).
+  // Not where 6 tiles take none off: 16384×2048 (18 against 16), 22016×2048 (24 against 24); nor on
+  // the registers' blocks (17920×5120, 40 chunks: v27 stages only up to 32).
+  CHECK(choose_hopper(17920, 5120, 1).n_tiles == 4);
   CHECK(choose_hopper(16384, 2048, 1).n_tiles == 4);
   CHECK(choose_hopper(22016, 2048, 1).n_tiles == 4);
   // One row, 3/4-bit, sm_90a only.
