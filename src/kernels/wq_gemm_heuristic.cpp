@@ -178,11 +178,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // v26's mma.sync rules (forty-third session) were measured on sm_90a only, 3/4-bit where they say
   // so: other arches keep v25's choices (the branches they touch are reached by more layers there).
   const bool v26 = wq::has_wgmma(arch) && (p.bits == 3 || p.bits == 4);
-  // v27's rules (forty-fourth session): measured on sm_90a only.
-  const bool v27_hopper = wq::has_wgmma(arch);
-  // v28's rules (forty-fifth session): measured on sm_90a. (Deterministic problems never reach them:
-  // each needs activations staged per warp or the 16-row staged branch, which that mode leaves.)
-  const bool v28_hopper = wq::has_wgmma(arch);
+  // v27's and v28's rules (forty-fourth and forty-fifth sessions): measured on sm_90a only. (Deterministic
+  // problems never reach v28's: each needs activations staged per warp or the 16-row staged branch,
+  // which that mode leaves.)
+  const bool sm90a = wq::has_wgmma(arch);
   WqGemmConfig c;
   if (bucket <= 8) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
@@ -284,13 +283,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // staged 7.20); the shipped files' 28672×4096 and 37888×3584 (28-32 chunks) have staged bests at
     // 1-8 rows (H200 28672×4096 M = 8: 1.09 → 1.00). Not over 32 chunks: 10240×8192 at 2-4 rows kept
     // the registers (staged 1.09-1.10× on the H200), and 8-bit weights are unmeasured.
-    if (v27_hopper && stage_per_warp && staged_bits && p.bits <= 4 && tiles_per_sm > 8 && chunks <= 32)
+    if (sm90a && stage_per_warp && staged_bits && p.bits <= 4 && tiles_per_sm > 8 && chunks <= 32)
       c.x_shared = true;
     // v27, out of sample again (H100 tune of a fourth layer set): staged, on 16 chunks or fewer, at most 4
     // warps along K, so each keeps about 2 chunks or more (1.75 at 7 chunks). StableLM-2-1.6B's gate+up
     // 11264×2048 and Qwen2.5-0.5B's 9728×896 (7 chunks), whose blocks of 4 tiles (2.3-2.7 per SM) kept v5's 8
     // warps: 1.33-1.43× the best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62).
-    if (v27_hopper && c.x_shared && tiles_per_sm > 8 && chunks <= 16 && c.warps_k > 4) c.warps_k = 4;
+    if (sm90a && c.x_shared && tiles_per_sm > 8 && chunks <= 16 && c.warps_k > 4) c.warps_k = 4;
     // Heuristic v28 (forty-fifth session, out of sample): one row, 3/4-bit, staged 2 tiles × 8 warps.
     // - Where 6-tile blocks fill 70-90 % of the SMs in one wave (4424-5664 columns on 132 SMs) and K
     //   has 32 chunks or more: 6 tiles × 12 warps along K. H200 bench, bf16, µs against v27's (1,2,1,8,1,2):
@@ -306,14 +305,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   chunks): 6 tiles × 4 warps along K, 2 stages, as v27 at 16 rows. The tunes' best there in W4 f16
     //   and bf16 (H200; 18432×2304 f16 8.22 µs against 9.20 for (1,4,1,2), bf16 8.67 against 10.27;
     //   17920×1536 f16 6.38 against 6.89 for (1,4,1,2,1,3)).
-    if (v28_hopper && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 4 &&
+    if (sm90a && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 4 &&
         wq::busiest_sm_tiles(h, 6) < wq::busiest_sm_tiles(h, 4))
       c.n_tiles = 6, c.warps_k = 4, c.stages = 2;
-    if (v28_hopper && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
+    if (sm90a && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
         c.warps_k == 8) {
-      const int64_t blocks6 = ceil_div(tiles, 6);
-      if (chunks >= 32 && 100 * blocks6 >= wq::kSixTileMinFillPercent * sms &&
-          100 * blocks6 <= wq::kSixTileOneRowMaxFillPercent * sms)
+      if (chunks >= 32 &&
+          wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, wq::kSixTileOneRowMaxFillPercent))
         c.n_tiles = 6, c.warps_k = 12;
       else if (p.act == DType::BF16 && chunks > 16)
         c.stages = 3;
@@ -369,7 +367,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // W4 f16 (bf16's best took 2 stages), v27's (1,4,1,4) 1.13× / 1.21× behind. Bench against v27's, µs,
     // H200 / H100: f16 47.56 / 54.69, 62.55 / 65.55; bf16 52.35 / 60.74, 62.83 / 66.15; 57344×8192 f16
     // 71.42 / 75.32, 88.14 / 92.29.
-    if (v28_hopper && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16)
+    if (sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16)
       c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = 3;
     // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K) where
     // those blocks fill 70-100 % of the SMs once and the rules above put more tiles on
@@ -389,9 +387,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // against 2 of 8) 7.91 against 10.55 in the bench. (28672×4096 and the other shipped wide layers gain
     // no quarter: 4 tiles × 7 blocks against 6 × 5.) Measured at 2 and 4 bits (1 and 3 follow); within
     // one wave v23's rule alone decides (the tuner has not timed 6 tiles under its 70 % fill).
-    const bool one_wave6 = blocks6 <= sms && 100 * blocks6 >= wq::kSixTileMinFillPercent * sms;
+    const bool one_wave6 = wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100);
     const bool quarter_off6 =
-        v27_hopper && p.bits <= 4 && blocks6 > sms && 4 * busiest(6) <= 3 * busiest(c.n_tiles);
+        sm90a && p.bits <= 4 && blocks6 > sms && 4 * busiest(6) <= 3 * busiest(c.n_tiles);
     if (c.warps_n == 1 && c.n_tiles >= 4) {
       if (busiest(6) < busiest(c.n_tiles) && one_wave6)
         c.n_tiles = 6, c.warps_k = 8;
@@ -467,7 +465,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       // v27 (forty-fourth session, out of sample): 2-bit weights too (1 bit follows 2, unmeasured). H200
       // tune, against v26's registers (1,4,1,4,1,4): 2048², 2048×8192, 3072×2048, 3072² ran 1.31-1.49× the
       // best; this config is the best or within 1.10× on all four (3072×2048 8.44 µs against 6.32).
-      if ((v26 || (v27_hopper && p.bits <= 2)) && bucket == 64 && stage_per_warp)
+      if ((v26 || (sm90a && p.bits <= 2)) && bucket == 64 && stage_per_warp)
         c.x_shared = true, c.stages = 3;
     }
   } else {
@@ -532,8 +530,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // 7.23, bf16 M = 16 9.19 → 7.17 / 9.32 → 7.59; f16 M = 1 6.46 → 5.61 / 6.73 → 6.75. Not at 64 chunks:
   // 2560×8192 (80 blocks of 4 tiles at 2-16 rows) ran best unsplit at 16 rows in the H100's file (its
   // H200 file split it in 2 with 6 tiles, 1.08× ahead of the heuristic).
-  const int64_t split_min_chunks = wq::has_wgmma(arch) ? 65 : 96;
-  const bool split_bits = p.bits == 3 || p.bits == 4 || (wq::has_wgmma(arch) && p.bits == 2);
+  const int64_t split_min_chunks = sm90a ? 65 : 96;
+  const bool split_bits = p.bits == 3 || p.bits == 4 || (sm90a && p.bits == 2);
   const int64_t unsplit_blocks = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
   if (bucket <= 16 && split_bits && c.x_shared && c.warps_n == 1 && c.n_tiles == 4 && c.split_k == 1 &&
       chunks >= split_min_chunks && unsplit_blocks >= sms / 4.0 && unsplit_blocks < 0.7 * sms) {
