@@ -316,6 +316,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       else if (p.act == DType::BF16 && chunks > 16)
         c.stages = 3;
     }
+    // Heuristic v29 (forty-sixth session, out of sample): one row, 1-2-bit weights staged 2 tiles a warp
+    // on 2-4 tiles per SM (the 2-tile rule above; 2088-4224 columns on 132 SMs): 4 tiles, where a 2-bit
+    // tile-chunk is half the bytes of a 4-bit one, with 16 warps along K from 32 chunks, else 8 and 3
+    // stages. H200 tunes, v28's (1,2,1,8,1,2) against the best (this rule's config, or 1.008× for
+    // 4096×7168): 4096×7168 1.26×, 3072×4096 1.14×, 4096×2304 1.13×, 2304×2048 1.06×; the shipped
+    // file's 4096² 1.12× (the H100's best there is (1,2,1,16,1,2): this config and v28's both 1.09×).
+    if (sm90a && bucket == 1 && c.x_shared && p.bits <= 2 && c.n_tiles == 2 && 2 * col_blocks >= sms &&
+        tiles_per_sm <= 4) {
+      c.n_tiles = 4;
+      if (chunks >= 32)
+        c.warps_k = 16;
+      else
+        c.stages = 3;
+    }
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
@@ -361,6 +375,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // both GPUs' files (H200 31.0 µs against 35.7 for v21's (1,4,1,4), the one standard case over
     // 1.15 × the best; H100 43.0 against 45.8).
     if (p.bits == 8 && tiles_per_sm > 20) c.warps_n = 4, c.warps_k = 1, c.stages = 3;
+    // Heuristic v29 (forty-sixth session, out of sample; H200 tune, 8-bit weights at 16 rows):
+    // - Over 12 up to 20 tiles per SM: 8 tiles × 2 warps along K (v9's 4 warps keep 4.5 chunks each on
+    //   Gemma-2-2B's gate+up, 18432×2304: 1.25× the best, (1,4,2,2,1,2); this config 1.05×). The best of
+    //   both shipped files on 16384², where 4 warps ran 1.015-1.017× it.
+    // - Over 40 tiles per SM: v22's config with 2 stages. Mistral-Small-24B's gate+up, 65536×5120 (62
+    //   tiles per SM): 3 stages 1.26× the best, this config; 25600×4096 (24) keeps 3, its best.
+    if (sm90a && p.bits == 8 && tiles_per_sm > 12 && tiles_per_sm <= 20) c.warps_k = 2;
+    if (sm90a && p.bits == 8 && tiles_per_sm > 40) c.stages = 2;
     // Heuristic v28 (forty-fifth session, out of sample): 3/4-bit over 40 tiles per SM and 16 chunks
     // (Mistral-Small-24B's gate+up, 65536×5120; Llama-3-70B's, 57344×8192): 8 tiles × 2 warps side by
     // side sharing each chunk's activations, one along K, 3 stages. H200 tune, 65536×5120: the best in
@@ -465,8 +487,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       // v27 (forty-fourth session, out of sample): 2-bit weights too (1 bit follows 2, unmeasured). H200
       // tune, against v26's registers (1,4,1,4,1,4): 2048², 2048×8192, 3072×2048, 3072² ran 1.31-1.49× the
       // best; this config is the best or within 1.10× on all four (3072×2048 8.44 µs against 6.32).
-      if ((v26 || (sm90a && p.bits <= 2)) && bucket == 64 && stage_per_warp)
-        c.x_shared = true, c.stages = 3;
+      // v29 (forty-sixth session, out of sample): 8-bit weights too, so every width on sm_90a. Gemma-2-2B's
+      // QKV, 2304×2048, H200 tune: the registers' config 1.53× the best ((1,4,1,4,1,2) staged), this one
+      // 1.11×.
+      if (sm90a && bucket == 64 && stage_per_warp) c.x_shared = true, c.stages = 3;
     }
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200
@@ -484,7 +508,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // four tuned formats (W4 f16/bf16, W2, W8), where v7's (2,4,2,2) was up to 18 % behind (3 % ahead for f16
     // at 128 rows; H200 bench: bf16 4096² M = 64 14.23 µs against 11.79, M = 128 22.17 against 18.63).
     const bool narrow_long_k = narrow && chunks >= 32;
-    if (narrow_long_k && bucket == 64) c.warps_k = 4;
+    // v29 (forty-sixth session, out of sample): on sm_90a on short K too. Gemma-2-2B's o_proj, 4096×2304
+    // (18 chunks), H200 tune: (2,4,2,4) the best or within 1.006× in all four formats, v7's (2,4,2,2)
+    // 1.03-1.17× (bf16 1.17).
+    if ((narrow_long_k || (sm90a && narrow)) && bucket == 64) c.warps_k = 4;
     // Heuristic v18 (twenty-third session): at 64 rows there, 2-, 3- and 4-bit weights stage per warp, one
     // row tile × 8 column tiles × 4 warps along K: the best config in the H100's re-tunes of W4 f16, bf16
     // and W2 and the H200's of W4 f16 and bf16 (H100 bench: W2 4096² M = 64 11.06 µs against 12.87 for
@@ -531,6 +558,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // 2560×8192 (80 blocks of 4 tiles at 2-16 rows) ran best unsplit at 16 rows in the H100's file (its
   // H200 file split it in 2 with 6 tiles, 1.08× ahead of the heuristic).
   const int64_t split_min_chunks = sm90a ? 65 : 96;
+  // (Not 8-bit weights: at 16 rows on 2304×9216 this rule's split 3 ran 8.89 µs against 9.75 unsplit on
+  // the H200, but 11.06 against 10.24 on the H100; forty-sixth session.)
   const bool split_bits = p.bits == 3 || p.bits == 4 || (sm90a && p.bits == 2);
   const int64_t unsplit_blocks = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
   if (bucket <= 16 && split_bits && c.x_shared && c.warps_n == 1 && c.n_tiles == 4 && c.split_k == 1 &&

@@ -62,8 +62,11 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // M = 128 33.15 µs against 17.37; W2 M = 64 21.42 against 12.22). The flow below gives each its tuned
   // best or a runner-up within 1.06×.
   // 2-bit weights at 64 rows only (the W2 tune ran M 1/16/64).
-  const bool wide_mid =
-      rows_64_128 && weights >= 8e6 && tiles_per_sm > 8 && (p.bits == 4 || (p.bits == 2 && bucket == 64));
+  // v29 (forty-sixth session, out of sample): 8-bit weights at 64 rows too. Gemma-2-2B's gate+up,
+  // 18432×2304 (17.5 tiles per SM), H200 tune: mma.sync (2,4,2,2) 1.46× the best (all wgmma), this
+  // rule's (4,4,8,1) with the image 1.02×.
+  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 8 &&
+                        (p.bits == 4 || ((p.bits == 2 || p.bits == 8) && bucket == 64));
   const bool large = weights >= 48e6 || wide_mid;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          p.group_size == 128 && !(bucket == 64 && p.bits == 8);
@@ -94,11 +97,20 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // SM, 32-63 chunks: 4096²) take the four-way K split of 128-column blocks of 64 rows that v18 (below)
   // gives from 64 chunks, although its pieces keep only 8 chunks: the tuned best of both GPUs' files
   // (H200 12.06 µs against 14.2 for v20's block-shared (2,4,2,4); H100 13.66 against 13.82).
-  const bool narrow_w8_64 = bucket == 64 && p.bits == 8 && p.group_size == 128 && tiles_per_sm >= 3 &&
-                            tiles_per_sm <= 4 && chunks >= 32 && chunks < 64;
+  // v29 (forty-sixth session, out of sample): wherever that split makes 0.7-1 wave (was 3-4 tiles per SM;
+  // 2952-4224 columns on 132 SMs). Llama-3.2-3B's QKV, 3072×4096 (2.9 tiles per SM, 96 blocks), H200
+  // tune: this config the best, v28's per-warp mma.sync (1,4,1,4,1,4) 1.52× it.
+  const bool narrow_w8_64 =
+      bucket == 64 && p.bits == 8 && p.group_size == 128 && wave_of(4, 4) && chunks >= 32 && chunks < 64;
   // Heuristic v18's four-way K split of 128-column blocks of 64 rows (below), where it makes 0.7-1 wave
   // and each piece keeps 16 chunks or more.
-  const bool four_way_64 = bucket == 64 && wave_of(4, 4) && chunks >= 4 * 16;
+  // v29 (forty-sixth session): from 40 chunks (pieces of 10), with 3 stages under 64 chunks (below). H200
+  // bench, v28's block-shared mma.sync (1,8,1,4,1,3) → this split with the image, W4 f16, µs: 4096×5120
+  // 13.19 → 12.16, 4096×6144 15.43 → 13.08, 4096×7168 17.88 → 13.97; 3584×5120 13.26 → 12.23, 3584×7168
+  // 17.67 → 14.20. At 32 chunks mma.sync stays ahead (4096² 11.06 against 11.24, 3584×4096 11.14 /
+  // 11.26). The H200's out-of-sample tune of 4096×7168 put this config first in W4 f16, bf16 and W2
+  // (v28 1.21-1.24× behind).
+  const bool four_way_64 = bucket == 64 && wave_of(4, 4) && chunks >= 40;
   // Heuristic v24 (forty-first session, docs/perf-notes.md: fitted to the tuned entries of both shipped
   // files where v23 ran over 1.15× them, then benched): the layers of 8-48 M weights under 5 tiles per
   // SM that no rule above sends to wgmma (v4's K-heavy 128-row rule sends some, with the image) ran
@@ -108,12 +120,17 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 5120×8192 M = 64 38.12 → 19.53 (36.16 → 19.87), M = 128 44.07 → 27.35 (43.83 → 27.16); 2560×8192
   // M = 64 22.96 → 13.41; 1280×8192 M = 64 14.97 → 10.06, M = 128 20.64 → 13.11; 4608×3584 M = 64
   // 18.44 → 12.45, M = 128 20.80 → 17.22; 3584×8192 M = 64 19.78 → 15.24 (W8 on the H100 21.15 →
-  // 18.13). Not 3584² and 4096² at 64 rows (under 64 chunks), whose best is mma.sync. 4-bit weights
+  // 18.13). Not 3584² and 4096² at 64 rows (under 64 chunks; v29: under 40 where v18's four-way split
+  // makes 0.7-1 wave), whose best is mma.sync. 4-bit weights
   // of every group size, as v4's large-layer rule (measured on groups of 128; per-channel compiles
   // without spills), and 2/8-bit with groups of 128 at the four-way split.
+  // v29 (forty-sixth session, out of sample): 8-bit weights in groups of 128 at 64 rows too, as 4-bit
+  // ones. Gemma-2-2B's down projection, 2304×9216 (1.1 tiles per SM, 72 chunks), H200 tune: this rule's
+  // stream K over 128-column blocks (4,2,8,1) the best, v28's mma.sync (1,4,1,4,1,4) 2.10× it.
+  const bool few_blocks_w8_64 = bucket == 64 && p.bits == 8 && p.group_size == 128;
   const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
-                                !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64) &&
-                                (p.bits == 4 || (four_way_64 && p.group_size == 128));
+                                !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
+                                (p.bits == 4 || (four_way_64 && p.group_size == 128) || few_blocks_w8_64);
   // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 144 chunks or more (10240×8192 and
   // wider; 8192×28672, 3584×18944, and out of sample 5120×27648), one 32-row tile per block of two MMA
   // warpgroups: the tuned best of every such entry on both GPUs (3584×18944's on the H100 1.03×; 5120×27648
@@ -250,7 +267,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     if (can_implement(p, s, arch)) return s;
   }
   if (four_way_64) {
-    WqGemmConfig s = blocks_128_config(4, 4);
+    WqGemmConfig s = blocks_128_config(4, chunks >= 64 ? 4 : 3);
     s.split_k = 4;
     if (can_implement(p, s, arch)) return s;
   }

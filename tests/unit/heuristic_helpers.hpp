@@ -48,4 +48,11 @@ inline std::string wgmma_shape(const WqGemmConfig& c) {
   return c.x_image ? s + " img" : s;
 }
 
+// m_tiles,n_tiles,warps_n,warps_k,split_k,stages of an mma.sync config with x_shared ("+xs"), or its str().
+inline std::string staged(const WqGemmConfig& c) {
+  if (c.wgmma || !c.x_shared) return c.str();
+  return std::to_string(c.m_tiles) + "," + std::to_string(c.n_tiles) + "," + std::to_string(c.warps_n) + "," +
+         std::to_string(c.warps_k) + "," + std::to_string(c.split_k) + "," + std::to_string(c.stages) + "+xs";
+}
+
 }  // namespace lowbit::test

@@ -11,15 +11,9 @@ using lowbit::test::choose_bf16_hopper;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
+using lowbit::test::staged;
 
 namespace {
-
-// m_tiles,n_tiles,warps_n,warps_k,split_k,stages of an mma.sync config staged per warp ("+xs"), or its str().
-std::string staged(const WqGemmConfig& c) {
-  if (c.wgmma || !c.x_shared) return c.str();
-  return std::to_string(c.m_tiles) + "," + std::to_string(c.n_tiles) + "," + std::to_string(c.warps_n) + "," +
-         std::to_string(c.warps_k) + "," + std::to_string(c.split_k) + "," + std::to_string(c.stages) + "+xs";
-}
 
 WqGemmConfig choose_deterministic_hopper(int64_t n, int64_t k, int64_t m) {
   lowbit::WqGemmProblem p = g128_problem(n, k, m);
