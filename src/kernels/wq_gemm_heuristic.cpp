@@ -317,7 +317,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
         c.stages = 3;
     }
     // Heuristic v29 (forty-sixth session, out of sample): one row, 1-2-bit weights staged 2 tiles a warp
-    // on 2-4 tiles per SM (the 2-tile rule above; 2088-4224 columns on 132 SMs): 4 tiles, where a 2-bit
+    // on about 2-4 tiles per SM (the 2-tile rule above; 2088-4224 columns on 132 SMs): 4 tiles, where a 2-bit
     // tile-chunk is half the bytes of a 4-bit one, with 16 warps along K from 32 chunks, else 8 and 3
     // stages. H200 tunes, v28's (1,2,1,8,1,2) against the best (this rule's config, or 1.008× for
     // 4096×7168): 4096×7168 1.26×, 3072×4096 1.14×, 4096×2304 1.13×, 2304×2048 1.06×; the shipped
@@ -488,7 +488,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       // tune, against v26's registers (1,4,1,4,1,4): 2048², 2048×8192, 3072×2048, 3072² ran 1.31-1.49× the
       // best; this config is the best or within 1.10× on all four (3072×2048 8.44 µs against 6.32).
       // v29 (forty-sixth session, out of sample): 8-bit weights too, so every width on sm_90a. Gemma-2-2B's
-      // QKV, 2304×2048, H200 tune: the registers' config 1.53× the best ((1,4,1,4,1,2) staged), this one
+      // o_proj, 2304×2048, H200 tune: the registers' config 1.53× the best ((1,4,1,4,1,2) staged), this one
       // 1.11×.
       if (sm90a && bucket == 64 && stage_per_warp) c.x_shared = true, c.stages = 3;
     }
@@ -508,7 +508,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // four tuned formats (W4 f16/bf16, W2, W8), where v7's (2,4,2,2) was up to 18 % behind (3 % ahead for f16
     // at 128 rows; H200 bench: bf16 4096² M = 64 14.23 µs against 11.79, M = 128 22.17 against 18.63).
     const bool narrow_long_k = narrow && chunks >= 32;
-    // v29 (forty-sixth session, out of sample): on sm_90a on short K too. Gemma-2-2B's o_proj, 4096×2304
+    // v29 (forty-sixth session, out of sample): on sm_90a on short K too. Gemma-2-2B's QKV, 4096×2304
     // (18 chunks), H200 tune: (2,4,2,4) the best or within 1.006× in all four formats, v7's (2,4,2,2)
     // 1.03-1.17× (bf16 1.17).
     if ((narrow_long_k || (sm90a && narrow)) && bucket == 64) c.warps_k = 4;

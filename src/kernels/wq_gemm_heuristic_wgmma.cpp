@@ -98,7 +98,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // gives from 64 chunks, although its pieces keep only 8 chunks: the tuned best of both GPUs' files
   // (H200 12.06 µs against 14.2 for v20's block-shared (2,4,2,4); H100 13.66 against 13.82).
   // v29 (forty-sixth session, out of sample): wherever that split makes 0.7-1 wave (was 3-4 tiles per SM;
-  // 2952-4224 columns on 132 SMs). Llama-3.2-3B's QKV, 3072×4096 (2.9 tiles per SM, 96 blocks), H200
+  // 2952-4224 columns on 132 SMs). Llama-3-8B's QKV at TP 2, 3072×4096 (2.9 tiles per SM, 96 blocks), H200
   // tune: this config the best, v28's per-warp mma.sync (1,4,1,4,1,4) 1.52× it.
   const bool narrow_w8_64 =
       bucket == 64 && p.bits == 8 && p.group_size == 128 && wave_of(4, 4) && chunks >= 32 && chunks < 64;
@@ -125,8 +125,11 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // of every group size, as v4's large-layer rule (measured on groups of 128; per-channel compiles
   // without spills), and 2/8-bit with groups of 128 at the four-way split.
   // v29 (forty-sixth session, out of sample): 8-bit weights in groups of 128 at 64 rows too, as 4-bit
-  // ones. Gemma-2-2B's down projection, 2304×9216 (1.1 tiles per SM, 72 chunks), H200 tune: this rule's
-  // stream K over 128-column blocks (4,2,8,1) the best, v28's mma.sync (1,4,1,4,1,4) 2.10× it.
+  // ones. Gemma-2-2B's down projection, 2304×9216 (2.2 tiles per SM, 72 chunks), H200 tune: this rule's
+  // stream K over 128-column blocks (4,2,8,1) the best, v28's mma.sync (1,4,1,4,1,4) 2.10× it. This takes
+  // 4-5 tiles per SM (from 28 chunks) from v10's block-shared rule (eight_bit_x_shared, mma.sync side):
+  // H200 bench, 5120×8192 (4.85, 64 chunks), v10's (4,4,2,2) 30.96 µs → 21.88 with the image; under 64
+  // chunks there (4608×3584, 5120×4096) unmeasured.
   const bool few_blocks_w8_64 = bucket == 64 && p.bits == 8 && p.group_size == 128;
   const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
                                 !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
