@@ -38,6 +38,9 @@ def check(job):
 
 for path in paths:
     data = json.load(open(path))
+    if "wq_gemm" not in data or "meta" not in data:  # a bench record, not a tuning file
+        print("== %s: not a tuning file (no meta/wq_gemm), skipped" % path)
+        continue
     sms = data["meta"].get("sm_count", 132)
     jobs = []
     for key, v in data["wq_gemm"].items():
