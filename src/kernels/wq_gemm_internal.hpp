@@ -198,13 +198,12 @@ HeuristicShape heuristic_shape(const WqGemmProblem& problem, int sm_count);
 // The tiles of the busiest SM when the shape's tiles go n_tiles to a warp-column block, one block
 // after another round the SMs (whole waves: the last one counts whole).
 inline int64_t busiest_sm_tiles(const HeuristicShape& h, int64_t n_tiles) {
-  const int64_t blocks = (h.tiles + n_tiles - 1) / n_tiles;
-  return (blocks + h.sms - 1) / h.sms * n_tiles;
+  return ceil_div(ceil_div(h.tiles, n_tiles), h.sms) * n_tiles;
 }
 // Whether the shape's 6-tile warp-column blocks number min_percent to max_percent of the SMs (100: at
 // most one wave).
 inline bool six_tile_fill_within(const HeuristicShape& h, int min_percent, int max_percent) {
-  const int64_t blocks = (h.tiles + 5) / 6;
+  const int64_t blocks = ceil_div(h.tiles, 6);
   return 100 * blocks >= min_percent * h.sms && 100 * blocks <= max_percent * h.sms;
 }
 // A config of one warp along N, K unsplit: the heuristic's starting point.

@@ -18,25 +18,25 @@ inline WqGemmProblem g128_problem(int64_t n, int64_t k, int64_t m, int bits = 4)
 // The arch the heuristic tests check a Hopper-only rule leaves alone on.
 inline const Arch kSm80 = Arch::parse("sm_80");
 
-// choose_config for a W4-style g128 problem on sm_90a with 132 SMs; checks the choice is implementable.
-inline WqGemmConfig choose_hopper(int64_t n, int64_t k, int64_t m, int bits = 4) {
+// choose_config for `p` on sm_90a with 132 SMs; checks the choice is implementable.
+inline WqGemmConfig choose_hopper(const WqGemmProblem& p) {
   static const Arch hopper = Arch::parse("sm_90a");
-  const WqGemmProblem p = g128_problem(n, k, m, bits);
   const WqGemmConfig c = choose_config(p, hopper, 132);
   INFO(p.str() << " -> " << c.str());
   CHECK(can_implement(p, c, hopper));
   return c;
 }
 
-// The same for activations (and output) in bf16.
+// The same for a W4-style g128 problem.
+inline WqGemmConfig choose_hopper(int64_t n, int64_t k, int64_t m, int bits = 4) {
+  return choose_hopper(g128_problem(n, k, m, bits));
+}
+
+// The same with activations (and output) in bf16.
 inline WqGemmConfig choose_bf16_hopper(int64_t n, int64_t k, int64_t m, int bits = 4) {
-  static const Arch hopper = Arch::parse("sm_90a");
   WqGemmProblem p = g128_problem(n, k, m, bits);
   p.act = DType::BF16, p.out = DType::BF16;
-  const WqGemmConfig c = choose_config(p, hopper, 132);
-  INFO(p.str() << " -> " << c.str());
-  CHECK(can_implement(p, c, hopper));
-  return c;
+  return choose_hopper(p);
 }
 
 // The tile and K split of a wgmma config, as "mt,nt,warps_n,warps_k sK|skN [img]".
