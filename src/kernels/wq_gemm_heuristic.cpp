@@ -330,6 +330,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       else
         c.stages = 3;
     }
+    // Heuristic v30 (forty-seventh session, out of sample): one row, 4-bit weights in groups of 128 on
+    // 8.5-10 tiles per SM (8977-10560 columns on 132 SMs) up to 40 chunks, and on 6.5-8.5 up to 16:
+    // 2 tiles × 4 warps along K, staged, 2 stages (the many small blocks fill the SMs' slots evenly).
+    // The tunes' best or within 2 % on every such layer of both GPUs (9216×3072, 9728×896, 10240×2560,
+    // 10240×5120, 8192×1024, 8192×2048, 7168×2048), where v29 ran 1.04-1.16×. Not on longer K (8192×4096:
+    // the H200's best is v29's (1,4,1,8), this 1.07×), nor wider (11264×2048, 16384×2048: the H200 bench
+    // had v29's (1,4,1,4,1,3) 3-15 % ahead).
+    const bool two_tiles_one_row =
+        (tiles_per_sm > 8.5 && tiles_per_sm <= 10 && chunks <= 40) ||
+        (tiles_per_sm > 6.5 && tiles_per_sm <= 8.5 && chunks <= 16);
+    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 4 && p.group_size == 128 && two_tiles_one_row) {
+      c = make(1, 2, 4, 2);
+      c.x_shared = true;
+    }
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
