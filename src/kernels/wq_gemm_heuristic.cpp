@@ -361,11 +361,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // activations between 2 warps side by side, 2 along K (22016×2048 bench: H100 10.65 µs against
     // 12.29 for (1,4,1,4), H200 9.90 against 10.65; on the long-K wide layers of the shipped files
     // it lost: H100 37888×3584 35.46 against 28.38 for the tuned (1,4,2,1)).
-    // v30 (forty-seventh session, out of sample): up to 32 chunks on 20-25 tiles per SM (21128-26400
-    // columns). Qwen3-8B's gate+up, 24576×4096: the best of both GPUs' tunes, where (1,4,1,4) ran 1.16×
-    // (H100) and 1.06× (H200); 25600×4096 on the H100 1.001× the best, (1,4,1,4) 1.07×. Not wider:
-    // 28672×4096 (27 tiles per SM) 1.02-1.06× behind the files' best.
-    const bool pair_sharing_chunks = chunks <= 16 || (tiles_per_sm <= 25 && chunks <= 32);
+    // v30 (forty-seventh session, out of sample): up to 32 chunks on 20-24 tiles per SM (21128-25344
+    // columns on 132 SMs), where the 8-tile blocks of 2 warps side by side put no more tiles on the busiest
+    // SM than v9's 4-tile blocks (3 blocks of 8 against 6 of 4). Qwen3-8B's gate+up, 24576×4096 (23.3):
+    // the best of both GPUs' tunes, where (1,4,1,4) ran 1.16× (H100) and 1.06× (H200); H200 bench 18.60 →
+    // 17.43 µs (bf16 19.80 → 19.75). Not 25600×4096 (24.2: 4 blocks of 8 against 7 of 4): H200 bench 19.62
+    // → 21.24 (bf16 22.32 → 24.22), though the H100's tune had it 1.07 → 1.00. Not wider: 28672×4096 ran
+    // 1.02-1.06× behind the files' best.
+    const bool pair_sharing_chunks = chunks <= 16 || (tiles_per_sm <= 24 && chunks <= 32);
     if (v26 && tiles_per_sm > 20 && pair_sharing_chunks)
       c.warps_n = 2, c.warps_k = 2;
     else if (tiles_per_sm > 20)

@@ -57,17 +57,18 @@ TEST_CASE(
   CHECK(lowbit::choose_config(g128_problem(10240, 2560, 1), kSm80, 132).n_tiles == 4);
 }
 
-TEST_CASE("choose_config v30: 16 rows on 20-25 tiles per SM share each chunk between 2 warps up to 32 chunks",
+TEST_CASE("choose_config v30: 16 rows on 20-24 tiles per SM share each chunk between 2 warps up to 32 chunks",
           "[config][heuristic]") {
   CHECK(staged(choose_hopper(24576, 4096, 16)) == "1,4,2,2,1,2+xs");
-  CHECK(staged(choose_hopper(25600, 4096, 16)) == "1,4,2,2,1,2+xs");
+  // 25600×4096 (24.2 tiles per SM) keeps (1,4,1,4): 4 blocks of 8 tiles on the busiest SM against 7 of 4.
+  CHECK(staged(choose_hopper(25600, 4096, 16)) == "1,4,1,4,1,2+xs");
   CHECK(staged(choose_bf16_hopper(24576, 4096, 16)) == "1,4,2,2,1,2+xs");
   // v26's short-K case unchanged.
   CHECK(staged(choose_hopper(22016, 2048, 16)) == "1,4,2,2,1,2+xs");
-  // Bounds: 26400 columns are 25.0 tiles per SM (in), 26408 out; 21128 over 20 (in), 21120 v9's 8 tiles;
+  // Bounds: 25344 columns are 24.0 tiles per SM (in), 25352 out; 21128 over 20 (in), 21120 v9's 8 tiles;
   // 32 chunks in, 33 out.
-  CHECK(staged(choose_hopper(26400, 4096, 16)) == "1,4,2,2,1,2+xs");
-  CHECK(staged(choose_hopper(26408, 4096, 16)) == "1,4,1,4,1,2+xs");
+  CHECK(staged(choose_hopper(25344, 4096, 16)) == "1,4,2,2,1,2+xs");
+  CHECK(staged(choose_hopper(25352, 4096, 16)) == "1,4,1,4,1,2+xs");
   CHECK(staged(choose_hopper(21128, 4096, 16)) == "1,4,2,2,1,2+xs");
   CHECK(staged(choose_hopper(21120, 4096, 16)) == "1,8,1,4,1,2+xs");
   CHECK(staged(choose_hopper(24576, 4224, 16)) == "1,4,1,4,1,2+xs");
