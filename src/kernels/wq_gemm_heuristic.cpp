@@ -364,10 +364,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // v30 (forty-seventh session, out of sample): up to 32 chunks on 20-24 tiles per SM (21128-25344
     // columns on 132 SMs), where the 8-tile blocks of 2 warps side by side put no more tiles on the busiest
     // SM than v9's 4-tile blocks (3 blocks of 8 against 6 of 4). Qwen3-8B's gate+up, 24576×4096 (23.3):
-    // the best of both GPUs' tunes, where (1,4,1,4) ran 1.16× (H100) and 1.06× (H200); H200 bench 18.60 →
-    // 17.43 µs (bf16 19.80 → 19.75). Not 25600×4096 (24.2: 4 blocks of 8 against 7 of 4): H200 bench 19.62
-    // → 21.24 (bf16 22.32 → 24.22), though the H100's tune had it 1.07 → 1.00. Not wider: 28672×4096 ran
-    // 1.02-1.06× behind the files' best.
+    // the best of both GPUs' tunes, where (1,4,1,4) ran 1.16× (H100) and 1.06× (H200); bench, µs, H200 18.60
+    // → 17.43 (bf16 19.80 → 19.75), H100 24.12 → 20.72 (bf16 23.67 → 21.19). Not 25600×4096 (24.2: 4 blocks
+    // of 8 against 7 of 4): H200 bench 19.62 → 21.24 (bf16 22.32 → 24.22), though the H100's tune had it 1.07
+    // → 1.00. Not wider: 28672×4096 ran 1.02-1.06× behind the files' best.
     const bool pair_sharing_chunks = chunks <= 16 || (tiles_per_sm <= 24 && chunks <= 32);
     if (v26 && tiles_per_sm > 20 && pair_sharing_chunks)
       c.warps_n = 2, c.warps_k = 2;
