@@ -225,7 +225,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // with 4 tiles per warp: the re-tunes of both GPUs with the 3-stage staged candidates picked it
     // for 43 of the 48 (8192×K layer, M 1/2/4, GPU) entries (H200 8192² M = 2: 16 % faster than 2
     // tiles of registers). The 5 others lose 0.3-6 %: 8192×1024 at M 1-2 on both GPUs, and the
-    // H100's 8192² at M = 1.
+    // H100's 8192² at M = 1. (v30 below: at one row 8192×K up to 16 chunks takes 2 tiles × 4 warps.)
     // Few column blocks keep their 2 tiles (1280×8192: (1,2,1,16,1,3) staged best at M 1-8).
     // Heuristic v9: at M = 1 for every bit width. Since the one-row stage (twelfth session) the
     // registers' configs lost on 4096² and 4096×14336 at 2 and 8 bits (H200 bench: W2 4096² 5.16 µs
@@ -244,7 +244,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       // take 8 tiles per warp, like 2-bit ones (v19): their zero comes after the MMA, so each chunk
       // carries Σ MMAs that more tiles share. The best of both GPUs' files (H200 (1,8,1,8) 10.70 µs
       // with 3 stages, 11.78 with 2, against 12.29 for v20's 4 tiles; H100 14.50 with 2 stages against
-      // 14.78).
+      // 14.78). (v30 below takes 6.5-10 tiles per SM on short K back to 2 tiles.)
       if (v5 && bucket == 1 && p.bits == 4 && p.act == DType::BF16 && p.group_size == 128 &&
           tiles_per_sm > 6 && 2 * col_blocks >= sms)
         c.n_tiles = 8;
@@ -288,7 +288,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // v27, out of sample again (H100 tune of a fourth layer set): staged, on 16 chunks or fewer, at most 4
     // warps along K, so each keeps about 2 chunks or more (1.75 at 7 chunks). StableLM-2-1.6B's gate+up
     // 11264×2048 and Qwen2.5-0.5B's 9728×896 (7 chunks), whose blocks of 4 tiles (2.3-2.7 per SM) kept v5's 8
-    // warps: 1.33-1.43× the best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62).
+    // warps: 1.33-1.43× the best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62). (v30 below
+    // gives 9728×896 at one row 2 tiles × 4 warps.)
     if (sm90a && c.x_shared && tiles_per_sm > 8 && chunks <= 16 && c.warps_k > 4) c.warps_k = 4;
     // Heuristic v28 (forty-fifth session, out of sample): one row, 3/4-bit, staged 2 tiles × 8 warps.
     // - Where 6-tile blocks fill 70-90 % of the SMs in one wave (4424-5664 columns on 132 SMs) and K
@@ -333,14 +334,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Heuristic v30 (forty-seventh session, out of sample): one row, 4-bit weights in groups of 128 on
     // 8.5-10 tiles per SM (8977-10560 columns on 132 SMs) up to 40 chunks, and on 6.5-8.5 up to 16:
     // 2 tiles × 4 warps along K, staged, 2 stages (the many small blocks fill the SMs' slots evenly).
-    // The tunes' best or within 2 % on every such layer of both GPUs (9216×3072, 9728×896, 10240×2560,
-    // 10240×5120, 8192×1024, 8192×2048, 7168×2048), where v29 ran 1.04-1.16×. Not on longer K (8192×4096:
-    // the H200's best is v29's (1,4,1,8), this 1.07×), nor wider (11264×2048, 16384×2048: the H200 bench
-    // had v29's (1,4,1,4,1,3) 3-15 % ahead).
-    const bool two_tiles_one_row =
-        (tiles_per_sm > 8.5 && tiles_per_sm <= 10 && chunks <= 40) ||
-        (tiles_per_sm > 6.5 && tiles_per_sm <= 8.5 && chunks <= 16);
-    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 4 && p.group_size == 128 && two_tiles_one_row) {
+    // The tunes' best or within 4 % wherever they timed it, on both GPUs (9216×3072, 9728×896, 10240×2560,
+    // 10240×5120, 8192×1024, 8192×2048, 7168×2048), where v29 ran 1.02-1.17×; bench, both GPUs, f16 and bf16:
+    // 2-17 % faster than v29 on all seven. Not on longer K (8192×4096: the H200's best is v29's (1,4,1,8),
+    // this 1.07×), nor wider (11264×2048, 16384×2048: the H200 bench had v29's (1,4,1,4,1,3) 2-18 % ahead of
+    // this tiling with 3 stages, f16 and bf16).
+    const bool short_k_one_row_band = (tiles_per_sm > 8.5 && tiles_per_sm <= 10 && chunks <= 40) ||
+                                      (tiles_per_sm > 6.5 && tiles_per_sm <= 8.5 && chunks <= 16);
+    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 4 && p.group_size == 128 &&
+        short_k_one_row_band) {
       c = make(1, 2, 4, 2);
       c.x_shared = true;
     }
@@ -349,7 +351,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
     // with 2 stages two blocks fit per SM, with 3 one), 3 stages up to 4 tiles per SM, else 2 (re-tuned after
     // the swap: the heuristic within 10 % of the best on the six standard layers of the H200 at 16 rows).
-    // Wide layers (over 12 tiles per SM): 8 tiles × 4 warps (over 20: 4 × 4). Few column blocks (1280-wide
+    // Wide layers (over 12 tiles per SM): 8 tiles × 4 warps (over 20: 4 × 4; v26/v30 below: 2 × 2 warps on
+    // short K). Few column blocks (1280-wide
     // shards): 2 tiles per warp for twice the blocks. Re-tunes of both GPUs: 4-23 % faster than the per-warp
     // registers of v5. Measured on W4; at 2 bits 8192² the registers still won (H100 14.6 µs against 16.0).
 
@@ -361,13 +364,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // activations between 2 warps side by side, 2 along K (22016×2048 bench: H100 10.65 µs against
     // 12.29 for (1,4,1,4), H200 9.90 against 10.65; on the long-K wide layers of the shipped files
     // it lost: H100 37888×3584 35.46 against 28.38 for the tuned (1,4,2,1)).
-    // v30 (forty-seventh session, out of sample): up to 32 chunks on 20-24 tiles per SM (21128-25344
+    // v30 (forty-seventh session, out of sample): up to 32 chunks on 20-24 tiles per SM (21121-25344
     // columns on 132 SMs), where the 8-tile blocks of 2 warps side by side put no more tiles on the busiest
-    // SM than v9's 4-tile blocks (3 blocks of 8 against 6 of 4). Qwen3-8B's gate+up, 24576×4096 (23.3):
-    // the best of both GPUs' tunes, where (1,4,1,4) ran 1.16× (H100) and 1.06× (H200); bench, µs, H200 18.60
+    // SM than v9's 4-tile blocks (3 blocks of 8 against 6 of 4). Qwen3-8B's gate+up, 24576×4096 (23.3): the
+    // H100 tune's best, 1.02× the H200's (its best had 3 stages), where (1,4,1,4) ran 1.16× (H100) and
+    // 1.06× (H200); bench, µs, H200 18.60
     // → 17.43 (bf16 19.80 → 19.75), H100 24.12 → 20.72 (bf16 23.67 → 21.19). Not 25600×4096 (24.2: 4 blocks
     // of 8 against 7 of 4): H200 bench 19.62 → 21.24 (bf16 22.32 → 24.22), though the H100's tune had it 1.07
-    // → 1.00. Not wider: 28672×4096 ran 1.02-1.06× behind the files' best.
+    // → 1.00. Not wider: in the shipped files this config ran 28672×4096 1.02× (H100) and 1.06× (H200) the
+    // best. Like v26, any group size and 3-bit weights too (measured: 4-bit, groups of 128).
     const bool pair_sharing_chunks = chunks <= 16 || (tiles_per_sm <= 24 && chunks <= 32);
     if (v26 && tiles_per_sm > 20 && pair_sharing_chunks)
       c.warps_n = 2, c.warps_k = 2;

@@ -20,7 +20,8 @@ namespace {
 // these themselves where they test them, so a caller's environment (a bench script's
 // LOWBIT_NO_TUNING_DB=1, say) must not fail them: each one set is named and cleared.
 void clear_behaviour_switches() {
-  for (const char* name : {"LOWBIT_NO_TUNING_DB", "LOWBIT_TUNING_DB", "LOWBIT_NO_COMPILE", "LOWBIT_NO_PDL"}) {
+  for (const char* name : {"LOWBIT_NO_TUNING_DB", "LOWBIT_TUNING_DB", "LOWBIT_NO_COMPILE",
+                           "LOWBIT_NO_DISK_CACHE", "LOWBIT_NO_PDL"}) {
     if (const char* value = std::getenv(name)) {
       std::fprintf(stderr,
                    "tests: clearing %s=%s from the environment (the tests set it where they need it)\n", name,

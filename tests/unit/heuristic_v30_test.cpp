@@ -1,13 +1,12 @@
 // Heuristic v30 (docs/perf-notes.md, forty-seventh session): fitted to the out-of-sample tunes of the
 // sixth layer set (H200 and H100) and a bench of wide short-K layers at one row.
 #include <cstdint>
+#include <utility>
 
 #include "lowbit/lowbit.hpp"
 #include "support/catch.hpp"
 #include "unit/heuristic_helpers.hpp"
-#include "unit/unit_helpers.hpp"
 
-using lowbit::WqGemmConfig;
 using lowbit::WqGemmProblem;
 using lowbit::test::choose_bf16_hopper;
 using lowbit::test::choose_hopper;
@@ -63,8 +62,9 @@ TEST_CASE("choose_config v30: 16 rows on 20-24 tiles per SM share each chunk bet
   // 25600×4096 (24.2 tiles per SM) keeps (1,4,1,4): 4 blocks of 8 tiles on the busiest SM against 7 of 4.
   CHECK(staged(choose_hopper(25600, 4096, 16)) == "1,4,1,4,1,2+xs");
   CHECK(staged(choose_bf16_hopper(24576, 4096, 16)) == "1,4,2,2,1,2+xs");
-  // v26's short-K case unchanged.
+  // v26's short-K case unchanged, inside this band and past it (28672×2048: 27 tiles per SM, 16 chunks).
   CHECK(staged(choose_hopper(22016, 2048, 16)) == "1,4,2,2,1,2+xs");
+  CHECK(staged(choose_hopper(28672, 2048, 16)) == "1,4,2,2,1,2+xs");
   // Bounds: 25344 columns are 24.0 tiles per SM (in), 25352 out; 21128 over 20 (in), 21120 v9's 8 tiles;
   // 32 chunks in, 33 out.
   CHECK(staged(choose_hopper(25344, 4096, 16)) == "1,4,2,2,1,2+xs");
@@ -75,9 +75,8 @@ TEST_CASE("choose_config v30: 16 rows on 20-24 tiles per SM share each chunk bet
   // Wider layers keep (1,4,1,4): 28672×4096 and 28672×3584.
   CHECK(staged(choose_hopper(28672, 4096, 16)) == "1,4,1,4,1,2+xs");
   CHECK(staged(choose_hopper(28672, 3584, 16)) == "1,4,1,4,1,2+xs");
-  // 3/4-bit on sm_90a only: 8-bit weights keep v22's 4 warps side by side, 2-bit v13's 8 tiles, sm_80 one
-  // warp along N.
-  CHECK(staged(choose_hopper(24576, 4096, 16, 8)) == "1,4,4,1,1,3+xs");
+  // 3/4-bit on sm_90a only: 2-bit weights keep v13's 8 tiles, sm_80 one warp along N. (8-bit weights take
+  // v22's 4 warps side by side after this rule whatever it chose.)
   CHECK(staged(choose_hopper(24576, 4096, 16, 2)) == "1,8,1,4,1,2+xs");
   CHECK(staged(choose_hopper(24576, 4096, 16, 3)) == "1,4,2,2,1,2+xs");
   CHECK(lowbit::choose_config(g128_problem(24576, 4096, 16), kSm80, 132).warps_n == 1);
