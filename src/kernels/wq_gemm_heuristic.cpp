@@ -352,9 +352,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // with 2 stages two blocks fit per SM, with 3 one), 3 stages up to 4 tiles per SM, else 2 (re-tuned after
     // the swap: the heuristic within 10 % of the best on the six standard layers of the H200 at 16 rows).
     // Wide layers (over 12 tiles per SM): 8 tiles × 4 warps (over 20: 4 × 4; v26/v30 below: 2 × 2 warps on
-    // short K). Few column blocks (1280-wide
-    // shards): 2 tiles per warp for twice the blocks. Re-tunes of both GPUs: 4-23 % faster than the per-warp
-    // registers of v5. Measured on W4; at 2 bits 8192² the registers still won (H100 14.6 µs against 16.0).
+    // short K). Few column blocks (1280-wide shards): 2 tiles per warp for twice the blocks. Re-tunes of both
+    // GPUs: 4-23 % faster than the per-warp registers of v5. Measured on W4; at 2 bits 8192² the registers
+    // still won (H100 14.6 µs against 16.0).
 
     // Heuristic v9: 8-bit weights up to 12 tiles per SM: 4 warps along K (a chunk is twice the bytes of 4-bit
     // ones), the best config of the H200's W8 re-tunes at 16 rows on 4096², 6144×4096 and 8192²
@@ -368,11 +368,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // columns on 132 SMs), where the 8-tile blocks of 2 warps side by side put no more tiles on the busiest
     // SM than v9's 4-tile blocks (3 blocks of 8 against 6 of 4). Qwen3-8B's gate+up, 24576×4096 (23.3): the
     // H100 tune's best, 1.02× the H200's (its best had 3 stages), where (1,4,1,4) ran 1.16× (H100) and
-    // 1.06× (H200); bench, µs, H200 18.60
-    // → 17.43 (bf16 19.80 → 19.75), H100 24.12 → 20.72 (bf16 23.67 → 21.19). Not 25600×4096 (24.2: 4 blocks
-    // of 8 against 7 of 4): H200 bench 19.62 → 21.24 (bf16 22.32 → 24.22), though the H100's tune had it 1.07
-    // → 1.00. Not wider: in the shipped files this config ran 28672×4096 1.02× (H100) and 1.06× (H200) the
-    // best. Like v26, any group size and 3-bit weights too (measured: 4-bit, groups of 128).
+    // 1.06× (H200); bench, µs, H200 18.60 → 17.43 (bf16 19.80 → 19.75), H100 24.12 → 20.72 (bf16 23.67 →
+    // 21.19). Not 25600×4096 (24.2: 4 blocks of 8 against 7 of 4): H200 bench 19.62 → 21.24 (bf16 22.32 →
+    // 24.22), though the H100's tune had it 1.07 → 1.00. Not wider: in the shipped files this config ran
+    // 28672×4096 1.02× (H100) and 1.06× (H200) the best. Like v26, any group size and 3-bit weights too
+    // (measured: 4-bit, groups of 128).
     const bool pair_sharing_chunks = chunks <= 16 || (tiles_per_sm <= 24 && chunks <= 32);
     if (v26 && tiles_per_sm > 20 && pair_sharing_chunks)
       c.warps_n = 2, c.warps_k = 2;
