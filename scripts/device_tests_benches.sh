@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, the GPU test suite (unless SKIP_TESTS=1), then one
-# `lowbit bench wq_gemm` per non-empty line of $BENCH_FILE (ROUNDS times, default 1). Everything in
-# $OUT (summary.txt; tests.log). Usage: BENCH_FILE=path [SKIP_TESTS=1] [ROUNDS=n] scripts/device_tests_benches.sh
+# `lowbit bench wq_gemm` per non-empty line of $BENCH_FILE (ROUNDS times, default 1; unset: no benches).
+# Everything in $OUT (summary.txt; tests.log). Usage: [BENCH_FILE=path] [SKIP_TESTS=1] [ROUNDS=n]
+# scripts/device_tests_benches.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
-: "${BENCH_FILE:?one bench argument list per line}"
+BENCH_FILE=${BENCH_FILE:-/dev/null}
+[[ $BENCH_FILE = /* ]] || BENCH_FILE=$ROOT/$BENCH_FILE
 echo "== gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$S"
 if [ "${SKIP_TESTS:-0}" = 1 ]; then device_build lowbit_cli; else device_build lowbit_cli lowbit_gpu_tests lowbit_unit_tests; fi
 export LOWBIT_CACHE_DIR=$B/cache-run
@@ -16,5 +18,5 @@ for round in $(seq "${ROUNDS:-1}"); do
     read -r -a args <<<"$line"
     echo "-- round $round: $line" | tee -a "$S"
     "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | grep -v "^#" | tee -a "$S"
-  done <"$ROOT/$BENCH_FILE"
+  done <"$BENCH_FILE"
 done
