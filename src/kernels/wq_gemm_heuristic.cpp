@@ -346,6 +346,17 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c = make(1, 2, 4, 2);
       c.x_shared = true;
     }
+    // Heuristic v31 (forty-eighth session, out of sample): one row, 8-bit weights where v5 takes 8 tiles per
+    // warp in registers (over 12 blocks of 4 tiles per SM: 48 tiles, 50689 columns on 132 SMs), K of 32
+    // chunks or more: staged, 4 tiles × 6 warps along K, 2 stages. Qwen3-32B's gate+up, 51200×5120: the H200
+    // tune's best, where (1,8,1,2) ran 1.19× (H100 1.10×). Bench, µs, (1,8,1,2) → this, H200 / H100:
+    // 51200×5120 75.42 → 63.83 / 99.47 → 90.82; 65536×5120 86.47 → 80.12 / 118.31 → 115.02; 57344×8192
+    // 128.25 → 111.90 / 170.20 → 159.79. Not narrower, where v5 keeps 4 tiles × 2 warps: the H200 bench had
+    // it within 2 % of this config either way (49152×4096, 40960×5120, 32768×8192).
+    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 8 && col_blocks > 12LL * sms && chunks >= 32) {
+      c = make(1, 4, 6, 2);
+      c.x_shared = true;
+    }
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
@@ -416,8 +427,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // W4 f16 (bf16's best took 2 stages), v27's (1,4,1,4) 1.13× / 1.21× behind. Bench against v27's, µs,
     // H200 / H100: f16 47.56 / 54.69, 62.55 / 65.55; bf16 52.35 / 60.74, 62.83 / 66.15; 57344×8192 f16
     // 71.42 / 75.32, 88.14 / 92.29.
+    // v31 (forty-eighth session, out of sample): bf16 with 2 stages, its tunes' best on 65536×5120 (H200).
+    // Bench, µs, 3 → 2 stages, H200 / H100: 51200×5120 51.85 → 48.13 / 52.56 → 52.90; 65536×5120 52.39 →
+    // 49.48 / 63.05 → 62.42; 57344×8192 81.40 → 75.22 / 87.58 → 87.90; 49152×4096 (H200) 42.01 → 38.81.
+    // Qwen3-32B's gate+up (51200×5120) ran 1.17× the H200's best with 3 stages (x_sums; 2 stages 1.07×).
     if (sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16)
-      c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = 3;
+      c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = p.act == DType::BF16 ? 2 : 3;
     // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K) where
     // those blocks fill 70-100 % of the SMs once and the rules above put more tiles on
     // the busiest SM: 4608-6336 columns on 132 SMs (Qwen2.5-7B's 4608×3584, Llama-3-70B's 5120×8192
