@@ -560,9 +560,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // (2,4,2,4), bf16 11.48 against 12.86); W8 keeps (2,4,2,4), the H200's best.
     // v24: from 28 chunks at 4 bits (3584² M = 64: (1,8,1,4) st3 the tuned best of both GPUs; H200
     // bench 10.04 µs against 10.16 for v7's (2,4,2,2), the tunes' 12.4-12.5 for it being stale).
-    const bool per_warp_64 = narrow && (chunks >= 32 || (chunks >= 28 && p.bits == 4));
+    // v31 (forty-eighth session), on sm_90a: 2 row tiles (two 32-row blocks, half the blocks of 16 rows each
+    // reading every chunk of weights), and 2-bit weights from 20 chunks. Bench, µs, (1,8,1,4) → (2,8,1,4),
+    // H200 / H100: 4096² f16 11.27 → 10.34 / 11.24 → 10.35, bf16 11.58 → 11.37 / 11.66 → 11.44, W2 10.89 →
+    // 9.92 / 10.94 → 9.94; 3584×4096 f16 11.19 → 10.50 / 11.20 → 10.54, bf16 -2 / -3 %, W2 -8 / -9 %;
+    // 3584² 10.20 → 9.51 / 10.17 → 9.57; 4096×4608 12.21 → 11.28 / 12.23 → 11.26. The tunes had it first on
+    // 4096² and 3584×4096 (Gemma-2-9B's o_proj) in every format, (1,8,1,4) 1.01-1.10× behind. 2-bit:
+    // Qwen2-57B- A14B's expert down, 3584×2560 (20 chunks), where v29's (2,4,2,4) ran 1.18× the H100 tune's
+    // best: 8.36 → 7.23 / 8.31 → 7.18 ((1,8,1,4) 7.73 / 7.74). W4 and W8 keep (2,4,2,4) at 20 chunks, both
+    // files' best.
+    const bool two_bit_64 = sm90a && p.bits <= 2 && chunks >= 20;
+    const bool per_warp_64 = narrow && (chunks >= 32 || (chunks >= 28 && p.bits == 4) || two_bit_64);
     if (per_warp_64 && bucket == 64 && p.bits != 8 && stage_per_warp) {
-      c = make(1, 8, 4, 3);
+      c = make(sm90a ? 2 : 1, 8, 4, 3);
       c.x_shared = true;
     }
     if (narrow_long_k && bucket == 128 && !wide) c.m_tiles = 4;

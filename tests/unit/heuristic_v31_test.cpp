@@ -46,3 +46,25 @@ TEST_CASE("choose_config v31: bf16 16 rows over 40 tiles per SM keep v28's pair 
     CHECK(staged(choose_hopper(n, k, 16)) == "1,8,2,1,1,3+xs");  // f16 keeps 3
   }
 }
+
+TEST_CASE(
+    "choose_config v31: 64 rows on narrow layers staged per warp take 2 row tiles; 2-bit from 20 chunks",
+    "[config][heuristic]") {
+  // 4096², 3584×4096 in f16, bf16 and W2; 3584² (28 chunks, 4-bit); 4096×4608.
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {3584, 4096}}) {
+    CHECK(staged(choose_hopper(n, k, 64)) == "2,8,1,4,1,3+xs");
+    CHECK(staged(choose_bf16_hopper(n, k, 64)) == "2,8,1,4,1,3+xs");
+    CHECK(staged(choose_hopper(n, k, 64, 2)) == "2,8,1,4,1,3+xs");
+  }
+  CHECK(staged(choose_hopper(3584, 3584, 64)) == "2,8,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(4096, 4608, 64)) == "2,8,1,4,1,3+xs");
+  // 2-bit weights from 20 chunks (3584×2560), not 19; 4- and 8-bit keep v29's (2,4,2,4) at 20 chunks.
+  CHECK(staged(choose_hopper(3584, 2560, 64, 2)) == "2,8,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(3584, 2432, 64, 2)) == "2,4,2,4,1,3+xs");
+  for (int bits : {4, 8}) CHECK(staged(choose_hopper(3584, 2560, 64, bits)) == "2,4,2,4,1,3+xs");
+  // sm_90a only: sm_80 keeps one row tile (v18), and 20-chunk W2 keeps its block-shared config there.
+  CHECK(lowbit::choose_config(g128_problem(4096, 4096, 64), kSm80, 132).m_tiles == 1);
+  CHECK(lowbit::choose_config(g128_problem(3584, 2560, 64, 2), kSm80, 132).warps_n == 2);
+  // 64 rows only: 128 rows keep v9's 4 row tiles of block-shared activations.
+  CHECK(choose_hopper(3584, 4096, 128).warps_n != 1);
+}

@@ -207,8 +207,9 @@ TEST_CASE("choose_config v18: a four-way K split of 128-column blocks on K-heavy
   }
 }
 
-TEST_CASE("choose_config v18/v21: 4096² at 64 rows stages per warp, one row tile; 8-bit splits K four ways",
-          "[heuristic]") {
+TEST_CASE(
+    "choose_config v18/v21/v31: 4096² at 64 rows stages per warp, 2 row tiles; 8-bit splits K four ways",
+    "[heuristic]") {
   WqGemmProblem p;
   p.m = 64, p.n = 4096, p.k = 4096, p.group_size = 128;
   for (int bits : {2, 4, 8})
@@ -222,7 +223,7 @@ TEST_CASE("choose_config v18/v21: 4096² at 64 rows stages per warp, one row til
       } else {
         CHECK(c.x_shared);
         CHECK(!c.wgmma);
-        CHECK((c.m_tiles == 1 && c.n_tiles == 8 && c.warps_n == 1 && c.warps_k == 4));
+        CHECK((c.m_tiles == 2 && c.n_tiles == 8 && c.warps_n == 1 && c.warps_k == 4));  // v31: 2 row tiles
       }
     }
   // Off sm_90a 8-bit keeps the block-shared mma.sync config.
