@@ -351,8 +351,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // chunks or more: staged, 4 tiles × 6 warps along K, 2 stages. Qwen3-32B's gate+up, 51200×5120: the H200
     // tune's best, where (1,8,1,2) ran 1.19× (H100 1.10×). Bench, µs, (1,8,1,2) → this, H200 / H100:
     // 51200×5120 75.42 → 63.83 / 99.47 → 90.82; 65536×5120 86.47 → 80.12 / 118.31 → 115.02; 57344×8192
-    // 128.25 → 111.90 / 170.20 → 159.79. Not narrower, where v5 keeps 4 tiles × 2 warps: the H200 bench had
-    // it within 2 % of this config either way (49152×4096, 40960×5120, 32768×8192).
+    // 128.25 → 111.90 / 170.20 → 159.79 ((1,16,1,4) staged: 1 % ahead on the H100, 1-4 % behind on the
+    // H200). Not narrower, where v5 keeps 4 tiles × 2 warps: the H200 bench had it within 2 % of this config
+    // either way (49152×4096, 40960×5120, 32768×8192).
     if (sm90a && stage_per_warp && bucket == 1 && p.bits == 8 && col_blocks > 12LL * sms && chunks >= 32) {
       c = make(1, 4, 6, 2);
       c.x_shared = true;
@@ -430,7 +431,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // v31 (forty-eighth session, out of sample): bf16 with 2 stages, its tunes' best on 65536×5120 (H200).
     // Bench, µs, 3 → 2 stages, H200 / H100: 51200×5120 51.85 → 48.13 / 52.56 → 52.90; 65536×5120 52.39 →
     // 49.48 / 63.05 → 62.42; 57344×8192 81.40 → 75.22 / 87.58 → 87.90; 49152×4096 (H200) 42.01 → 38.81.
-    // Qwen3-32B's gate+up (51200×5120) ran 1.17× the H200's best with 3 stages (x_sums; 2 stages 1.07×).
+    // Qwen3-32B's gate+up (51200×5120) ran 1.17× the H200 tune's best with 3 stages (an x_sums config, 45.14
+    // µs; 2 stages benched 48.13). 4 stages ran 2-3 % ahead of 2 on the H200 and up to 8 % behind 3 on the
+    // H100.
     if (sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16)
       c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = p.act == DType::BF16 ? 2 : 3;
     // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K) where
@@ -564,11 +567,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // reading every chunk of weights), and 2-bit weights from 20 chunks. Bench, µs, (1,8,1,4) → (2,8,1,4),
     // H200 / H100: 4096² f16 11.27 → 10.34 / 11.24 → 10.35, bf16 11.58 → 11.37 / 11.66 → 11.44, W2 10.89 →
     // 9.92 / 10.94 → 9.94; 3584×4096 f16 11.19 → 10.50 / 11.20 → 10.54, bf16 -2 / -3 %, W2 -8 / -9 %;
-    // 3584² 10.20 → 9.51 / 10.17 → 9.57; 4096×4608 12.21 → 11.28 / 12.23 → 11.26. The tunes had it first on
-    // 4096² and 3584×4096 (Gemma-2-9B's o_proj) in every format, (1,8,1,4) 1.01-1.10× behind. 2-bit:
-    // Qwen2-57B- A14B's expert down, 3584×2560 (20 chunks), where v29's (2,4,2,4) ran 1.18× the H100 tune's
-    // best: 8.36 → 7.23 / 8.31 → 7.18 ((1,8,1,4) 7.73 / 7.74). W4 and W8 keep (2,4,2,4) at 20 chunks, both
-    // files' best.
+    // 3584² 10.20 → 9.51 / 10.17 → 9.57; 4096×4608 12.21 → 11.28 / 12.23 → 11.26. The tunes had it (or its
+    // 4-stage twin) first on 4096² and 3584×4096 (Gemma-2-9B's o_proj) in f16, bf16 and W2,
+    // (1,8,1,4) 1.01-1.10× behind. 2-bit: Qwen2-57B-A14B's expert down, 3584×2560 (20 chunks), where v29's
+    // (2,4,2,4) ran 1.18× the H100 tune's best: 8.36 → 7.23 / 8.31 → 7.18 ((1,8,1,4) 7.73 / 7.74). W4 f16 and
+    // W8 keep (2,4,2,4) at 20 chunks, both files' best (bf16's tunes had this config 1.04× ahead there; not
+    // benched).
     const bool two_bit_64 = sm90a && p.bits <= 2 && chunks >= 20;
     const bool per_warp_64 = narrow && (chunks >= 32 || (chunks >= 28 && p.bits == 4) || two_bit_64);
     if (per_warp_64 && bucket == 64 && p.bits != 8 && stage_per_warp) {
