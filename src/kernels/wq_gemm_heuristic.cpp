@@ -217,7 +217,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.n_tiles = 8;
     else if (col_blocks > fewer_warps_above * sms)
       c.warps_k = col_blocks > 4LL * sms ? 2 : 4;
-    if (col_blocks > 12LL * sms) c.n_tiles = 8;
+    // Over 12 blocks of 4 tiles per SM (48 tiles): 8 tiles per warp (v31 below stages 8-bit weights there).
+    const bool over_12_blocks_per_sm = col_blocks > 12LL * sms;
+    if (over_12_blocks_per_sm) c.n_tiles = 8;
     // 3/4-bit: activations staged per warp on layers of up to 8 tiles per SM (v6: 7), with 2 tiles
     // per warp up to 6 unless K-heavy (16 warps along K); at 8 rows up to 10 tiles per SM. v6, H100
     // re-tune of the model presets: staged won on every such layer at M 1-8, by up to 20 % at M = 8
@@ -354,7 +356,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 128.25 → 111.90 / 170.20 → 159.79 ((1,16,1,4) staged: 1 % ahead on the H100, 1-4 % behind on the
     // H200). Not narrower, where v5 keeps 4 tiles × 2 warps: the H200 bench had it within 2 % of this config
     // either way (49152×4096, 40960×5120, 32768×8192).
-    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 8 && col_blocks > 12LL * sms && chunks >= 32) {
+    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 8 && over_12_blocks_per_sm && chunks >= 32) {
       c = make(1, 4, 6, 2);
       c.x_shared = true;
     }
