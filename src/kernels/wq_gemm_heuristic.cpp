@@ -271,10 +271,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // (1,4,1,8), 6144×4096 5.74 against 6.25). On the wide layers that already take 8 tiles, 4 warps
     // along K up to 32 chunks (28672×4096): the tuned best on both (H200 14.78 against 16.12 for 8
     // warps; H100 16.08 against 18.22). 1 bit follows 2, unmeasured.
+    // Heuristic v32 (forty-ninth session, out of sample): on sm_90a over 20 tiles per SM at any K. H100 W2 tune
+    // of the seventh set, (1,8,1,8) against the best: 28672×5120 1.17× ((1,8,1,4) 1.04×), 32768×6144 1.14×
+    // (1.05×), 40960×7168 1.20× (the best), 73728×4608 1.10× (1.05×); the H200's 51200×5120 1.08× and 1.07×.
+    // Not narrower: 16384² keeps 8 warps, its tunes' best (H100 (1,8,1,4) staged 1.04×).
     if (v5 && bucket == 1 && p.bits <= 2 && 2 * col_blocks >= sms) {
       if (c.x_shared && tiles_per_sm > 4.5)
         c.n_tiles = 8, c.warps_k = chunks >= 64 ? 16 : 8;
-      else if (!c.x_shared && c.n_tiles == 8 && chunks <= 32)
+      else if (!c.x_shared && c.n_tiles == 8 && (chunks <= 32 || (sm90a && tiles_per_sm > 20)))
         c.warps_k = 4;
     }
     // Heuristic v27 (forty-fourth session, out of sample): v26's staged rule on wide short-K layers,
@@ -360,6 +364,18 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c = make(1, 4, 6, 2);
       c.x_shared = true;
     }
+    // Heuristic v32 (forty-ninth session, out of sample): one row, 4-bit f16 where v5 takes 8 tiles × 2 warps in
+    // registers and those blocks run past 8 per SM (over 64 tiles; 67584 columns on 132 SMs): their 107
+    // registers fit 8 per SM, so a second wave runs. Staged, 4 tiles × 2 warps side by side × 4 along K. Gemma-2-27B's
+    // gate+up, 73728×4608, bench, µs: H200 56.62 → 44.60, H100 81.16 → 61.66. bf16's blocks (96 registers) fit 10
+    // per SM and keep v5's: there this config ran 48.19 → 48.93 (H200), 65.83 → 64.98 (H100). Not narrower:
+    // 65536×5120 (8 blocks per SM) H200 44.45 → 46.20, H100 62.17 → 61.72.
+    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 4 && p.act == DType::F16 && !c.x_shared &&
+        c.n_tiles == 8 && ceil_div(tiles, 8) > 8LL * sms) {
+      c = make(1, 4, 4, 2);
+      c.warps_n = 2;
+      c.x_shared = true;
+    }
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
@@ -438,6 +454,32 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // H100.
     if (sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16)
       c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = p.act == DType::BF16 ? 2 : 3;
+    // Heuristic v32 (forty-ninth session, out of sample): v28's 2-warp blocks of 16 tiles run near a fixed
+    // time per block, so they lose at both ends of its band. Bench, µs, v31 → v32, H200 / H100:
+    // - Up to 3 of those blocks per SM (up to 48 tiles; 50688 columns on 132 SMs): 2 warps along K as well,
+    //   (1,8,2,2,1,2), whose 168 registers fit 3 four-warp blocks per SM in one wave. Command-R's gate+up,
+    //   45056×8192: f16 70.34 → 55.72 / 71.36 → 72.03, bf16 74.17 → 59.90 / 77.14 → 72.32; 49152×4096 (H100)
+    //   f16 39.30 → 40.12, bf16 42.10 → 40.68. Not 51200×5120 (past one wave): H100 f16 50.18 → 58.10.
+    // - Over 4 per SM (over 64 tiles; 67584 columns), where bf16's 2-stage blocks (178 registers, 4 per SM)
+    //   run a second wave: 6 tiles × 2 warps along K, 2 stages, the best of both GPUs' bench in both
+    //   dtypes (within 0.7 %). Gemma-2-27B's gate+up, 73728×4608: f16 59.26 → 53.93 / 71.50 → 66.39, bf16
+    //   71.46 → 56.56 / 81.54 → 66.53. Between the two (51200-65536 columns) v28/v31 stay the best.
+    const int64_t blocks16 = ceil_div(tiles, 16);
+    if (sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16) {
+      if (blocks16 <= 3LL * sms)
+        c.warps_k = 2, c.stages = 2;
+      else if (blocks16 > 4LL * sms)
+        c = make(1, 6, 2, 2);
+    }
+    // v32: 3.5-4 blocks of 8 tiles per SM (28-32 tiles; 29569-33792 columns on 132 SMs) from 48 chunks:
+    // 8 tiles × 2 warps along K, 3 stages; its 176-180 registers fit 4 such blocks per SM, one wave.
+    // InternLM2-20B's gate+up, 32768×6144: H200 tunes' best in f16 (v31 1.08×) and bf16, bench bf16 37.54 →
+    // 32.06; H100 f16 40.60 → 40.41, bf16 41.24 → 40.69. Not past 4 blocks: 40960×7168 on the H100 f16 60.66
+    // → 74.30 (a second wave).
+    const int64_t blocks8 = ceil_div(tiles, 8);
+    if (sm90a && (p.bits == 3 || p.bits == 4) && 2 * blocks8 > 7LL * sms && blocks8 <= 4LL * sms &&
+        chunks >= 48)
+      c = make(1, 8, 2, 3);
     // Heuristic v23 (thirty-ninth session): 6 tiles per warp (48-column blocks, 8 warps along K) where
     // those blocks fill 70-100 % of the SMs once and the rules above put more tiles on
     // the busiest SM: 4608-6336 columns on 132 SMs (Qwen2.5-7B's 4608×3584, Llama-3-70B's 5120×8192

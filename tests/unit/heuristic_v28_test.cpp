@@ -87,7 +87,8 @@ TEST_CASE("choose_config v28: the K-heavy split from over 64 chunks on sm_90a", 
 
 TEST_CASE("choose_config v28: 16 rows over 40 tiles per SM take 8 tiles x 2 warps side by side",
           "[config][heuristic]") {
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{65536, 5120}, {57344, 8192}, {42248, 2176}}) {
+  // (v32: 42248×2176, 331 blocks of 16 tiles, takes 2 warps along K; its test.)
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{65536, 5120}, {57344, 8192}, {51200, 2176}}) {
     INFO(n << "x" << k);
     CHECK(staged(choose_hopper(n, k, 16)) == "1,8,2,1,1,3+xs");
     CHECK(staged(choose_bf16_hopper(n, k, 16)) == "1,8,2,1,1,2+xs");  // v31: bf16 with 2 stages

@@ -1,0 +1,89 @@
+// Heuristic v32 (docs/perf-notes.md, forty-ninth session): fitted to the out-of-sample tunes of the seventh
+// layer set (H200 and H100) and a bench of its misses on both GPUs.
+#include <cstdint>
+#include <utility>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_bf16_hopper;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
+using lowbit::test::staged;
+
+TEST_CASE("choose_config v32: 16 rows, v28's band: 2 warps along K up to 3 blocks of 16 tiles per SM",
+          "[config][heuristic]") {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{45056, 8192}, {49152, 4096}, {42248, 2176}}) {
+    INFO(n << "x" << k);
+    CHECK(staged(choose_hopper(n, k, 16)) == "1,8,2,2,1,2+xs");
+    CHECK(staged(choose_bf16_hopper(n, k, 16)) == "1,8,2,2,1,2+xs");
+    CHECK(staged(choose_hopper(n, k, 16, 3)) == "1,8,2,2,1,2+xs");
+  }
+  // Bound: 50688 columns are 396 blocks of 16 tiles, 3 per SM (in); 50689 are 397 (out: v28/v31).
+  CHECK(staged(choose_hopper(50688, 5120, 16)) == "1,8,2,2,1,2+xs");
+  CHECK(staged(choose_hopper(50689, 5120, 16)) == "1,8,2,1,1,3+xs");
+  CHECK(staged(choose_bf16_hopper(51200, 5120, 16)) == "1,8,2,1,1,2+xs");
+}
+
+TEST_CASE("choose_config v32: 16 rows over 4 blocks of 16 tiles per SM take 6 tiles x 2 warps along K",
+          "[config][heuristic]") {
+  CHECK(staged(choose_hopper(73728, 4608, 16)) == "1,6,1,2,1,2+xs");
+  CHECK(staged(choose_bf16_hopper(73728, 4608, 16)) == "1,6,1,2,1,2+xs");
+  // Bound: 67584 columns are 528 blocks, 4 per SM (out: v28); 67585 are 529 (in).
+  CHECK(staged(choose_hopper(67584, 4608, 16)) == "1,8,2,1,1,3+xs");
+  CHECK(staged(choose_hopper(67585, 4608, 16)) == "1,6,1,2,1,2+xs");
+  // v28's band only: 16 chunks stay v26's, 2- and 8-bit weights and sm_80 keep their rules.
+  CHECK(staged(choose_hopper(73728, 2048, 16)) != "1,6,1,2,1,2+xs");
+  for (int bits : {2, 8}) CHECK(staged(choose_hopper(73728, 4608, 16, bits)) != "1,6,1,2,1,2+xs");
+  CHECK(lowbit::choose_config(g128_problem(73728, 4608, 16), kSm80, 132).n_tiles != 6);
+}
+
+TEST_CASE("choose_config v32: 16 rows on 3.5-4 blocks of 8 tiles per SM from 48 chunks: 8 tiles x 2 warps "
+          "along K, 3 stages",
+          "[config][heuristic]") {
+  CHECK(staged(choose_hopper(32768, 6144, 16)) == "1,8,1,2,1,3+xs");
+  CHECK(staged(choose_bf16_hopper(32768, 6144, 16)) == "1,8,1,2,1,3+xs");
+  // Bounds: 29568 columns are 462 blocks of 8 tiles, 3.5 per SM (out); 29569 in; 33792 are 528, 4 per SM
+  // (in); 33793 out. 47 chunks out.
+  CHECK(staged(choose_hopper(29568, 6144, 16)) != "1,8,1,2,1,3+xs");
+  CHECK(staged(choose_hopper(29569, 6144, 16)) == "1,8,1,2,1,3+xs");
+  CHECK(staged(choose_hopper(33792, 6144, 16)) == "1,8,1,2,1,3+xs");
+  CHECK(staged(choose_hopper(33793, 6144, 16)) != "1,8,1,2,1,3+xs");
+  CHECK(staged(choose_hopper(32768, 6016, 16)) != "1,8,1,2,1,3+xs");
+  CHECK(staged(choose_hopper(40960, 7168, 16)) != "1,8,1,2,1,3+xs");  // 5 blocks per SM: a second wave
+  CHECK(staged(choose_hopper(32768, 6144, 16, 8)) != "1,8,1,2,1,3+xs");
+}
+
+TEST_CASE("choose_config v32: one row, 4-bit f16 over 8 blocks of 8 tiles per SM: staged 4 tiles x 2 x 4 warps",
+          "[config][heuristic]") {
+  CHECK(staged(choose_hopper(73728, 4608, 1)) == "1,4,2,4,1,2+xs");
+  // Bound: 67584 columns are 1056 blocks of 8 tiles, 8 per SM (out: v5's registers); 67585 in.
+  const auto at_bound = choose_hopper(67584, 4608, 1);
+  CHECK(at_bound.n_tiles == 8);
+  CHECK_FALSE(at_bound.x_shared);
+  CHECK(staged(choose_hopper(67585, 4608, 1)) == "1,4,2,4,1,2+xs");
+  // f16 4-bit only: bf16 (10 blocks per SM) keeps v5's, 3-bit and more rows keep theirs, sm_80 too.
+  CHECK(choose_bf16_hopper(73728, 4608, 1).warps_n == 1);
+  CHECK(choose_hopper(73728, 4608, 1, 3).warps_n == 1);
+  CHECK(choose_hopper(73728, 4608, 2).warps_n == 1);
+  CHECK(lowbit::choose_config(g128_problem(73728, 4608, 1), kSm80, 132).warps_n == 1);
+  WqGemmProblem det = g128_problem(73728, 4608, 1);
+  det.deterministic = true;
+  CHECK_FALSE(choose_hopper(det).x_shared);
+}
+
+TEST_CASE("choose_config v32: one row, 2-bit weights 8 tiles in registers take 4 warps along K at any K",
+          "[config][heuristic]") {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{40960, 7168}, {73728, 4608}, {45056, 8192}}) {
+    INFO(n << "x" << k);
+    const auto c = choose_hopper(n, k, 1, 2);
+    CHECK(c.n_tiles == 8);
+    CHECK(c.warps_k == 4);
+    CHECK_FALSE(c.x_shared);
+  }
+  // v19's bound stays off sm_90a.
+  CHECK(lowbit::choose_config(g128_problem(40960, 7168, 1, 2), kSm80, 132).warps_k == 8);
+}
