@@ -440,6 +440,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   tiles per SM): 3 stages 1.26× the best, this config; 25600×4096 (24) keeps 3, its best.
     if (sm90a && p.bits == 8 && tiles_per_sm > 12 && tiles_per_sm <= 20) c.warps_k = 2;
     if (sm90a && p.bits == 8 && tiles_per_sm > 40) c.stages = 2;
+    // v32 (forty-ninth session, out of sample): over 4 of v22's 16-tile blocks per SM (67584 columns on 132 SMs),
+    // whose 4 warps (121 registers) fit 4 per SM, so a second wave runs: 8 tiles × 2 warps side by side, 2
+    // stages. Gemma-2-27B's gate+up, 73728×4608, tunes: v22/v29's (1,4,4,1,1,2) 1.22× (H200) and 1.28× (H100)
+    // the best; this config the H200's best, 1.012× the H100's.
+    if (sm90a && p.bits == 8 && ceil_div(tiles, 16) > 4LL * sms) c.n_tiles = 8, c.warps_n = 2, c.stages = 2;
     // Heuristic v28 (forty-fifth session, out of sample): 3/4-bit over 40 tiles per SM and 16 chunks
     // (Mistral-Small-24B's gate+up, 65536×5120; Llama-3-70B's, 57344×8192): 8 tiles × 2 warps side by
     // side sharing each chunk's activations, one along K, 3 stages. H200 tune, 65536×5120: the best in
@@ -579,7 +584,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       // v29 (forty-sixth session, out of sample): 8-bit weights too, so every width on sm_90a. Gemma-2-2B's
       // o_proj, 2304×2048, H200 tune: the registers' config 1.53× the best ((1,4,1,4,1,2) staged), this one
       // 1.11×.
-      if (sm90a && bucket == 64 && stage_per_warp) c.x_shared = true, c.stages = 3;
+      // v32 (forty-ninth session, out of sample): 8-bit weights with 4 warps along K keep 2 stages. Three of
+      // their 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks per SM, where two stages fit 3.
+      // Tunes of both GPUs, 3 stages against 2: 2816×2048 1.25× (H200 and H100), 2560×2560 1.29× (H100);
+      // v29's 2304×2048 had its best with 2 (H200).
+      if (sm90a && bucket == 64 && stage_per_warp)
+        c.x_shared = true, c.stages = p.bits == 8 && c.warps_k == 4 ? 2 : 3;
     }
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200
