@@ -274,11 +274,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Heuristic v32 (forty-ninth session, out of sample): on sm_90a over 20 tiles per SM at any K. H100 W2 tune
     // of the seventh set, (1,8,1,8) against the best: 28672×5120 1.17× ((1,8,1,4) 1.04×), 32768×6144 1.14×
     // (1.05×), 40960×7168 1.20× (the best), 73728×4608 1.10× (1.05×); the H200's 51200×5120 1.08× and 1.07×.
-    // Not narrower: 16384² keeps 8 warps, its tunes' best (H100 (1,8,1,4) staged 1.04×).
+    // Bench, µs, H200 / H100: 28672×5120 18.47 → 16.96 / 20.16 → 17.83, 32768×6144 21.52 → 19.84 / 24.22 → 22.29,
+    // 40960×7168 29.38 → 27.30 / 36.93 → 30.92, 73728×4608 34.84 → 31.80 / 39.38 → 37.42. Not from 64 chunks:
+    // 45056×8192 (H200) 37.30 → 40.35 (its tunes' best, (1,16,1,4) staged, 33.18). Not narrower: 16384² keeps 8
+    // warps, its tunes' best (H100 (1,8,1,4) staged 1.04×).
     if (v5 && bucket == 1 && p.bits <= 2 && 2 * col_blocks >= sms) {
       if (c.x_shared && tiles_per_sm > 4.5)
         c.n_tiles = 8, c.warps_k = chunks >= 64 ? 16 : 8;
-      else if (!c.x_shared && c.n_tiles == 8 && (chunks <= 32 || (sm90a && tiles_per_sm > 20)))
+      else if (!c.x_shared && c.n_tiles == 8 && (chunks <= 32 || (sm90a && tiles_per_sm > 20 && chunks < 64)))
         c.warps_k = 4;
     }
     // Heuristic v27 (forty-fourth session, out of sample): v26's staged rule on wide short-K layers,

@@ -112,8 +112,9 @@ TEST_CASE("choose_config v24: 128 rows on K-heavy narrow layers, four-way splits
 
 TEST_CASE("choose_config v24: where the new rules stop", "[config][heuristic]") {
   // 2-bit weights on the few-block layers, away from the four-way split: mma.sync as before (v29: 8-bit
-  // ones take the rule at 64 rows, heuristic_v29_test.cpp).
-  CHECK_FALSE(choose_hopper(5120, 8192, 64, 2).wgmma);
+  // ones take the rule at 64 rows, heuristic_v29_test.cpp; v32: 2-bit ones over 4 tiles per SM,
+  // heuristic_v32_test.cpp).
+  CHECK_FALSE(choose_hopper(2560, 8192, 64, 2).wgmma);
   // 2-bit weights at 16 rows past two blocks of 4 tiles per SM: v13's 8 warps along K (and v27's 6 tiles,
   // which take a quarter off the busiest SM: heuristic_v27_test.cpp).
   const WqGemmConfig w2 = choose_hopper(10240, 8192, 16, 2);

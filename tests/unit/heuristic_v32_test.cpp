@@ -77,13 +77,46 @@ TEST_CASE("choose_config v32: one row, 4-bit f16 over 8 blocks of 8 tiles per SM
 
 TEST_CASE("choose_config v32: one row, 2-bit weights 8 tiles in registers take 4 warps along K at any K",
           "[config][heuristic]") {
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{40960, 7168}, {73728, 4608}, {45056, 8192}}) {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{40960, 7168}, {73728, 4608}, {28672, 5120}}) {
     INFO(n << "x" << k);
     const auto c = choose_hopper(n, k, 1, 2);
     CHECK(c.n_tiles == 8);
     CHECK(c.warps_k == 4);
     CHECK_FALSE(c.x_shared);
   }
-  // v19's bound stays off sm_90a.
+  // From 64 chunks (45056×8192) and up to 20 tiles per SM (16384×5120) 8 warps stay; v19's bound off sm_90a.
+  CHECK(choose_hopper(45056, 8192, 1, 2).warps_k == 8);
+  CHECK(choose_hopper(16384, 5120, 1, 2).warps_k == 8);
   CHECK(lowbit::choose_config(g128_problem(40960, 7168, 1, 2), kSm80, 132).warps_k == 8);
+}
+
+TEST_CASE("choose_config v32: 8-bit weights at 16 rows past 4 blocks of 16 tiles per SM take 8 tiles x 2 warps",
+          "[config][heuristic]") {
+  CHECK(staged(choose_hopper(73728, 4608, 16, 8)) == "1,8,2,1,1,2+xs");
+  // Bound: 67584 columns, 528 blocks, 4 per SM (out: v22/v29's (1,4,4,1,1,2)); 67585 in.
+  CHECK(staged(choose_hopper(67584, 4608, 16, 8)) == "1,4,4,1,1,2+xs");
+  CHECK(staged(choose_hopper(67585, 4608, 16, 8)) == "1,8,2,1,1,2+xs");
+  CHECK(lowbit::choose_config(g128_problem(73728, 4608, 16, 8), kSm80, 132).n_tiles != 8);
+}
+
+TEST_CASE("choose_config v32: 8-bit weights at 64 rows staged per warp with 4 warps along K keep 2 stages",
+          "[config][heuristic]") {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{2816, 2048}, {2560, 2560}, {2304, 2048}}) {
+    INFO(n << "x" << k);
+    CHECK(staged(choose_hopper(n, k, 64, 8)) == "1,4,1,4,1,2+xs");
+    CHECK(staged(choose_hopper(n, k, 64)) != "1,4,1,4,1,2+xs");  // 4-bit weights keep 3 stages
+  }
+}
+
+TEST_CASE("choose_config v32: 2-bit weights at 64 rows over 4 tiles per SM on few blocks take wgmma",
+          "[config][heuristic]") {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 4096}, {5120, 8192}, {4608, 3584}}) {
+    INFO(n << "x" << k);
+    const auto c = choose_hopper(n, k, 64, 2);
+    CHECK(c.wgmma);
+    CHECK(lowbit::can_implement(g128_problem(n, k, 64, 2), c, lowbit::Arch::parse("sm_90a")));
+  }
+  CHECK_FALSE(choose_hopper(4096, 4096, 64, 2).wgmma);  // 3.9 tiles per SM: v31's 2 row tiles
+  CHECK_FALSE(choose_hopper(5120, 4096, 16, 2).wgmma);
+  CHECK_FALSE(lowbit::choose_config(g128_problem(5120, 4096, 64, 2), kSm80, 132).wgmma);
 }
