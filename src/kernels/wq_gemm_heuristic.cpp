@@ -587,12 +587,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       // v29 (forty-sixth session, out of sample): 8-bit weights too, so every width on sm_90a. Gemma-2-2B's
       // o_proj, 2304×2048, H200 tune: the registers' config 1.53× the best ((1,4,1,4,1,2) staged), this one
       // 1.11×.
-      // v32 (forty-ninth session, out of sample): 8-bit weights with 4 warps along K keep 2 stages. Three of
-      // their 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks per SM, where two stages fit 3.
-      // Tunes of both GPUs, 3 stages against 2: 2816×2048 1.25× (H200 and H100), 2560×2560 1.29× (H100);
-      // v29's 2304×2048 had its best with 2 (H200).
-      if (sm90a && bucket == 64 && stage_per_warp)
-        c.x_shared = true, c.stages = p.bits == 8 && c.warps_k == 4 ? 2 : 3;
+      // v32 (forty-ninth session, out of sample): 8-bit weights with 4 warps along K over 2 blocks per SM keep 2
+      // stages. Three of their 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks per SM, so a
+      // second wave runs where two stages fit all in 3. Bench, µs, 3 → 2 stages (H200): 2816×2048 8.53 → 6.67,
+      // 2560×2560 9.55 → 7.60, 2304×2048 7.17 → 6.43 (the tunes of both GPUs: 1.11-1.29× → the best). Up to 2 per
+      // SM (2048×1408, 1536×2048, 2048×768) 3 stages stay, which the tunes there had ahead by 3-11 %.
+      const bool w8_second_wave = p.bits == 8 && c.warps_k == 4 && col_blocks * ceil_div(bucket, 16) > 2LL * sms;
+      if (sm90a && bucket == 64 && stage_per_warp) c.x_shared = true, c.stages = w8_second_wave ? 2 : 3;
     }
   } else {
     // Block-shared activations (x_shared), fitted to `lowbit tune` at M 64 and 128 on the H200

@@ -69,8 +69,9 @@ TEST_CASE(
 
 TEST_CASE("choose_config v29: 8-bit weights at 64 rows follow the 4-bit rules", "[config][heuristic]") {
   // Small layers: staged per warp, 3 stages (deterministic problems and sm_80 not).
-  // (v32: 8-bit weights with 2 stages, heuristic_v32_test.cpp.)
+  // (v32: 8-bit weights over 2 blocks per SM with 2 stages, heuristic_v32_test.cpp.)
   for (int64_t n : {2304, 2560, 3072}) CHECK(staged(choose_hopper(n, 2048, 64, 8)) == "1,4,1,4,1,2+xs");
+  CHECK(staged(choose_hopper(2048, 2048, 64, 8)) == "1,4,1,4,1,3+xs");
   lowbit::WqGemmProblem d = g128_problem(2304, 2048, 64, 8);
   d.deterministic = true;
   CHECK_FALSE(lowbit::choose_config(d, kArch90, 132).x_shared);

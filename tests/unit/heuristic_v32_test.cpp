@@ -106,6 +106,9 @@ TEST_CASE("choose_config v32: 8-bit weights at 64 rows staged per warp with 4 wa
     CHECK(staged(choose_hopper(n, k, 64, 8)) == "1,4,1,4,1,2+xs");
     CHECK(staged(choose_hopper(n, k, 64)) != "1,4,1,4,1,2+xs");  // 4-bit weights keep 3 stages
   }
+  // Up to 2 blocks per SM: 3 stages (2048×1408: 64 column blocks × 4 row blocks, 256 on 132 SMs); 2304×2048 is 288.
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 1408}, {1536, 2048}, {2048, 768}})
+    CHECK(staged(choose_hopper(n, k, 64, 8)) == "1,4,1,4,1,3+xs");
 }
 
 TEST_CASE("choose_config v32: 2-bit weights at 64 rows over 4 tiles per SM on few blocks take wgmma",
