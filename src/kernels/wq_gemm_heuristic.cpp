@@ -323,6 +323,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       if (chunks >= 32 &&
           wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, wq::kSixTileOneRowMaxFillPercent))
         c.n_tiles = 6, c.warps_k = 12;
+      // v32 (forty-ninth session, out of sample): bf16 on 128 chunks or more up to a full wave of 6-tile
+      // blocks too. InternLM2-20B's down projection, 6144×16384 (128 blocks of 6 tiles, 97 %), bench, µs,
+      // v28's (1,2,1,8,1,3) → this: H200 18.78 → 15.98, H100 21.14 → 21.39. f16 keeps v28's 2 tiles (H200
+      // 15.57 → 14.86, H100 19.60 → 20.22); shorter K unmeasured.
+      else if (p.act == DType::BF16 && chunks >= 128 &&
+               wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100))
+        c.n_tiles = 6, c.warps_k = 12;
       else if (p.act == DType::BF16 && chunks > 16)
         c.stages = 3;
     }

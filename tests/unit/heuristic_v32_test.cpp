@@ -123,3 +123,11 @@ TEST_CASE("choose_config v32: 2-bit weights at 64 rows over 4 tiles per SM on fe
   CHECK_FALSE(choose_hopper(5120, 4096, 16, 2).wgmma);
   CHECK_FALSE(lowbit::choose_config(g128_problem(5120, 4096, 64, 2), kSm80, 132).wgmma);
 }
+
+TEST_CASE("choose_config v32: one row, bf16 from 128 chunks on a full wave of 6-tile blocks: 6 tiles x 12 warps",
+          "[config][heuristic]") {
+  CHECK(staged(choose_bf16_hopper(6144, 16384, 1)) == "1,6,1,12,1,2+xs");
+  CHECK(staged(choose_hopper(6144, 16384, 1)) != "1,6,1,12,1,2+xs");       // f16 keeps v28's
+  CHECK(staged(choose_bf16_hopper(6144, 16256, 1)) == "1,2,1,8,1,3+xs");  // 127 chunks: v28's
+  CHECK(staged(choose_bf16_hopper(6144, 16384, 2)) != "1,6,1,12,1,2+xs");
+}
