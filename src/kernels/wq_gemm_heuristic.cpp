@@ -453,7 +453,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // v32 (forty-ninth session, out of sample): over 4 of v22's 16-tile blocks per SM (67584 columns on 132 SMs),
     // whose 4 warps (121 registers) fit 4 per SM, so a second wave runs: 8 tiles × 2 warps side by side, 2
     // stages. Gemma-2-27B's gate+up, 73728×4608, tunes: v22/v29's (1,4,4,1,1,2) 1.22× (H200) and 1.28× (H100)
-    // the best; this config the H200's best, 1.012× the H100's.
+    // the best; this config the H200's best, 1.012× the H100's. H200 bench 102.90 → 84.55 µs.
     if (sm90a && p.bits == 8 && ceil_div(tiles, 16) > 4LL * sms) c.n_tiles = 8, c.warps_n = 2, c.stages = 2;
     // Heuristic v28 (forty-fifth session, out of sample): 3/4-bit over 40 tiles per SM and 16 chunks
     // (Mistral-Small-24B's gate+up, 65536×5120; Llama-3-70B's, 57344×8192): 8 tiles × 2 warps side by
@@ -473,8 +473,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // time per block, so they lose at both ends of its band. Bench, µs, v31 → v32, H200 / H100:
     // - Up to 3 of those blocks per SM (up to 48 tiles; 50688 columns on 132 SMs): 2 warps along K as well,
     //   (1,8,2,2,1,2), whose 168 registers fit 3 four-warp blocks per SM in one wave. Command-R's gate+up,
-    //   45056×8192: f16 70.34 → 55.72 / 71.36 → 72.03, bf16 74.17 → 59.90 / 77.14 → 72.32; 49152×4096 (H100)
-    //   f16 39.30 → 40.12, bf16 42.10 → 40.68. Not 51200×5120 (past one wave): H100 f16 50.18 → 58.10.
+    //   45056×8192: f16 70.34 → 55.72 / 71.36 → 72.03, bf16 74.17 → 59.90 / 77.14 → 72.32; 49152×4096 f16
+    //   36.81 → 30.05 / 39.30 → 40.12, bf16 38.98 → 32.09 / 42.10 → 40.68. Not 51200×5120 (past one wave):
+    //   H100 f16 50.18 → 58.10.
     // - Over 4 per SM (over 64 tiles; 67584 columns), where bf16's 2-stage blocks (178 registers, 4 per SM)
     //   run a second wave: 6 tiles × 2 warps along K, 2 stages, the best of both GPUs' bench in both
     //   dtypes (within 0.7 %). Gemma-2-27B's gate+up, 73728×4608: f16 59.26 → 53.93 / 71.50 → 66.39, bf16
