@@ -26,6 +26,8 @@ TEST_CASE("choose_config v32: 16 rows, v28's band: 2 warps along K up to 3 block
   CHECK(staged(choose_hopper(50688, 5120, 16)) == "1,8,2,2,1,2+xs");
   CHECK(staged(choose_hopper(50689, 5120, 16)) == "1,8,2,1,1,3+xs");
   CHECK(staged(choose_bf16_hopper(51200, 5120, 16)) == "1,8,2,1,1,2+xs");
+  // 40.0 tiles per SM (42240 columns) is not over 40: v27's choice.
+  CHECK(staged(choose_hopper(42240, 4096, 16)) == "1,4,1,4,1,2+xs");
 }
 
 TEST_CASE("choose_config v32: 16 rows over 4 blocks of 16 tiles per SM take 6 tiles x 2 warps along K",
@@ -53,7 +55,9 @@ TEST_CASE("choose_config v32: 16 rows on 3.5-4 blocks of 8 tiles per SM from 48 
   CHECK(staged(choose_hopper(33792, 6144, 16)) == "1,8,1,2,1,3+xs");
   CHECK(staged(choose_hopper(33793, 6144, 16)) != "1,8,1,2,1,3+xs");
   CHECK(staged(choose_hopper(32768, 6016, 16)) != "1,8,1,2,1,3+xs");
-  CHECK(staged(choose_hopper(40960, 7168, 16)) != "1,8,1,2,1,3+xs");  // 5 blocks per SM: a second wave
+  CHECK(staged(choose_hopper(40960, 7168, 16)) != "1,8,1,2,1,3+xs");  // 640 blocks, over 4 per SM: a second wave
+  CHECK(staged(choose_hopper(32768, 6144, 16, 3)) == "1,8,1,2,1,3+xs");
+  CHECK(staged(lowbit::choose_config(g128_problem(32768, 6144, 16), kSm80, 132)) == "1,4,1,4,1,2+xs");
   CHECK(staged(choose_hopper(32768, 6144, 16, 8)) != "1,8,1,2,1,3+xs");
 }
 
@@ -65,6 +69,8 @@ TEST_CASE("choose_config v32: one row, 4-bit f16 over 8 blocks of 8 tiles per SM
   CHECK(at_bound.n_tiles == 8);
   CHECK_FALSE(at_bound.x_shared);
   CHECK(staged(choose_hopper(67585, 4608, 1)) == "1,4,2,4,1,2+xs");
+  // Short K is staged with 8 tiles already (v27) and keeps it.
+  CHECK(staged(choose_hopper(73728, 4096, 1)) == "1,8,1,2,1,2+xs");
   // f16 4-bit only: bf16 (10 blocks per SM) keeps v5's, 3-bit and more rows keep theirs, sm_80 too.
   CHECK(choose_bf16_hopper(73728, 4608, 1).warps_n == 1);
   CHECK(choose_hopper(73728, 4608, 1, 3).warps_n == 1);
@@ -75,7 +81,7 @@ TEST_CASE("choose_config v32: one row, 4-bit f16 over 8 blocks of 8 tiles per SM
   CHECK_FALSE(choose_hopper(det).x_shared);
 }
 
-TEST_CASE("choose_config v32: one row, 2-bit weights 8 tiles in registers take 4 warps along K at any K",
+TEST_CASE("choose_config v32: one row, 2-bit weights 8 tiles in registers take 4 warps along K under 64 chunks",
           "[config][heuristic]") {
   for (auto [n, k] : {std::pair<int64_t, int64_t>{40960, 7168}, {73728, 4608}, {28672, 5120}}) {
     INFO(n << "x" << k);
@@ -87,6 +93,8 @@ TEST_CASE("choose_config v32: one row, 2-bit weights 8 tiles in registers take 4
   // From 64 chunks (45056×8192) and up to 20 tiles per SM (16384×5120) 8 warps stay; v19's bound off sm_90a.
   CHECK(choose_hopper(45056, 8192, 1, 2).warps_k == 8);
   CHECK(choose_hopper(16384, 5120, 1, 2).warps_k == 8);
+  CHECK(choose_hopper(21120, 5120, 1, 2).warps_k == 8);  // 2640 tiles, 20 per SM
+  CHECK(choose_hopper(21128, 5120, 1, 2).warps_k == 4);
   CHECK(lowbit::choose_config(g128_problem(40960, 7168, 1, 2), kSm80, 132).warps_k == 8);
 }
 
@@ -96,6 +104,9 @@ TEST_CASE("choose_config v32: 8-bit weights at 16 rows past 4 blocks of 16 tiles
   // Bound: 67584 columns, 528 blocks, 4 per SM (out: v22/v29's (1,4,4,1,1,2)); 67585 in.
   CHECK(staged(choose_hopper(67584, 4608, 16, 8)) == "1,4,4,1,1,2+xs");
   CHECK(staged(choose_hopper(67585, 4608, 16, 8)) == "1,8,2,1,1,2+xs");
+  // 8-bit weights only: 4-bit on 16 chunks (v26) and 2-bit (v13) keep theirs.
+  CHECK(staged(choose_hopper(73728, 2048, 16)) == "1,4,2,2,1,2+xs");
+  CHECK(staged(choose_hopper(73728, 4608, 16, 2)) == "1,8,1,4,1,2+xs");
   CHECK(lowbit::choose_config(g128_problem(73728, 4608, 16, 8), kSm80, 132).n_tiles != 8);
 }
 
@@ -109,6 +120,11 @@ TEST_CASE("choose_config v32: 8-bit weights at 64 rows staged per warp with 4 wa
   // Up to 2 blocks per SM: 3 stages (2048×1408: 64 column blocks × 4 row blocks, 256 on 132 SMs); 2304×2048 is 288.
   for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 1408}, {1536, 2048}, {2048, 768}})
     CHECK(staged(choose_hopper(n, k, 64, 8)) == "1,4,1,4,1,3+xs");
+  // The bound: 2112 columns are 66 column blocks × 4 row blocks, 264 = 2 per SM (3 stages); 2120 are 268. 3144
+  // columns make 396 blocks, 2 warps along K (v9), and keep 3 stages.
+  CHECK(staged(choose_hopper(2112, 2048, 64, 8)) == "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(2120, 2048, 64, 8)) == "1,4,1,4,1,2+xs");
+  CHECK(staged(choose_hopper(3144, 2048, 64, 8)) == "1,4,1,2,1,3+xs");
 }
 
 TEST_CASE("choose_config v32: 2-bit weights at 64 rows over 4 tiles per SM on few blocks take wgmma",
@@ -121,6 +137,9 @@ TEST_CASE("choose_config v32: 2-bit weights at 64 rows over 4 tiles per SM on fe
   }
   CHECK_FALSE(choose_hopper(4096, 4096, 64, 2).wgmma);  // 3.9 tiles per SM: v31's 2 row tiles
   CHECK_FALSE(choose_hopper(5120, 4096, 16, 2).wgmma);
+  CHECK_FALSE(choose_hopper(5120, 4096, 128, 2).wgmma);  // 64 rows only
+  // 3600 columns on 114 SMs: 3.9 tiles per SM, not over 4.
+  CHECK_FALSE(lowbit::choose_config(g128_problem(3600, 8192, 64, 2), lowbit::Arch::parse("sm_90a"), 114).wgmma);
   CHECK_FALSE(lowbit::choose_config(g128_problem(5120, 4096, 64, 2), kSm80, 132).wgmma);
 }
 
@@ -130,4 +149,5 @@ TEST_CASE("choose_config v32: one row, bf16 from 128 chunks on a full wave of 6-
   CHECK(staged(choose_hopper(6144, 16384, 1)) != "1,6,1,12,1,2+xs");       // f16 keeps v28's
   CHECK(staged(choose_bf16_hopper(6144, 16256, 1)) == "1,2,1,8,1,3+xs");  // 127 chunks: v28's
   CHECK(staged(choose_bf16_hopper(6144, 16384, 2)) != "1,6,1,12,1,2+xs");
+  CHECK(staged(choose_bf16_hopper(4352, 16384, 1)) == "1,2,1,8,1,3+xs");  // 91 blocks of 6 tiles: 69 %
 }
