@@ -271,14 +271,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // (1,4,1,8), 6144×4096 5.74 against 6.25). On the wide layers that already take 8 tiles, 4 warps
     // along K up to 32 chunks (28672×4096): the tuned best on both (H200 14.78 against 16.12 for 8
     // warps; H100 16.08 against 18.22). 1 bit follows 2, unmeasured.
-    // Heuristic v32 (forty-ninth session, out of sample): on sm_90a over 20 tiles per SM from 33 up to 63 chunks
-    // too. H100 W2 tune
-    // of the seventh set, (1,8,1,8) against the best: 28672×5120 1.17× ((1,8,1,4) 1.04×), 32768×6144 1.14×
-    // (1.05×), 40960×7168 1.20× (the best), 73728×4608 1.10× (1.05×); the H200's 51200×5120 1.08× and 1.07×.
-    // Bench, µs, H200 / H100: 28672×5120 18.47 → 16.96 / 20.16 → 17.83, 32768×6144 21.52 → 19.84 / 24.22 → 22.29,
-    // 40960×7168 29.38 → 27.30 / 36.93 → 30.92, 73728×4608 34.84 → 31.80 / 39.38 → 37.42. Not from 64 chunks:
-    // 45056×8192 (H200) 37.30 → 40.35 (its tunes' best, (1,16,1,4) staged, 33.18). Up to 20 tiles per SM (16384×K)
-    // 8 warps stay, unmeasured here (16384², 128 chunks, has its best with 8 on the H100).
+    // Heuristic v32 (forty-ninth session, out of sample): on sm_90a over 20 tiles per SM from 33 up to 63
+    // chunks too. H100 W2 tune of the seventh set, (1,8,1,8) against the best: 28672×5120 1.17×
+    // ((1,8,1,4) 1.04×), 32768×6144 1.14× (1.05×), 40960×7168 1.20× (the best), 73728×4608 1.10× (1.05×); the
+    // H200's 51200×5120 1.08× and 1.07×. Bench, µs, H200 / H100: 28672×5120 18.47 → 16.96 / 20.16 → 17.83,
+    // 32768×6144 21.52 → 19.84 / 24.22 → 22.29, 40960×7168 29.38 → 27.30 / 36.93 → 30.92, 73728×4608 34.84
+    // → 31.80 / 39.38 → 37.42. Not from 64 chunks: 45056×8192 (H200) 37.30 → 40.35 (its tunes' best,
+    // (1,16,1,4) staged, 33.18). Up to 20 tiles per SM (16384×K) 8 warps stay, unmeasured here (16384², 128
+    // chunks, has its best with 8 on the H100).
     if (v5 && bucket == 1 && p.bits <= 2 && 2 * col_blocks >= sms) {
       if (c.x_shared && tiles_per_sm > 4.5)
         c.n_tiles = 8, c.warps_k = chunks >= 64 ? 16 : 8;
@@ -375,12 +375,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c = make(1, 4, 6, 2);
       c.x_shared = true;
     }
-    // Heuristic v32 (forty-ninth session, out of sample): one row, 4-bit f16 where v5 takes 8 tiles × 2 warps in
-    // registers and those blocks run past 8 per SM (over 64 tiles; 67584 columns on 132 SMs): their 107
-    // registers (112 allocated, 3584 a warp) fit 4 warps in each quarter's 16384, 8 blocks per SM, so a second
-    // wave runs (as the bench below: bf16's 96 fit 10 and keep one). Staged, 4 tiles × 2 warps side by side × 4 along K. Gemma-2-27B's
-    // gate+up, 73728×4608, bench, µs: H200 56.62 → 44.60, H100 81.16 → 61.66. bf16's blocks (96 registers) fit 10
-    // per SM and keep v5's: there this config ran 48.19 → 48.93 (H200), 65.83 → 64.98 (H100). Not narrower:
+    // Heuristic v32 (forty-ninth session, out of sample): one row, 4-bit f16 where v5 takes 8 tiles × 2 warps
+    // in registers and those blocks run past 8 per SM (over 64 tiles; 67584 columns on 132 SMs): their 107
+    // registers (112 allocated, 3584 a warp) fit 4 warps in each quarter's 16384, 8 blocks per SM, so a
+    // second wave runs. Staged, 4 tiles × 2 warps side by side × 4 along K. Gemma-2-27B's gate+up,
+    // 73728×4608, bench, µs: H200 56.62 → 44.60, H100 81.16 → 61.66. bf16's blocks (96 registers) fit 10 per
+    // SM and keep v5's: there this config ran 48.19 → 48.93 (H200), 65.83 → 64.98 (H100). Not narrower:
     // 65536×5120 (1024 blocks, 7.8 per SM) H200 44.45 → 46.20, H100 62.17 → 61.72.
     if (sm90a && stage_per_warp && bucket == 1 && p.bits == 4 && p.act == DType::F16 && !c.x_shared &&
         c.n_tiles == 8 && ceil_div(tiles, 8) > 8LL * sms) {
@@ -452,11 +452,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   tiles per SM): 3 stages 1.26× the best, this config; 25600×4096 (24) keeps 3, its best.
     if (sm90a && p.bits == 8 && tiles_per_sm > 12 && tiles_per_sm <= 20) c.warps_k = 2;
     if (sm90a && p.bits == 8 && tiles_per_sm > 40) c.stages = 2;
-    // v32 (forty-ninth session, out of sample): over 4 of v22's 16-tile blocks per SM (67584 columns on 132 SMs),
-    // whose 4 warps (121 registers) fit 4 per SM, so a second wave runs: 8 tiles × 2 warps side by side, 2
-    // stages. Gemma-2-27B's gate+up, 73728×4608, tunes: v22/v29's (1,4,4,1,1,2) 1.22× (H200) and 1.28× (H100)
-    // the best; this config the H200's best, 1.012× the H100's. H200 bench 102.90 → 84.55 µs.
-    if (sm90a && p.bits == 8 && ceil_div(tiles, 16) > 4LL * sms) c.n_tiles = 8, c.warps_n = 2, c.stages = 2;
+    // v32 (forty-ninth session, out of sample): over 4 of v22's 16-tile blocks per SM (67584 columns on 132
+    // SMs), whose 4 warps (121 registers) fit 4 per SM, so a second wave runs: 8 tiles × 2 warps side by
+    // side, 2 stages. Gemma-2-27B's gate+up, 73728×4608, tunes: v22/v29's (1,4,4,1,1,2) 1.22× (H200)
+    // and 1.28× (H100) the best; this config the H200's best, 1.012× the H100's. H200 bench 102.90 → 84.55
+    // µs. Blocks of 8 and 16 tiles, which the v32 rules of this branch count per SM.
+    const int64_t blocks8 = ceil_div(tiles, 8), blocks16 = ceil_div(tiles, 16);
+    if (sm90a && p.bits == 8 && blocks16 > 4LL * sms) c.n_tiles = 8, c.warps_n = 2, c.stages = 2;
     // Heuristic v28 (forty-fifth session, out of sample): 3/4-bit over 40 tiles per SM and 16 chunks
     // (Mistral-Small-24B's gate+up, 65536×5120; Llama-3-70B's, 57344×8192): 8 tiles × 2 warps side by
     // side sharing each chunk's activations, one along K, 3 stages. H200 tune, 65536×5120: the best in
@@ -478,11 +480,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   45056×8192: f16 70.34 → 55.72 / 71.36 → 72.03, bf16 74.17 → 59.90 / 77.14 → 72.32; 49152×4096 f16
     //   36.81 → 30.05 / 39.30 → 40.12, bf16 38.98 → 32.09 / 42.10 → 40.68. Not 51200×5120 (past one wave):
     //   H100 f16 50.18 → 58.10.
-    // - Over 4 per SM (over 64 tiles; 67584 columns), where bf16's 2-stage blocks (178 registers: 2 warps in each quarter, 4 blocks per SM)
-    //   run a second wave: 6 tiles × 2 warps along K, 2 stages, the best of both GPUs' bench in both
-    //   dtypes (within 0.7 %). Gemma-2-27B's gate+up, 73728×4608: f16 59.26 → 53.93 / 71.50 → 66.39, bf16
-    //   71.46 → 56.56 / 81.54 → 66.53. Between the two (50689-67584 columns; measured 51200, 57344, 65536) v28/v31 stay the best.
-    const int64_t blocks16 = ceil_div(tiles, 16);
+    // - Over 4 per SM (over 64 tiles; 67584 columns), where bf16's 2-stage blocks (178 registers: 2 warps in
+    //   each quarter, 4 blocks per SM) run a second wave: 6 tiles × 2 warps along K, 2 stages, the best of
+    //   both GPUs' bench in both dtypes (within 0.7 %). Gemma-2-27B's gate+up, 73728×4608: f16 59.26 → 53.93
+    //   / 71.50 → 66.39, bf16 71.46 → 56.56 / 81.54 → 66.53. Between the two (50689-67584 columns; measured
+    //   51200, 57344, 65536) v28/v31 stay the best.
     if (sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16) {
       if (blocks16 <= 3LL * sms)
         c.warps_k = 2, c.stages = 2;
@@ -495,7 +497,6 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // InternLM2-20B's gate+up, 32768×6144: H200 tunes' best in f16 (v31 1.08×) and bf16, bench bf16 37.54 →
     // 32.06; H100 f16 40.60 → 40.41, bf16 41.24 → 40.69. Not past 4 blocks: 40960×7168 on the H100 f16 60.66
     // → 74.30 (a second wave).
-    const int64_t blocks8 = ceil_div(tiles, 8);
     if (sm90a && (p.bits == 3 || p.bits == 4) && 2 * blocks8 > 7LL * sms && blocks8 <= 4LL * sms &&
         chunks >= 48)
       c = make(1, 8, 2, 3);
@@ -598,12 +599,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       // v29 (forty-sixth session, out of sample): 8-bit weights too, so every width on sm_90a. Gemma-2-2B's
       // o_proj, 2304×2048, H200 tune: the registers' config 1.53× the best ((1,4,1,4,1,2) staged), this one
       // 1.11×.
-      // v32 (forty-ninth session, out of sample): 8-bit weights with 4 warps along K over 2 blocks per SM keep 2
-      // stages. Three of their 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks per SM, so a
-      // second wave runs where two stages fit all in 3. Bench, µs, 3 → 2 stages (H200): 2816×2048 8.53 → 6.67,
-      // 2560×2560 9.55 → 7.60, 2304×2048 7.17 → 6.43 (the tunes of both GPUs: 1.11-1.29× → the best). Up to 2 per
-      // SM (2048×1408, 1536×2048, 2048×768) 3 stages stay, which the tunes there had ahead by 3-11 %.
-      const bool w8_second_wave = p.bits == 8 && c.warps_k == 4 && col_blocks * ceil_div(bucket, 16) > 2LL * sms;
+      // v32 (forty-ninth session, out of sample): 8-bit weights with 4 warps along K over 2 blocks per SM
+      // keep 2 stages. Three of their 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks per
+      // SM, so a second wave runs where two stages fit all in 3. Bench, µs, 3 → 2 stages (H200):
+      // 2816×2048 8.53 → 6.67, 2560×2560 9.55 → 7.60, 2304×2048 7.17 → 6.43 (the tunes of both
+      // GPUs: 1.11-1.29× → the best). Up to 2 per SM (2048×1408, 1536×2048, 2048×768) 3 stages stay, which
+      // the tunes there had ahead by 3-11 %.
+      const bool w8_second_wave =
+          p.bits == 8 && c.warps_k == 4 && col_blocks * ceil_div(bucket, 16) > 2LL * sms;
       if (sm90a && bucket == 64 && stage_per_warp) c.x_shared = true, c.stages = w8_second_wave ? 2 : 3;
     }
   } else {

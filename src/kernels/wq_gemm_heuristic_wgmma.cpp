@@ -131,16 +131,16 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // H200 bench, 5120×8192 (4.85, 64 chunks), v10's (4,4,2,2) 30.96 µs → 21.88 with the image; under 64
   // chunks there (4608×3584, 5120×4096) unmeasured.
   const bool few_blocks_w8_64 = bucket == 64 && p.bits == 8 && p.group_size == 128;
-  // v32 (forty-ninth session, out of sample): 2-bit weights in groups of 128 at 64 rows over 4 tiles per SM too (up
-  // to 5 below: 4232-5279 columns on 132 SMs).
-  // Mistral-Nemo-12B's o_proj, 5120×4096 (4.85 tiles per SM, 32 chunks), tunes: v31's mma.sync (1,4,1,2,1,3)
-  // staged 1.33× (H200) and 1.29× (H100) the best, every one of them a wgmma config. H200 bench, µs, against
-  // (1,4,1,2,1,3) staged: 5120×4096 17.40 → 13.60, 5120×8192 32.56 → 18.72, 4608×3584 15.45 → 12.10.
+  // v32 (forty-ninth session, out of sample): 2-bit weights in groups of 128 at 64 rows over 4 tiles per SM
+  // too (up to 5 below: 4232-5279 columns on 132 SMs). Mistral-Nemo-12B's o_proj, 5120×4096 (4.85 tiles per
+  // SM, 32 chunks), tunes: v31's mma.sync (1,4,1,2,1,3) staged 1.33× (H200) and 1.29× (H100) the best, every
+  // one of them a wgmma config. H200 bench, µs, against (1,4,1,2,1,3) staged: 5120×4096 17.40 → 13.60,
+  // 5120×8192 32.56 → 18.72, 4608×3584 15.45 → 12.10.
   const bool few_blocks_w2_64 = bucket == 64 && p.bits == 2 && p.group_size == 128 && tiles_per_sm > 4;
-  const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
-                                !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
-                                (p.bits == 4 || (four_way_64 && p.group_size == 128) || few_blocks_w8_64 ||
-                                 few_blocks_w2_64);
+  const bool few_blocks_wgmma =
+      rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
+      !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
+      (p.bits == 4 || (four_way_64 && p.group_size == 128) || few_blocks_w8_64 || few_blocks_w2_64);
   // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 144 chunks or more (10240×8192 and
   // wider; 8192×28672, 3584×18944, and out of sample 5120×27648), one 32-row tile per block of two MMA
   // warpgroups: the tuned best of every such entry on both GPUs (3584×18944's on the H100 1.03×; 5120×27648

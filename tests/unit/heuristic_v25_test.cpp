@@ -72,7 +72,7 @@ TEST_CASE("choose_config v25: K-heavy narrow layers up to 16 rows split K in a c
   // unsplit at one row; v25's bound was 96, v28 lowered it on sm_90a), nor where the blocks fill 0.7
   // of the SMs (4096×14336: 128 blocks).
   CHECK(choose_hopper(2304, 16384, 1, 8).split_k == 1);  // (2-bit: v28 on sm_90a)
-  CHECK(choose_hopper(2304, 8192, 1).split_k == 1);  // 64 chunks
+  CHECK(choose_hopper(2304, 8192, 1).split_k == 1);      // 64 chunks
   CHECK(choose_hopper(2560, 8192, 1).split_k == 1);
   CHECK(choose_hopper(4096, 14336, 1).split_k == 1);
   CHECK(choose_hopper(4096, 14336, 16).split_k == 1);

@@ -102,9 +102,9 @@ TEST_CASE("choose_config v26: 32 rows take wgmma stream K from over 8.5 tiles pe
 
 TEST_CASE("choose_config v26: 32 rows up to 2 tiles per SM with long K take 16 warps along K",
           "[config][heuristic]") {
-  CHECK(choose_hopper(2048, 11008, 32).warps_k == 16);  // 1.9 tiles per SM, 86 chunks
-  CHECK(choose_hopper(1280, 8192, 32).warps_k == 16);   // 64 chunks
-  CHECK(choose_hopper(1280, 7936, 32).warps_k == 8);    // 62 chunks
-  CHECK(choose_hopper(2304, 11008, 32).warps_k != 16);  // 2.2 tiles per SM
+  CHECK(choose_hopper(2048, 11008, 32).warps_k == 16);     // 1.9 tiles per SM, 86 chunks
+  CHECK(choose_hopper(1280, 8192, 32).warps_k == 16);      // 64 chunks
+  CHECK(choose_hopper(1280, 7936, 32).warps_k == 8);       // 62 chunks
+  CHECK(choose_hopper(2304, 11008, 32).warps_k != 16);     // 2.2 tiles per SM
   CHECK(choose_hopper(2048, 11008, 32, 2).warps_k != 16);  // 2-bit: unmeasured
 }

@@ -43,9 +43,10 @@ TEST_CASE("choose_config v32: 16 rows over 4 blocks of 16 tiles per SM take 6 ti
   CHECK(lowbit::choose_config(g128_problem(73728, 4608, 16), kSm80, 132).n_tiles != 6);
 }
 
-TEST_CASE("choose_config v32: 16 rows on 3.5-4 blocks of 8 tiles per SM from 48 chunks: 8 tiles x 2 warps "
-          "along K, 3 stages",
-          "[config][heuristic]") {
+TEST_CASE(
+    "choose_config v32: 16 rows on 3.5-4 blocks of 8 tiles per SM from 48 chunks: 8 tiles x 2 warps "
+    "along K, 3 stages",
+    "[config][heuristic]") {
   CHECK(staged(choose_hopper(32768, 6144, 16)) == "1,8,1,2,1,3+xs");
   CHECK(staged(choose_bf16_hopper(32768, 6144, 16)) == "1,8,1,2,1,3+xs");
   // Bounds: 29568 columns are 462 blocks of 8 tiles, 3.5 per SM (out); 29569 in; 33792 are 528, 4 per SM
@@ -55,14 +56,16 @@ TEST_CASE("choose_config v32: 16 rows on 3.5-4 blocks of 8 tiles per SM from 48 
   CHECK(staged(choose_hopper(33792, 6144, 16)) == "1,8,1,2,1,3+xs");
   CHECK(staged(choose_hopper(33793, 6144, 16)) != "1,8,1,2,1,3+xs");
   CHECK(staged(choose_hopper(32768, 6016, 16)) != "1,8,1,2,1,3+xs");
-  CHECK(staged(choose_hopper(40960, 7168, 16)) != "1,8,1,2,1,3+xs");  // 640 blocks, over 4 per SM: a second wave
+  CHECK(staged(choose_hopper(40960, 7168, 16)) !=
+        "1,8,1,2,1,3+xs");  // 640 blocks, over 4 per SM: a second wave
   CHECK(staged(choose_hopper(32768, 6144, 16, 3)) == "1,8,1,2,1,3+xs");
   CHECK(staged(lowbit::choose_config(g128_problem(32768, 6144, 16), kSm80, 132)) == "1,4,1,4,1,2+xs");
   CHECK(staged(choose_hopper(32768, 6144, 16, 8)) != "1,8,1,2,1,3+xs");
 }
 
-TEST_CASE("choose_config v32: one row, 4-bit f16 over 8 blocks of 8 tiles per SM: staged 4 tiles x 2 x 4 warps",
-          "[config][heuristic]") {
+TEST_CASE(
+    "choose_config v32: one row, 4-bit f16 over 8 blocks of 8 tiles per SM: staged 4 tiles x 2 x 4 warps",
+    "[config][heuristic]") {
   CHECK(staged(choose_hopper(73728, 4608, 1)) == "1,4,2,4,1,2+xs");
   // Bound: 67584 columns are 1056 blocks of 8 tiles, 8 per SM (out: v5's registers); 67585 in.
   const auto at_bound = choose_hopper(67584, 4608, 1);
@@ -81,8 +84,9 @@ TEST_CASE("choose_config v32: one row, 4-bit f16 over 8 blocks of 8 tiles per SM
   CHECK_FALSE(choose_hopper(det).x_shared);
 }
 
-TEST_CASE("choose_config v32: one row, 2-bit weights 8 tiles in registers take 4 warps along K under 64 chunks",
-          "[config][heuristic]") {
+TEST_CASE(
+    "choose_config v32: one row, 2-bit weights 8 tiles in registers take 4 warps along K under 64 chunks",
+    "[config][heuristic]") {
   for (auto [n, k] : {std::pair<int64_t, int64_t>{40960, 7168}, {73728, 4608}, {28672, 5120}}) {
     INFO(n << "x" << k);
     const auto c = choose_hopper(n, k, 1, 2);
@@ -98,8 +102,9 @@ TEST_CASE("choose_config v32: one row, 2-bit weights 8 tiles in registers take 4
   CHECK(lowbit::choose_config(g128_problem(40960, 7168, 1, 2), kSm80, 132).warps_k == 8);
 }
 
-TEST_CASE("choose_config v32: 8-bit weights at 16 rows past 4 blocks of 16 tiles per SM take 8 tiles x 2 warps",
-          "[config][heuristic]") {
+TEST_CASE(
+    "choose_config v32: 8-bit weights at 16 rows past 4 blocks of 16 tiles per SM take 8 tiles x 2 warps",
+    "[config][heuristic]") {
   CHECK(staged(choose_hopper(73728, 4608, 16, 8)) == "1,8,2,1,1,2+xs");
   // Bound: 67584 columns, 528 blocks, 4 per SM (out: v22/v29's (1,4,4,1,1,2)); 67585 in.
   CHECK(staged(choose_hopper(67584, 4608, 16, 8)) == "1,4,4,1,1,2+xs");
@@ -117,11 +122,12 @@ TEST_CASE("choose_config v32: 8-bit weights at 64 rows staged per warp with 4 wa
     CHECK(staged(choose_hopper(n, k, 64, 8)) == "1,4,1,4,1,2+xs");
     CHECK(staged(choose_hopper(n, k, 64)) != "1,4,1,4,1,2+xs");  // 4-bit weights keep 3 stages
   }
-  // Up to 2 blocks per SM: 3 stages (2048×1408: 64 column blocks × 4 row blocks, 256 on 132 SMs); 2304×2048 is 288.
+  // Up to 2 blocks per SM: 3 stages (2048×1408: 64 column blocks × 4 row blocks, 256 on 132 SMs); 2304×2048
+  // is 288.
   for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 1408}, {1536, 2048}, {2048, 768}})
     CHECK(staged(choose_hopper(n, k, 64, 8)) == "1,4,1,4,1,3+xs");
-  // The bound: 2112 columns are 66 column blocks × 4 row blocks, 264 = 2 per SM (3 stages); 2120 are 268. 3144
-  // columns make 396 blocks, 2 warps along K (v9), and keep 3 stages.
+  // The bound: 2112 columns are 66 column blocks × 4 row blocks, 264 = 2 per SM (3 stages); 2120 are 268.
+  // 3144 columns make 396 blocks, 2 warps along K (v9), and keep 3 stages.
   CHECK(staged(choose_hopper(2112, 2048, 64, 8)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(2120, 2048, 64, 8)) == "1,4,1,4,1,2+xs");
   CHECK(staged(choose_hopper(3144, 2048, 64, 8)) == "1,4,1,2,1,3+xs");
@@ -139,14 +145,16 @@ TEST_CASE("choose_config v32: 2-bit weights at 64 rows over 4 tiles per SM on fe
   CHECK_FALSE(choose_hopper(5120, 4096, 16, 2).wgmma);
   CHECK_FALSE(choose_hopper(5120, 4096, 128, 2).wgmma);  // 64 rows only
   // 3600 columns on 114 SMs: 3.9 tiles per SM, not over 4.
-  CHECK_FALSE(lowbit::choose_config(g128_problem(3600, 8192, 64, 2), lowbit::Arch::parse("sm_90a"), 114).wgmma);
+  CHECK_FALSE(
+      lowbit::choose_config(g128_problem(3600, 8192, 64, 2), lowbit::Arch::parse("sm_90a"), 114).wgmma);
   CHECK_FALSE(lowbit::choose_config(g128_problem(5120, 4096, 64, 2), kSm80, 132).wgmma);
 }
 
-TEST_CASE("choose_config v32: one row, bf16 from 128 chunks on a full wave of 6-tile blocks: 6 tiles x 12 warps",
-          "[config][heuristic]") {
+TEST_CASE(
+    "choose_config v32: one row, bf16 from 128 chunks on a full wave of 6-tile blocks: 6 tiles x 12 warps",
+    "[config][heuristic]") {
   CHECK(staged(choose_bf16_hopper(6144, 16384, 1)) == "1,6,1,12,1,2+xs");
-  CHECK(staged(choose_hopper(6144, 16384, 1)) != "1,6,1,12,1,2+xs");       // f16 keeps v28's
+  CHECK(staged(choose_hopper(6144, 16384, 1)) != "1,6,1,12,1,2+xs");      // f16 keeps v28's
   CHECK(staged(choose_bf16_hopper(6144, 16256, 1)) == "1,2,1,8,1,3+xs");  // 127 chunks: v28's
   CHECK(staged(choose_bf16_hopper(6144, 16384, 2)) != "1,6,1,12,1,2+xs");
   CHECK(staged(choose_bf16_hopper(4352, 16384, 1)) == "1,2,1,8,1,3+xs");  // 91 blocks of 6 tiles: 69 %
