@@ -182,8 +182,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // problems never reach v28's: each needs activations staged per warp or the 16-row staged branch,
   // which that mode leaves.)
   const bool sm90a = wq::has_wgmma(arch);
+  // Heuristic v33 (fiftieth session, out of sample at 4 and 8 rows): 1-2-bit weights at 2-8 rows take the
+  // 16-row branch's staged configs. The rules below kept them in registers (`staged_bits`: at 2-8 rows
+  // only 3/4-bit was ever measured). H200 tune of the seventh set in W2: v32's registers configs ran 1.06-
+  // 1.58× the best on 20 of 22 problems at M = 4 and 8 (6144×16384 M = 8 19.84 µs against 12.59); the
+  // 16-row choice ran within 1.09× wherever the tune timed it (1.00 on 12 of them).
+  const bool few_rows_take_16_row_rules = sm90a && stage_per_warp && bucket > 1 && bucket <= 8 && p.bits <= 2;
   WqGemmConfig c;
-  if (bucket <= 8) {
+  if (bucket <= 8 && !few_rows_take_16_row_rules) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
     // registers, so three blocks of 8 warps fit per SM. Fitted to the M ≤ 8 tunes of both GPUs:
     // - Few column blocks (1280-wide shards): 2 tiles per warp for twice the blocks, 3 stages.
@@ -382,9 +388,32 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 73728×4608, bench, µs: H200 56.62 → 44.60, H100 81.16 → 61.66. bf16's blocks (96 registers) fit 10 per
     // SM and keep v5's: there this config ran 48.19 → 48.93 (H200), 65.83 → 64.98 (H100). Not narrower:
     // 65536×5120 (1024 blocks, 7.8 per SM) H200 44.45 → 46.20, H100 62.17 → 61.72.
-    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 4 && p.act == DType::F16 && !c.x_shared &&
-        c.n_tiles == 8 && ceil_div(tiles, 8) > 8LL * sms) {
+    // v33 (fiftieth session): at 2-8 rows too. H200 tune, 73728×4608 f16 at M = 4 / 8: v32's (1,8,1,2,1,2)
+    // 1.25× / 1.29× the best, this config 1.03× / 1.03×.
+    if (sm90a && stage_per_warp && p.bits == 4 && p.act == DType::F16 && !c.x_shared && c.n_tiles == 8 &&
+        ceil_div(tiles, 8) > 8LL * sms) {
       c = make(1, 4, 4, 2);
+      c.warps_n = 2;
+      c.x_shared = true;
+    }
+    // Heuristic v33 (fiftieth session, out of sample at 4 and 8 rows): 2-8 rows, 3/4-bit, staged 2 tiles ×
+    // 8 warps where 6-tile blocks fill 70-100 % of the SMs in one wave (4424-6336 columns on 132 SMs) and K
+    // has 32 chunks or more: 6 tiles, 8 warps along K, 2 stages (v23's 16-row rule; one row has v28's 12
+    // warps). H200 tune, v32's choice → this, against the best: 6144×16384 bf16 M = 4 1.30 → 1.00, M = 8
+    // 1.24 → 1.00, f16 1.06 → 1.02, 1.11 → 1.03; 5120×4096 bf16 1.12 → 1.01, 1.10 → 1.02, f16 1.03 → 1.00,
+    // 1.06 → 1.00. In the shipped files (W4 f16): 5120×8192 at 2-8 rows 1.03-1.10 → 1.00-1.03; 6144×4096
+    // (32 chunks) 1.00-1.02 → 1.00-1.03; 4608×3584 (28 chunks) stays: there 6 tiles ran 1.08-1.13×.
+    if (sm90a && bucket > 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
+        c.warps_k == 8 && chunks >= 32 && wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100))
+      c.n_tiles = 6, c.stages = 2;
+    // Heuristic v33: 8 rows, 3/4-bit, on the band of v28's 16-row rule (over 40 tiles per SM, over 16
+    // chunks) up to 3 blocks of 16 tiles per SM (50688 columns): v32's 16-row config there, (1,8,2,2,1,2)
+    // staged. H200 tune, Command-R's gate+up 45056×8192 at M = 8: the best in f16 and bf16, where the
+    // registers' (1,4,1,2,1,2) ran 1.10× and 1.17×. (At 4 rows f16's best is (1,4,1,2,1,2); the tune did
+    // not time this config there.)
+    if (sm90a && stage_per_warp && bucket == 8 && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 &&
+        chunks > 16 && ceil_div(tiles, 16) <= 3LL * sms) {
+      c = make(1, 8, 2, 2);
       c.warps_n = 2;
       c.x_shared = true;
     }

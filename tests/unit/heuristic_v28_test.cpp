@@ -41,7 +41,7 @@ TEST_CASE("choose_config v28: one row, 6 tiles x 12 warps where 6-tile blocks fi
   // From 32 chunks: 5120×3968 (31) keeps 2 tiles.
   CHECK(choose_hopper(5120, 3968, 1).n_tiles == 2);
   // One row only, 3/4-bit, sm_90a, not deterministic.
-  CHECK(choose_hopper(5120, 7168, 2).n_tiles != 6);
+  CHECK(choose_hopper(5120, 7168, 2).warps_k != 12);  // 2-8 rows: v33's 6 tiles × 8 warps
   for (int bits : {2, 8}) CHECK(choose_hopper(5120, 7168, 1, bits).warps_k != 12);
   CHECK(lowbit::choose_config(g128_problem(5120, 7168, 1), kSm80, 132).n_tiles != 6);
   CHECK(choose_deterministic_hopper(5120, 7168, 1).n_tiles != 6);

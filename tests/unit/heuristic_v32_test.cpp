@@ -74,10 +74,10 @@ TEST_CASE(
   CHECK(staged(choose_hopper(67585, 4608, 1)) == "1,4,2,4,1,2+xs");
   // Short K is staged with 8 tiles already (v27) and keeps it.
   CHECK(staged(choose_hopper(73728, 4096, 1)) == "1,8,1,2,1,2+xs");
-  // f16 4-bit only: bf16 (10 blocks per SM) keeps v5's, 3-bit and more rows keep theirs, sm_80 too.
+  // f16 4-bit only: bf16 (10 blocks per SM) keeps v5's, 3-bit and 16 rows keep theirs, sm_80 too.
   CHECK(choose_bf16_hopper(73728, 4608, 1).warps_n == 1);
   CHECK(choose_hopper(73728, 4608, 1, 3).warps_n == 1);
-  CHECK(choose_hopper(73728, 4608, 2).warps_n == 1);
+  CHECK(staged(choose_hopper(73728, 4608, 16)) != "1,4,2,4,1,2+xs");  // (2-8 rows take it since v33)
   CHECK(lowbit::choose_config(g128_problem(73728, 4608, 1), kSm80, 132).warps_n == 1);
   WqGemmProblem det = g128_problem(73728, 4608, 1);
   det.deterministic = true;

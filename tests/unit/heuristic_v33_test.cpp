@@ -1,0 +1,101 @@
+// Heuristic v33 (docs/perf-notes.md, fiftieth session): fitted to the H200's tunes of the seventh layer set
+// at 4 and 8 rows (W4 f16, W4 bf16, W2), the first out-of-sample tunes of the 2-8-row buckets.
+#include <cstdint>
+#include <utility>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_bf16_hopper;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
+using lowbit::test::staged;
+
+TEST_CASE("choose_config v33: 1-2-bit weights at 2-8 rows take the 16-row rules", "[config][heuristic]") {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 16384},
+                      {5120, 4096},
+                      {2560, 2560},
+                      {8192, 6144},
+                      {28672, 5120},
+                      {45056, 8192},
+                      {73728, 4608},
+                      {4096, 4096},
+                      {1280, 8192}}) {
+    const std::string sixteen = staged(choose_hopper(n, k, 16, 2));
+    for (int64_t m : {2, 3, 4, 5, 8}) {
+      INFO(n << "x" << k << " M = " << m);
+      CHECK(staged(choose_hopper(n, k, m, 2)) == sixteen);
+      CHECK(staged(choose_hopper(n, k, m, 1)) == staged(choose_hopper(n, k, 16, 1)));
+    }
+  }
+  // The tunes' cases: 6144×16384 and 5120×4096 at 4 and 8 rows, 6 tiles × 8 warps staged (v23's 16-row rule).
+  CHECK(staged(choose_hopper(6144, 16384, 8, 2)) == "1,6,1,8,1,2+xs");
+  CHECK(staged(choose_hopper(5120, 4096, 4, 2)) == "1,6,1,8,1,2+xs");
+  // One row keeps its own rules; 3-bit weights, sm_80 and deterministic mode keep the 2-8-row rules.
+  CHECK(staged(choose_hopper(6144, 16384, 1, 2)) != "1,6,1,8,1,2+xs");
+  CHECK(staged(choose_hopper(2560, 2560, 4, 3)) == staged(choose_hopper(2560, 2560, 4, 4)));
+  CHECK_FALSE(lowbit::choose_config(g128_problem(6144, 16384, 4, 2), kSm80, 132).x_shared);
+  WqGemmProblem det = g128_problem(6144, 16384, 4, 2);
+  det.deterministic = true;
+  CHECK_FALSE(choose_hopper(det).x_shared);
+}
+
+TEST_CASE(
+    "choose_config v33: 2-8 rows, 3/4-bit, 6 tiles x 8 warps where 6-tile blocks fill 70-100 % of the SMs",
+    "[config][heuristic]") {
+  for (int64_t m : {2, 4, 8}) {
+    INFO("M = " << m);
+    CHECK(staged(choose_bf16_hopper(6144, 16384, m)) == "1,6,1,8,1,2+xs");
+    CHECK(staged(choose_hopper(6144, 16384, m)) == "1,6,1,8,1,2+xs");
+    CHECK(staged(choose_hopper(5120, 4096, m)) == "1,6,1,8,1,2+xs");
+    CHECK(staged(choose_hopper(5120, 8192, m)) == "1,6,1,8,1,2+xs");
+    CHECK(staged(choose_hopper(6144, 4096, m, 3)) == "1,6,1,8,1,2+xs");
+    // Fill bounds: 4424 columns (93 blocks of 6 tiles, 70.5 %) in, 4416 (92) out; 6336 (132) in, 6344 out.
+    CHECK(choose_hopper(4424, 7168, m).n_tiles == 6);
+    CHECK(choose_hopper(4416, 7168, m).n_tiles != 6);
+    CHECK(choose_hopper(6336, 7168, m).n_tiles == 6);
+    CHECK(choose_hopper(6344, 7168, m).n_tiles != 6);
+    // From 32 chunks: 5120×3968 (31) keeps 2 tiles; 4608×3584 (28) too.
+    CHECK(choose_hopper(5120, 3968, m).n_tiles == 2);
+    CHECK(choose_hopper(4608, 3584, m).n_tiles == 2);
+    // sm_90a only.
+    CHECK(lowbit::choose_config(g128_problem(5120, 4096, m), kSm80, 132).n_tiles != 6);
+  }
+  // One row keeps v28's 12 warps (and 6144×4096, 97 %, its 2 tiles); 8-bit weights keep theirs.
+  CHECK(staged(choose_hopper(5120, 4096, 1)) == "1,6,1,12,1,2+xs");
+  CHECK(staged(choose_hopper(6144, 4096, 1)) == "1,2,1,8,1,2+xs");
+  CHECK(choose_hopper(5120, 4096, 4, 8).n_tiles != 6);
+}
+
+TEST_CASE("choose_config v33: v32's one-row rule for 4-bit f16 past 8 blocks of 8 tiles per SM at 2-8 rows",
+          "[config][heuristic]") {
+  for (int64_t m : {1, 2, 4, 8}) {
+    INFO("M = " << m);
+    CHECK(staged(choose_hopper(73728, 4608, m)) == "1,4,2,4,1,2+xs");
+    CHECK(staged(choose_hopper(67585, 4608, m)) == "1,4,2,4,1,2+xs");
+    CHECK_FALSE(choose_hopper(67584, 4608, m).x_shared);  // 8 blocks per SM: one wave
+    CHECK(choose_bf16_hopper(73728, 4608, m).warps_n == 1);
+  }
+}
+
+TEST_CASE("choose_config v33: 8 rows on v28's 16-row band up to 3 blocks of 16 tiles per SM",
+          "[config][heuristic]") {
+  for (auto [n, k] :
+       {std::pair<int64_t, int64_t>{45056, 8192}, {49152, 4096}, {42248, 2176}, {50688, 4096}}) {
+    INFO(n << "x" << k);
+    CHECK(staged(choose_hopper(n, k, 8)) == "1,8,2,2,1,2+xs");
+    CHECK(staged(choose_bf16_hopper(n, k, 8)) == "1,8,2,2,1,2+xs");
+    CHECK(staged(choose_hopper(n, k, 8, 3)) == "1,8,2,2,1,2+xs");
+    CHECK(staged(choose_hopper(n, k, 4)) != "1,8,2,2,1,2+xs");  // 8 rows only
+  }
+  // Bounds: 40 tiles per SM (42240 columns) out; over 3 blocks of 16 tiles per SM (50696) out; 16 chunks out.
+  CHECK(staged(choose_hopper(42240, 8192, 8)) != "1,8,2,2,1,2+xs");
+  CHECK(staged(choose_hopper(50696, 8192, 8)) != "1,8,2,2,1,2+xs");
+  CHECK(staged(choose_hopper(45056, 2048, 8)) != "1,8,2,2,1,2+xs");
+  // 8-bit weights (and 2-bit, which take the 16-row rules) and sm_80 keep theirs.
+  CHECK(staged(choose_hopper(45056, 8192, 8, 8)) != "1,8,2,2,1,2+xs");
+  CHECK(lowbit::choose_config(g128_problem(45056, 8192, 8), kSm80, 132).warps_n == 1);
+}
