@@ -186,8 +186,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // 16-row branch's staged configs. The rules below kept them in registers (`staged_bits`: at 2-8 rows
   // only 3/4-bit was ever measured). H200 tune of the seventh set in W2: v32's registers configs ran 1.06-
   // 1.58× the best on 20 of 22 problems at M = 4 and 8 (6144×16384 M = 8 19.84 µs against 12.59); the
-  // 16-row choice ran within 1.09× wherever the tune timed it (1.00 on 12 of them).
-  const bool few_rows_take_16_row_rules = sm90a && stage_per_warp && bucket > 1 && bucket <= 8 && p.bits <= 2;
+  // 16-row choice ran within 1.09× wherever the tune timed it (1.00 on 12 of them). 8-bit weights too at 8
+  // rows, and at 2-4 rows up to 20 tiles per SM: the H100's W8 tune of the same set ran v32's registers
+  // configs 1.15-1.22× the best on its three smallest layers (2048×1408, 2560², 2816×2048) at 4 and 8 rows;
+  // the 16-row choice ran within 1.03× wherever timed (at 4 rows 1.00-1.02 up to 8192×6144; wider at 4 rows
+  // the registers' (1,4,1,2) stay, the tune's best on 28672×5120 and 1.01× on 32768×6144).
+  const bool few_rows_take_16_row_rules =
+      sm90a && stage_per_warp && bucket > 1 && bucket <= 8 &&
+      (p.bits <= 2 || (p.bits == 8 && (bucket == 8 || tiles_per_sm <= 20)));
   WqGemmConfig c;
   if (bucket <= 8 && !few_rows_take_16_row_rules) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72

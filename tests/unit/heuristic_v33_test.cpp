@@ -64,10 +64,46 @@ TEST_CASE(
     // sm_90a only.
     CHECK(lowbit::choose_config(g128_problem(5120, 4096, m), kSm80, 132).n_tiles != 6);
   }
-  // One row keeps v28's 12 warps (and 6144×4096, 97 %, its 2 tiles); 8-bit weights keep theirs.
+  // One row keeps v28's 12 warps (and 6144×4096, 97 %, its 2 tiles).
   CHECK(staged(choose_hopper(5120, 4096, 1)) == "1,6,1,12,1,2+xs");
   CHECK(staged(choose_hopper(6144, 4096, 1)) == "1,2,1,8,1,2+xs");
-  CHECK(choose_hopper(5120, 4096, 4, 8).n_tiles != 6);
+}
+
+TEST_CASE(
+    "choose_config v33: 8-bit weights take the 16-row rules at 8 rows, and at 2-4 up to 20 tiles per SM",
+    "[config][heuristic]") {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 1408},
+                      {2560, 2560},
+                      {2816, 2048},
+                      {5120, 4096},
+                      {6144, 16384},
+                      {8192, 6144},
+                      {21120, 4096}}) {
+    const std::string sixteen = staged(choose_hopper(n, k, 16, 8));
+    for (int64_t m : {2, 4, 8}) {
+      INFO(n << "x" << k << " M = " << m);
+      CHECK(staged(choose_hopper(n, k, m, 8)) == sixteen);
+    }
+  }
+  // The H100 tune's misses: 2560² and 2048×1408 at 4 and 8 rows.
+  CHECK(staged(choose_hopper(2560, 2560, 4, 8)) == "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(2048, 1408, 8, 8)) == "1,2,1,8,1,3+xs");
+  // Over 20 tiles per SM (21128 columns) at 2-4 rows: the registers' rules, (1,4,1,2,1,2) on 28672×5120;
+  // at 8 rows the 16-row rules at any width.
+  for (int64_t n : {21128, 28672, 73728}) {
+    INFO(n);
+    CHECK_FALSE(choose_hopper(n, 5120, 4, 8).x_shared);
+    CHECK_FALSE(choose_hopper(n, 5120, 2, 8).x_shared);
+    CHECK(staged(choose_hopper(n, 5120, 8, 8)) == staged(choose_hopper(n, 5120, 16, 8)));
+  }
+  CHECK(staged(choose_hopper(28672, 5120, 4, 8)) ==
+        "WqGemmConfig(m_tiles=1, n_tiles=4, warps_n=1, warps_k=2, "
+        "split_k=1, stages=2)");
+  // sm_80 and deterministic mode keep theirs.
+  CHECK_FALSE(lowbit::choose_config(g128_problem(2560, 2560, 4, 8), kSm80, 132).x_shared);
+  WqGemmProblem det = g128_problem(2560, 2560, 8, 8);
+  det.deterministic = true;
+  CHECK_FALSE(choose_hopper(det).x_shared);
 }
 
 TEST_CASE("choose_config v33: v32's one-row rule for 4-bit f16 past 8 blocks of 8 tiles per SM at 2-8 rows",
@@ -95,7 +131,7 @@ TEST_CASE("choose_config v33: 8 rows on v28's 16-row band up to 3 blocks of 16 t
   CHECK(staged(choose_hopper(42240, 8192, 8)) != "1,8,2,2,1,2+xs");
   CHECK(staged(choose_hopper(50696, 8192, 8)) != "1,8,2,2,1,2+xs");
   CHECK(staged(choose_hopper(45056, 2048, 8)) != "1,8,2,2,1,2+xs");
-  // 8-bit weights (and 2-bit, which take the 16-row rules) and sm_80 keep theirs.
+  // 8-bit weights (and 2-bit: both take the 16-row rules at 8 rows) and sm_80 keep theirs.
   CHECK(staged(choose_hopper(45056, 8192, 8, 8)) != "1,8,2,2,1,2+xs");
   CHECK(lowbit::choose_config(g128_problem(45056, 8192, 8), kSm80, 132).warps_n == 1);
 }
