@@ -383,7 +383,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 128.25 → 111.90 / 170.20 → 159.79 ((1,16,1,4) staged: 1 % ahead on the H100, 1-4 % behind on the
     // H200). Not narrower, where v5 keeps 4 tiles × 2 warps: the H200 bench had it within 2 % of this config
     // either way (49152×4096, 40960×5120, 32768×8192).
-    if (sm90a && stage_per_warp && bucket == 1 && p.bits == 8 && over_12_blocks_per_sm && chunks >= 32) {
+    // v33 (fiftieth session): at 2-4 rows too (8 rows take the 16-row rules). H200 tune of the sixth set at 2
+    // rows: 51200×5120 (1,8,1,2,1,2) 1.23× the best, this config 1.01×; the seventh set's 73728×4608 at 4
+    // rows 1.02× (H200; the H100's tune had it within 1.007-1.03×, untimed), where (1,8,1,2,1,2)
+    // ran 1.03-1.06×.
+    if (sm90a && stage_per_warp && bucket <= 4 && p.bits == 8 && over_12_blocks_per_sm && chunks >= 32) {
       c = make(1, 4, 6, 2);
       c.x_shared = true;
     }

@@ -29,8 +29,8 @@ TEST_CASE("choose_config v31: one row, 8-bit weights over 48 tiles per SM stage 
   const auto short_k = choose_hopper(51200, 3968, 1, 8);
   CHECK(short_k.n_tiles == 8);
   CHECK_FALSE(short_k.x_shared);
-  // One row, 8-bit weights, sm_90a, not deterministic only.
-  CHECK(choose_hopper(51200, 5120, 2, 8).warps_k != 6);
+  // 8-bit weights, sm_90a, not deterministic only (one row here; 2-4 rows since v33).
+  CHECK(choose_hopper(51200, 5120, 8, 8).warps_k != 6);
   for (int bits : {2, 4}) CHECK(choose_hopper(51200, 5120, 1, bits).warps_k != 6);
   WqGemmProblem det = g128_problem(51200, 5120, 1, 8);
   det.deterministic = true;

@@ -88,9 +88,9 @@ TEST_CASE(
   // The H100 tune's misses: 2560² and 2048×1408 at 4 and 8 rows.
   CHECK(staged(choose_hopper(2560, 2560, 4, 8)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(2048, 1408, 8, 8)) == "1,2,1,8,1,3+xs");
-  // Over 20 tiles per SM (21128 columns) at 2-4 rows: the registers' rules, (1,4,1,2,1,2) on 28672×5120;
-  // at 8 rows the 16-row rules at any width.
-  for (int64_t n : {21128, 28672, 73728}) {
+  // Over 20 tiles per SM (21128 columns) at 2-4 rows: the registers' rules, (1,4,1,2,1,2) on 28672×5120 (from
+  // 50689 columns v31's staged rule, below); at 8 rows the 16-row rules at any width.
+  for (int64_t n : {21128, 28672, 45056}) {
     INFO(n);
     CHECK_FALSE(choose_hopper(n, 5120, 4, 8).x_shared);
     CHECK_FALSE(choose_hopper(n, 5120, 2, 8).x_shared);
@@ -134,4 +134,20 @@ TEST_CASE("choose_config v33: 8 rows on v28's 16-row band up to 3 blocks of 16 t
   // 8-bit weights (and 2-bit: both take the 16-row rules at 8 rows) and sm_80 keep theirs.
   CHECK(staged(choose_hopper(45056, 8192, 8, 8)) != "1,8,2,2,1,2+xs");
   CHECK(lowbit::choose_config(g128_problem(45056, 8192, 8), kSm80, 132).warps_n == 1);
+}
+
+TEST_CASE(
+    "choose_config v33: v31's one-row rule for 8-bit weights past 12 blocks of 4 tiles per SM at 2-4 rows",
+    "[config][heuristic]") {
+  for (int64_t m : {1, 2, 3, 4}) {
+    INFO("M = " << m);
+    CHECK(staged(choose_hopper(51200, 5120, m, 8)) == "1,4,1,6,1,2+xs");
+    CHECK(staged(choose_hopper(73728, 4608, m, 8)) == "1,4,1,6,1,2+xs");
+    // Bounds as at one row: 50688 columns (12 blocks of 4 tiles per SM) and 31 chunks keep the registers.
+    CHECK_FALSE(choose_hopper(50688, 5120, m, 8).x_shared);
+    CHECK_FALSE(choose_hopper(51200, 3968, m, 8).x_shared);
+  }
+  // 8 rows take the 16-row rules instead; 4-bit weights are not this rule's.
+  CHECK(staged(choose_hopper(51200, 5120, 8, 8)) == staged(choose_hopper(51200, 5120, 16, 8)));
+  CHECK(staged(choose_hopper(51200, 5120, 4)) != "1,4,1,6,1,2+xs");
 }
