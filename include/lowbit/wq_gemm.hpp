@@ -84,10 +84,11 @@ struct WqGemmConfig {
   // themselves (a named barrier per group; with warps_k = 1 the group is the block, under one block
   // barrier per step). warps_n = 1: each warp stages its own chunk's activations (no barrier). Either
   // way they arrive stages − 1 chunks ahead and hold no registers; the heuristic's choice at 16 and 32 rows,
-  // and up to 8 rows on layers of up to 8 tiles per SM (3- and 4-bit; at M = 1 every bit width). From 16 rows
-  // only these configs run the MMAs with swapped operands (weights as A, each 8-row slice of activations as
-  // B), which spares the register moves of assembling A from two rows: 9-21 % faster on the H200; with the
-  // activations in registers the swap measured slower, so it is off there.
+  // and at 1-8 rows on most layers up to 8 tiles per SM and on wide ones with short K (on sm_90a 1-2-bit
+  // weights at 2-8 rows, and 8-bit ones at 8 rows or at 2-4 up to 20 tiles per SM, take the 16-row choice:
+  // heuristic v33). From 16 rows only these configs run the MMAs with swapped operands (weights as A, each
+  // 8-row slice of activations as B), which spares the register moves of assembling A from two rows: 9-21 %
+  // faster on the H200; with the activations in registers the swap measured slower, so it is off there.
   bool x_shared = false;
   // sm_90a only: Hopper warpgroup MMA (templates/wq_gemm_wgmma.cuh), the heuristic's choice at 64 and
   // 128 rows from 8 M weights (2-, 4- and 8-bit, groups of 128 where measured) and at 32 rows on the

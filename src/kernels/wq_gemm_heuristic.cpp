@@ -185,12 +185,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // Heuristic v33 (fiftieth session, out of sample at 4 and 8 rows): 1-2-bit weights at 2-8 rows take the
   // 16-row branch's staged configs. The rules below kept them in registers (`staged_bits`: at 2-8 rows
   // only 3/4-bit was ever measured). H200 tune of the seventh set in W2: v32's registers configs ran 1.06-
-  // 1.58× the best on 20 of 22 problems at M = 4 and 8 (6144×16384 M = 8 19.84 µs against 12.59); the
-  // 16-row choice ran within 1.09× wherever the tune timed it (1.00 on 12 of them). 8-bit weights too at 8
+  // 1.58× the best on all 22 problems at M = 4 and 8 (6144×16384 M = 8 19.84 µs against 12.59); the
+  // 16-row choice ran within 1.09× wherever the tune timed it (1.00 on 10 of them). 8-bit weights too at 8
   // rows, and at 2-4 rows up to 20 tiles per SM: the H100's W8 tune of the same set ran v32's registers
   // configs 1.15-1.22× the best on its three smallest layers (2048×1408, 2560², 2816×2048) at 4 and 8 rows;
   // the 16-row choice ran within 1.03× wherever timed (at 4 rows 1.00-1.02 up to 8192×6144; wider at 4 rows
-  // the registers' (1,4,1,2) stay, the tune's best on 28672×5120 and 1.01× on 32768×6144).
+  // the registers' (1,4,1,2) stay, 1.004× the best on 28672×5120 and 1.01× on 32768×6144).
   const bool few_rows_take_16_row_rules =
       sm90a && stage_per_warp && bucket > 1 && bucket <= 8 &&
       (p.bits <= 2 || (p.bits == 8 && (bucket == 8 || tiles_per_sm <= 20)));
@@ -411,8 +411,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // has 32 chunks or more: 6 tiles, 8 warps along K, 2 stages (v23's 16-row rule; one row has v28's 12
     // warps). H200 tune, v32's choice → this, against the best: 6144×16384 bf16 M = 4 1.30 → 1.00, M = 8
     // 1.24 → 1.00, f16 1.06 → 1.02, 1.11 → 1.03; 5120×4096 bf16 1.12 → 1.01, 1.10 → 1.02, f16 1.03 → 1.00,
-    // 1.06 → 1.00. In the shipped files (W4 f16): 5120×8192 at 2-8 rows 1.03-1.10 → 1.00-1.03; 6144×4096
-    // (32 chunks) 1.00-1.02 → 1.00-1.03; 4608×3584 (28 chunks) stays: there 6 tiles ran 1.08-1.13×.
+    // 1.06 → 1.00. In the shipped files (W4 f16): 5120×8192 at 2-8 rows 1.03-1.10 → 1.00-1.01; 6144×4096
+    // (32 chunks) 1.00-1.02 → 1.00-1.04; 4608×3584 (28 chunks) stays: there 6 tiles ran 1.08-1.13×. (The
+    // 100 % bound never decides: 2 tiles per warp here means at most 6 tiles per SM, 132 blocks of 6.)
     if (sm90a && bucket > 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
         c.warps_k == 8 && chunks >= 32 && wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100))
       c.n_tiles = 6, c.stages = 2;

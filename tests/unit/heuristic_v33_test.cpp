@@ -1,5 +1,6 @@
-// Heuristic v33 (docs/perf-notes.md, fiftieth session): fitted to the H200's tunes of the seventh layer set
-// at 4 and 8 rows (W4 f16, W4 bf16, W2), the first out-of-sample tunes of the 2-8-row buckets.
+// Heuristic v33 (docs/perf-notes.md, fiftieth session): fitted to the tunes of the seventh layer set at 4 and
+// 8 rows (H200: W4 f16, W4 bf16, W2; H100: W8), the first out-of-sample tunes of the 2-8-row buckets, and the
+// H200's tune of the sixth set's W8 at 2 rows (the last rule).
 #include <cstdint>
 #include <utility>
 
@@ -41,6 +42,9 @@ TEST_CASE("choose_config v33: 1-2-bit weights at 2-8 rows take the 16-row rules"
   WqGemmProblem det = g128_problem(6144, 16384, 4, 2);
   det.deterministic = true;
   CHECK_FALSE(choose_hopper(det).x_shared);
+  // Not the deterministic 16-row branch either (its (1,8,1,8,1,2)): the registers' 2-8-row config.
+  CHECK(staged(choose_hopper(det)) ==
+        "WqGemmConfig(m_tiles=1, n_tiles=4, warps_n=1, warps_k=8, split_k=1, stages=2)");
 }
 
 TEST_CASE(
@@ -53,7 +57,8 @@ TEST_CASE(
     CHECK(staged(choose_hopper(5120, 4096, m)) == "1,6,1,8,1,2+xs");
     CHECK(staged(choose_hopper(5120, 8192, m)) == "1,6,1,8,1,2+xs");
     CHECK(staged(choose_hopper(6144, 4096, m, 3)) == "1,6,1,8,1,2+xs");
-    // Fill bounds: 4424 columns (93 blocks of 6 tiles, 70.5 %) in, 4416 (92) out; 6336 (132) in, 6344 out.
+    // Fill bounds: 4424 columns (93 blocks of 6 tiles, 70.5 %) in, 4416 (92) out; 6336 (132) in, 6344 out
+    // (there the 2-tile precondition's 6 tiles per SM decides, not the 100 % bound).
     CHECK(choose_hopper(4424, 7168, m).n_tiles == 6);
     CHECK(choose_hopper(4416, 7168, m).n_tiles != 6);
     CHECK(choose_hopper(6336, 7168, m).n_tiles == 6);
@@ -85,7 +90,7 @@ TEST_CASE(
       CHECK(staged(choose_hopper(n, k, m, 8)) == sixteen);
     }
   }
-  // The H100 tune's misses: 2560² and 2048×1408 at 4 and 8 rows.
+  // The H100 tune's misses: 2048×1408, 2560² and 2816×2048 at 4 and 8 rows.
   CHECK(staged(choose_hopper(2560, 2560, 4, 8)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(2048, 1408, 8, 8)) == "1,2,1,8,1,3+xs");
   // Over 20 tiles per SM (21128 columns) at 2-4 rows: the registers' rules, (1,4,1,2,1,2) on 28672×5120 (from
@@ -104,6 +109,9 @@ TEST_CASE(
   WqGemmProblem det = g128_problem(2560, 2560, 8, 8);
   det.deterministic = true;
   CHECK_FALSE(choose_hopper(det).x_shared);
+  // Not the deterministic 16-row branch either (its 3 stages): the registers' 2-8-row config.
+  CHECK(staged(choose_hopper(det)) ==
+        "WqGemmConfig(m_tiles=1, n_tiles=4, warps_n=1, warps_k=8, split_k=1, stages=2)");
 }
 
 TEST_CASE("choose_config v33: v32's one-row rule for 4-bit f16 past 8 blocks of 8 tiles per SM at 2-8 rows",
@@ -134,6 +142,10 @@ TEST_CASE("choose_config v33: 8 rows on v28's 16-row band up to 3 blocks of 16 t
   // 8-bit weights (and 2-bit: both take the 16-row rules at 8 rows) and sm_80 keep theirs.
   CHECK(staged(choose_hopper(45056, 8192, 8, 8)) != "1,8,2,2,1,2+xs");
   CHECK(lowbit::choose_config(g128_problem(45056, 8192, 8), kSm80, 132).warps_n == 1);
+  // Deterministic mode keeps the registers' config (the rule needs activations staged per warp).
+  WqGemmProblem det = g128_problem(45056, 8192, 8);
+  det.deterministic = true;
+  CHECK_FALSE(choose_hopper(det).x_shared);
 }
 
 TEST_CASE(
