@@ -194,6 +194,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   const bool few_rows_take_16_row_rules =
       sm90a && stage_per_warp && bucket > 1 && bucket <= 8 &&
       (p.bits <= 2 || (p.bits == 8 && (bucket == 8 || tiles_per_sm <= 20)));
+  // Blocks of 8 and 16 tiles, which the v32/v33 wave rules count per SM; v28's wide band (3/4-bit, over 40
+  // tiles per SM, over 16 chunks), whose rules at 16 rows v33 shares with 8.
+  const int64_t blocks8 = ceil_div(tiles, 8), blocks16 = ceil_div(tiles, 16);
+  const bool v28_band = sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16;
   WqGemmConfig c;
   if (bucket <= 8 && !few_rows_take_16_row_rules) {
     // 4 tiles per warp, 8 warps along K, 2 stages (3 cost registers and gained nothing); ~72
@@ -422,8 +426,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // staged. H200 tune, Command-R's gate+up 45056×8192 at M = 8: the best in f16 and bf16, where the
     // registers' (1,4,1,2,1,2) ran 1.10× and 1.17×. (At 4 rows f16's best is (1,4,1,2,1,2); the tune did
     // not time this config there.)
-    if (sm90a && stage_per_warp && bucket == 8 && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 &&
-        chunks > 16 && ceil_div(tiles, 16) <= 3LL * sms) {
+    if (stage_per_warp && bucket == 8 && v28_band && blocks16 <= 3LL * sms) {
       c = make(1, 8, 2, 2);
       c.warps_n = 2;
       c.x_shared = true;
@@ -496,8 +499,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // SMs), whose 4 warps (121 registers) fit 4 per SM, so a second wave runs: 8 tiles × 2 warps side by
     // side, 2 stages. Gemma-2-27B's gate+up, 73728×4608, tunes: v22/v29's (1,4,4,1,1,2) 1.22× (H200)
     // and 1.28× (H100) the best; this config the H200's best, 1.012× the H100's. H200 bench 102.90 → 84.55
-    // µs. Blocks of 8 and 16 tiles, which the v32 rules of this branch count per SM.
-    const int64_t blocks8 = ceil_div(tiles, 8), blocks16 = ceil_div(tiles, 16);
+    // µs.
     if (sm90a && p.bits == 8 && blocks16 > 4LL * sms) c.n_tiles = 8, c.warps_n = 2, c.stages = 2;
     // Heuristic v28 (forty-fifth session, out of sample): 3/4-bit over 40 tiles per SM and 16 chunks
     // (Mistral-Small-24B's gate+up, 65536×5120; Llama-3-70B's, 57344×8192): 8 tiles × 2 warps side by
@@ -511,8 +513,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Qwen3-32B's gate+up (51200×5120) ran 1.17× the H200 tune's best with 3 stages (an x_sums config, 45.14
     // µs; 2 stages benched 48.13). 4 stages ran 2-3 % ahead of 2 on the H200 and up to 8 % behind 3 on the
     // H100.
-    if (sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16)
-      c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = p.act == DType::BF16 ? 2 : 3;
+    if (v28_band) c.n_tiles = 8, c.warps_n = 2, c.warps_k = 1, c.stages = p.act == DType::BF16 ? 2 : 3;
     // Heuristic v32 (forty-ninth session, out of sample): v28's 2-warp blocks of 16 tiles run near a fixed
     // time per block, so they lose at both ends of its band. Bench, µs, v31 → v32, H200 / H100:
     // - Up to 3 of those blocks per SM (up to 48 tiles; 50688 columns on 132 SMs): 2 warps along K as well,
@@ -525,7 +526,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   both GPUs' bench in both dtypes (within 0.7 %). Gemma-2-27B's gate+up, 73728×4608: f16 59.26 → 53.93
     //   / 71.50 → 66.39, bf16 71.46 → 56.56 / 81.54 → 66.53. Between the two (50689-67584 columns; measured
     //   51200, 57344, 65536) v28/v31 stay the best.
-    if (sm90a && (p.bits == 3 || p.bits == 4) && tiles_per_sm > 40 && chunks > 16) {
+    if (v28_band) {
       if (blocks16 <= 3LL * sms)
         c.warps_k = 2, c.stages = 2;
       else if (blocks16 > 4LL * sms)
