@@ -317,6 +317,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // warps: 1.33-1.43× the best (11264×2048 8.49 µs against 6.38; (1,4,1,4,1,3) staged 6.62). (v30 below
     // gives 9728×896 at one row 2 tiles × 4 warps.)
     if (sm90a && c.x_shared && tiles_per_sm > 8 && chunks <= 16 && c.warps_k > 4) c.warps_k = 4;
+    // v34 (fifty-first session, out of sample at 2-8 rows): v24's rule for staged 8-warp blocks over two per
+    // SM (4 warps along K, one wave) at 2-8 rows on the blocks v27 stages (over 8 tiles per SM, 17-32
+    // chunks), which skip the staged branch above (8 rows take it up to 10 tiles per SM). Phi-2's fc1,
+    // 10240×2560 (320 blocks of 4 tiles, 20 chunks), H200 tune at 2 and 4 rows: (1,4,1,8,1,2) staged 1.29×
+    // the best in f16 and 1.10-1.11× in bf16, (1,4,1,4,1,2) 1.01× and 1.02-1.03× (the best: 6 tiles × 4
+    // warps, which v28's test below does not give here: 12 tiles on the busiest SM either way).
+    if (sm90a && bucket > 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 4 &&
+        c.warps_k == 8 && col_blocks > 2LL * sms)
+      c.warps_k = 4;
     // Heuristic v28 (forty-fifth session, out of sample): one row, 3/4-bit, staged 2 tiles × 8 warps.
     // - Where 6-tile blocks fill 70-90 % of the SMs in one wave (4424-5664 columns on 132 SMs) and K
     //   has 32 chunks or more: 6 tiles × 12 warps along K. H200 bench, bf16, µs against v27's (1,2,1,8,1,2):
@@ -332,7 +341,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   chunks): 6 tiles × 4 warps along K, 2 stages, as v27 at 16 rows. The tunes' best there in W4 f16
     //   and bf16 (H200; 18432×2304 f16 8.22 µs against 9.20 for (1,4,1,2), bf16 8.67 against 10.27;
     //   17920×1536 f16 6.38 against 6.89 for (1,4,1,2,1,3)).
-    if (sm90a && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 4 &&
+    // v34 (fifty-first session, out of sample at 2-8 rows): the third item at 2-8 rows too. H200 tune of the
+    // fifth set, Gemma-2-2B's gate+up 18432×2304: this config the best at 2, 4 and 8 rows in f16 and bf16,
+    // where v33's (1,4,1,2,1,2) staged ran 1.11-1.16× (f16) and 1.17-1.20× (bf16) and
+    // (1,4,1,4,1,2) 1.05-1.09×.
+    if (sm90a && bucket <= 8 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 4 &&
         wq::busiest_sm_tiles(h, 6) < wq::busiest_sm_tiles(h, 4))
       c.n_tiles = 6, c.warps_k = 4, c.stages = 2;
     if (sm90a && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
@@ -421,6 +434,16 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     if (sm90a && bucket > 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
         c.warps_k == 8 && chunks >= 32 && wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100))
       c.n_tiles = 6, c.stages = 2;
+    // Heuristic v34 (fifty-first session, out of sample at 2-8 rows): bf16 at 2-4 rows, 3/4-bit, staged 2
+    // tiles × 8 warps on layers of fewer 4-tile blocks than SMs (under 4224 columns on 132 SMs) from 32
+    // chunks: the 8-row choice, 4 tiles × 16 warps along K, 2 stages. bf16's Σ MMA after the zero (v21)
+    // lengthens each chunk, and more warps hide it. H200 tunes, bf16, v33's (1,2,1,8,1,2) → this, against
+    // the best: 4096×7168 1.18-1.19 → 1.00, 3072×4096 1.10 → 1.03, 3584×4096 1.10-1.11 → 1.03 (the H100's
+    // tune had v33's 1.06-1.07×, this one untimed). f16 keeps 2 tiles: there this config ran 1.01-1.13×,
+    // v33's 1.00-1.04×.
+    if (sm90a && bucket > 1 && bucket <= 4 && p.act == DType::BF16 && c.x_shared &&
+        (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 && c.warps_k == 8 && col_blocks < sms && chunks >= 32)
+      c.n_tiles = 4, c.warps_k = 16, c.stages = 2;
     // Heuristic v33: 8 rows, 3/4-bit, on the band of v28's 16-row rule (over 40 tiles per SM, over 16
     // chunks) up to 3 blocks of 16 tiles per SM (50688 columns): v32's 16-row config there, (1,8,2,2,1,2)
     // staged. H200 tune, Command-R's gate+up 45056×8192 at M = 8: the best in f16 and bf16, where the
@@ -467,7 +490,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.n_tiles = 8, c.warps_k = 4;
     else if (2 * ceil_div(tiles, 4) < sms)
       c.n_tiles = 2;
-    else if (p.bits == 8)
+    // v34 (fifty-first session, out of sample): not 8-bit weights at 2-8 rows (v33 sends them here) on layers
+    // of fewer 4-tile blocks than SMs from 32 chunks, which keep 8 warps along K (and v9's 3 stages). H200
+    // tune of the fifth set, Gemma-2-2B's down 2304×9216 (72 blocks): (1,4,1,4,1,3) staged 1.17-1.22× the
+    // best at 2, 4 and 8 rows, this config the best; on the other such layers tuned at 2-8 rows (3072×4096,
+    // 3584×4096, 4096×7168, 4096×12288, 4096×12800; both GPUs) within 1.044× wherever timed.
+    else if (p.bits == 8 && !(sm90a && bucket <= 8 && ceil_div(tiles, 4) < sms && chunks >= 32))
       c.warps_k = 4;
     // Heuristic v24: more than two blocks of 4 tiles per SM (10240×8192): 4 warps along K. Two 8-warp
     // blocks fit per SM, so a third runs in a second wave; 4-warp blocks fit in one. The tuned best of

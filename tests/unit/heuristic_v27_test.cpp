@@ -56,11 +56,12 @@ TEST_CASE("choose_config v27: 2-bit weights at 64 rows on small layers stage per
 TEST_CASE("choose_config v27: 1-8 rows stage per warp on wide layers up to 32 chunks",
           "[config][heuristic]") {
   // 9216×3072 (8.7 tiles per SM, 24 chunks) and 16384×3072: the registers' tiles, warps and stages.
-  // (At one row v30 gives 9216×3072 2 tiles × 4 warps, heuristic_v30_test.cpp: 2 rows show v27's.)
+  // (At one row v30 gives 9216×3072 2 tiles × 4 warps, heuristic_v30_test.cpp: 2 rows show v27's; since
+  // v34 with 4 warps along K, heuristic_v34_test.cpp.)
   const WqGemmConfig a = choose_hopper(9216, 3072, 2);
   CHECK(a.x_shared);
   CHECK(a.n_tiles == 4);
-  CHECK(a.warps_k == 8);
+  CHECK(a.warps_k == 4);
   CHECK(a.stages == 2);
   CHECK(choose_hopper(16384, 3072, 1).x_shared);
   CHECK(choose_bf16_hopper(9216, 3072, 2).x_shared);
