@@ -1,6 +1,7 @@
 """The config the heuristic picks for a layer, offline (`lowbit inspect --explain` with
 LOWBIT_NO_TUNING_DB=1: no compile), as a dict with the fields of a tuning-file config. Shared by
-scripts/heuristic_vs_tuned.py and scripts/tuning_loo.py. `fmt` is a tuning key's format part
+scripts/heuristic_vs_tuned.py, scripts/heuristic_moved.py and scripts/tuning_loo.py (with `short` and
+`offers`, the short form of a config and the timed configs of a tuning entry). `fmt` is a tuning key's format part
 ("w4.g128.f16.zp", "w2.g128.bf16.zp"; default W4 g128 f16 integer zeros)."""
 import os, re, subprocess
 
@@ -24,3 +25,21 @@ def heuristic_config(lowbit, arch, sm_count, n, k, m, fmt="w4.g128.f16.zp"):
         if f[group]:
             c[flag] = True
     return c
+
+
+def short(c):
+    # Every field: a runner-up that differs from the best only in x_image or x_sums must not take its
+    # key (forty-third session: that read 1.14 for heuristics that were the best).
+    return "%d,%d,%d,%d,%d,%d%s%s%s%s%s" % (c["m_tiles"], c["n_tiles"], c["warps_n"], c["warps_k"], c["split_k"],
+                                            c["stages"], ",xs" if c.get("x_shared") else "",
+                                            ",wg" if c.get("wgmma") else "", ",stream" if c.get("stream_k") else "",
+                                            ",img" if c.get("x_image") else "", ",sums" if c.get("x_sums") else "")
+
+
+def offers(entry):
+    """A tuning entry's timed configs (short form) and their times relative to its best: the best 1.0, each
+    runner-up its ratio (the first listed where two share a short form)."""
+    timed = {short(entry["config"]): 1.0}
+    for r in entry.get("runners_up", []):
+        timed.setdefault(short(r["config"]), r["us"] / entry["us"])
+    return timed

@@ -9,7 +9,7 @@ Usage: [MS=64,128] [FORMATS=...] [LOWBIT=./build/lowbit] scripts/heuristic_vs_tu
 import json, math, os, re, sys
 from concurrent.futures import ThreadPoolExecutor
 
-from heuristic_config import heuristic_config
+from heuristic_config import heuristic_config, offers, short
 
 paths = [a for a in sys.argv[1:] if a != "-v"]
 verbose = "-v" in sys.argv[1:]
@@ -18,22 +18,10 @@ ms = [int(x) for x in os.environ.get("MS", "1,2,4,8,16,32,64,128").split(",")]
 formats = os.environ.get("FORMATS", "").split(",") if os.environ.get("FORMATS") else None
 
 
-def short(c):
-    # Every field: a runner-up that differs from the best only in x_image or x_sums must not take its
-    # key (forty-third session: that read 1.14 for heuristics that were the best).
-    return "%d,%d,%d,%d,%d,%d%s%s%s%s%s" % (c["m_tiles"], c["n_tiles"], c["warps_n"], c["warps_k"], c["split_k"],
-                                            c["stages"], ",xs" if c.get("x_shared") else "",
-                                            ",wg" if c.get("wgmma") else "", ",stream" if c.get("stream_k") else "",
-                                            ",img" if c.get("x_image") else "", ",sums" if c.get("x_sums") else "")
-
-
 def check(job):
     fmt, sms, m, n, k, v = job
-    offers = {short(v["config"]): 1.0}
-    for r in v.get("runners_up", []):
-        offers[short(r["config"])] = r["us"] / v["us"]
     h = short(heuristic_config(lowbit, "sm_90a", sms, n, k, m, fmt))
-    return fmt, m, n, k, h, offers.get(h), v["heuristic_us"] / v["us"], short(v["config"])
+    return fmt, m, n, k, h, offers(v).get(h), v["heuristic_us"] / v["us"], short(v["config"])
 
 
 for path in paths:
