@@ -435,7 +435,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
         c.warps_k == 8 && chunks >= 32 && wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100))
       c.n_tiles = 6, c.stages = 2;
     // Heuristic v34 (fifty-first session, out of sample at 2-8 rows): bf16 at 2-4 rows, 3/4-bit, staged 2
-    // tiles × 8 warps on layers of fewer 4-tile blocks than SMs (under 4224 columns on 132 SMs) from 32
+    // tiles × 8 warps on layers of fewer 4-tile blocks than SMs (up to 4192 columns on 132 SMs) from 32
     // chunks: the 8-row choice, 4 tiles × 16 warps along K, 2 stages. bf16's Σ MMA after the zero (v21)
     // lengthens each chunk, and more warps hide it. H200 tunes, bf16, v33's (1,2,1,8,1,2) → this, against
     // the best: 4096×7168 1.18-1.19 → 1.00, 3072×4096 1.10 → 1.03, 3584×4096 1.10-1.11 → 1.03 (the H100's

@@ -58,6 +58,8 @@ TEST_CASE("choose_config v34: 2-8 rows, v27's staged 8-warp blocks over two per 
     // sm_90a only (at 8 rows v24's staged rule gives 4 warps on any arch).
     if (m < 8) CHECK(lowbit::choose_config(g128_problem(10240, 2560, m), kSm80, 132).warps_k != 4);
   }
+  // 3-bit weights too.
+  CHECK(staged(choose_hopper(10240, 2560, 2, 3)) == "1,4,1,4,1,2+xs");
   CHECK_FALSE(choose_hopper(10240, 4224, 4).x_shared);
   CHECK(choose_hopper(10240, 4224, 4).warps_k == 8);
   // One row keeps v30's 2 tiles × 4 warps.
@@ -86,6 +88,8 @@ TEST_CASE(
     p.act = lowbit::DType::BF16, p.out = lowbit::DType::BF16;
     CHECK(lowbit::choose_config(p, kSm80, 132).warps_k != 16);
   }
+  // Not the 2-tile blocks that already have 16 warps along K (under half a wave of 4-tile blocks: 2048×4096).
+  CHECK(staged(choose_bf16_hopper(2048, 4096, 2)) == "1,2,1,16,1,3+xs");
   // 8 rows had it already; one row keeps v28's 3 stages of 2 tiles.
   CHECK(staged(choose_bf16_hopper(4096, 7168, 8)) == "1,4,1,16,1,2+xs");
   CHECK(staged(choose_bf16_hopper(4096, 7168, 1)) == "1,2,1,8,1,3+xs");
