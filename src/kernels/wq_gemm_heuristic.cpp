@@ -481,6 +481,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 24.22), though the H100's tune had it 1.07 → 1.00. Not wider: in the shipped files this config ran
     // 28672×4096 1.02× (H100) and 1.06× (H200) the best. Like v26, any group size and 3-bit weights too
     // (measured: 4-bit, groups of 128).
+    // v34's exception to v9's 8-bit rule below: 2-8 rows under one 4-tile block per SM, from 32 chunks.
+    const bool eight_bit_few_blocks_long_k = sm90a && bucket <= 8 && ceil_div(tiles, 4) < sms && chunks >= 32;
     const bool pair_sharing_chunks = chunks <= 16 || (tiles_per_sm <= 24 && chunks <= 32);
     if (v26 && tiles_per_sm > 20 && pair_sharing_chunks)
       c.warps_n = 2, c.warps_k = 2;
@@ -495,7 +497,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // tune of the fifth set, Gemma-2-2B's down 2304×9216 (72 blocks): (1,4,1,4,1,3) staged 1.17-1.22× the
     // best at 2, 4 and 8 rows, this config the best; on the other such layers tuned at 2-8 rows (3072×4096,
     // 3584×4096, 4096×7168, 4096×12288, 4096×12800; both GPUs) within 1.044× wherever timed.
-    else if (p.bits == 8 && !(sm90a && bucket <= 8 && ceil_div(tiles, 4) < sms && chunks >= 32))
+    else if (p.bits == 8 && !eight_bit_few_blocks_long_k)
       c.warps_k = 4;
     // Heuristic v24: more than two blocks of 4 tiles per SM (10240×8192): 4 warps along K. Two 8-warp
     // blocks fit per SM, so a third runs in a second wave; 4-warp blocks fit in one. The tuned best of
