@@ -454,6 +454,34 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.warps_n = 2;
       c.x_shared = true;
     }
+    // Heuristic v35 (fifty-second session, bench of both GPUs): bf16, 3/4-bit, 2-8 rows, on the widest
+    // layers, which the rules above leave in the registers' 8 tiles × 2 warps along K (over 12 blocks of 4
+    // tiles per SM, up to 5 blocks of 16 per SM: 50696-84480 columns on 132 SMs; measured 51200-73728;
+    // over 32 chunks, since v27 stages up to 32): activations staged per warp, in 8 tiles × 2 warps side by
+    // side and 3 stages, or v28's six tiles × 4 warps along K where these take a tenth or more off the
+    // busiest SM's tiles (K up to 48 chunks). Every block is resident at once here, so the SM with the most
+    // tiles sets the time (H200: six-tile blocks ~0.018 µs per tile-chunk on the busiest SM, 16-tile blocks
+    // ~0.0165). Bench, µs, registers → this, H200 / H100, at 2 / 4 / 8 rows:
+    // - 51200×5120 (six: 54 tiles against 64): 42.75 → 38.97, 45.38 → 39.52, 46.73 → 38.93 / 50.06 →
+    //   51.78, 50.33 → 52.06, 52.42 → 51.93 (the H100's best, 16-tile blocks, 48.4-49.0);
+    // - 73728×4608 (72 against 80): 49.17 → 46.45, 51.79 → 46.87, 53.06 → 47.56 / 64.85 → 63.90, 65.12 →
+    //   64.31, 66.82 → 64.80 (16-tile blocks: H200 52.8-52.9);
+    // - 65536×5120 (16 tiles: 64 against 66): 45.50 → 42.95, 47.62 → 43.25, 50.26 → 43.49 / 63.19 → 60.13,
+    //   63.22 → 60.40, 63.62 → 61.02; 57344×5120 at 4 rows 46.10 → 41.79 / 56.01 → 53.34;
+    // - 57344×8192 (64 chunks): 69.12 → 64.65, 73.42 → 65.33, 73.64 → 64.66 / 86.07 → 82.90, 86.74 →
+    //   83.30, 90.12 → 84.65 (six tiles there: H100 92.7-93.2).
+    const bool bf16_wide_registers = sm90a && stage_per_warp && bucket > 1 && p.act == DType::BF16 &&
+                                     (p.bits == 3 || p.bits == 4) && !c.x_shared && c.n_tiles == 8 &&
+                                     c.warps_k == 2 && blocks16 <= 5LL * sms;
+    if (bf16_wide_registers) {
+      if (chunks <= 48 && 10 * wq::busiest_sm_tiles(h, 6) <= 9 * wq::busiest_sm_tiles(h, 16)) {
+        c = make(1, 6, 4, 2);
+      } else {
+        c = make(1, 8, 1, 3);
+        c.warps_n = 2;
+      }
+      c.x_shared = true;
+    }
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
