@@ -459,9 +459,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // tiles per SM, up to 5 blocks of 16 per SM: 50696-84480 columns on 132 SMs; measured 51200-73728;
     // over 32 chunks, since v27 stages up to 32): activations staged per warp, in 8 tiles × 2 warps side by
     // side and 3 stages, or v28's six tiles × 4 warps along K where these take a tenth or more off the
-    // busiest SM's tiles (K up to 48 chunks). Every block is resident at once here, so the SM with the most
-    // tiles sets the time (H200: six-tile blocks ~0.018 µs per tile-chunk on the busiest SM, 16-tile blocks
-    // ~0.0165). Bench, µs, registers → this, H200 / H100, at 2 / 4 / 8 rows:
+    // busiest SM's tiles (K up to 48 chunks). The SM with the most tiles sets the time (16-tile blocks are
+    // all resident at once here, six-tile ones run in 2-3 rounds; H200: ~0.0165 and ~0.018 µs per tile-chunk
+    // on the busiest SM). Bench, µs, registers → this, H200 / H100, at 2 / 4 / 8 rows:
     // - 51200×5120 (six: 54 tiles against 64): 42.75 → 38.97, 45.38 → 39.52, 46.73 → 38.93 / 50.06 →
     //   51.78, 50.33 → 52.06, 52.42 → 51.93 (the H100's best, 16-tile blocks, 48.4-49.0);
     // - 73728×4608 (72 against 80): 49.17 → 46.45, 51.79 → 46.87, 53.06 → 47.56 / 64.85 → 63.90, 65.12 →
