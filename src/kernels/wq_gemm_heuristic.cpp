@@ -456,7 +456,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     }
     // Heuristic v35 (fifty-second session, bench of both GPUs): bf16, 3/4-bit, 2-8 rows, on the widest
     // layers, which the rules above leave in the registers' 8 tiles × 2 warps along K (over 12 blocks of 4
-    // tiles per SM, up to 5 blocks of 16 per SM: 50696-84480 columns on 132 SMs; measured 51200-73728;
+    // tiles per SM, up to 5 blocks of 16 per SM: 50689-84480 columns on 132 SMs; measured 51200-73728;
     // over 32 chunks, since v27 stages up to 32): activations staged per warp, in 8 tiles × 2 warps side by
     // side and 3 stages, or v28's six tiles × 4 warps along K where these take a tenth or more off the
     // busiest SM's tiles (K up to 48 chunks). The SM with the most tiles sets the time (16-tile blocks are

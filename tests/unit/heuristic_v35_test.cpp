@@ -38,16 +38,21 @@ TEST_CASE("choose_config v35: bf16 on the widest layers at 2-8 rows leaves the r
     CHECK(staged(choose_bf16_hopper(57344, 8192, m)) == kSixteen);
     CHECK(staged(choose_bf16_hopper(51200, 6272, m)) == kSixteen);
     CHECK(staged(choose_bf16_hopper(51200, 6144, m)) == kSix);
-    // Bounds: over 12 blocks of 4 tiles per SM (50696 columns) in, up to 5 blocks of 16 per SM (84480) in,
-    // 84488 out.
+    // Bounds: over 12 blocks of 4 tiles per SM (from 50689 columns) in, up to 5 blocks of 16 per SM (84480)
+    // in, 84488 out. Below, the registers' 4 tiles × 2 warps along K stay (37888×5120; 50688×5120 at 2-4
+    // rows; 8 rows there has v33's rule).
     CHECK(choose_bf16_hopper(50696, 5120, m).x_shared);
     CHECK(staged(choose_bf16_hopper(84480, 5120, m)) == kSixteen);
     CHECK(registers(choose_bf16_hopper(84488, 5120, m)));
-    // f16 keeps the registers (its tunes had them within 1.06×); so do 2- and 8-bit weights, which other
-    // rules stage.
+    CHECK_FALSE(choose_bf16_hopper(37888, 5120, m).x_shared);
+    if (m < 8) CHECK_FALSE(choose_bf16_hopper(50688, 5120, m).x_shared);
+    // f16 keeps the registers (its tunes had them within 1.06×). 2- and 8-bit weights are not this rule's:
+    // at 40 chunks other rules stage them in other configs, and 8-bit ones under 32 chunks at 2-4 rows
+    // keep the registers.
     CHECK(registers(choose_hopper(65536, 5120, m)));
     CHECK(staged(choose_bf16_hopper(65536, 5120, m, 8)) != kSixteen);
     CHECK(staged(choose_bf16_hopper(51200, 5120, m, 2)) != kSix);
+    if (m < 8) CHECK(registers(choose_bf16_hopper(65536, 2048, m, 8)));
     // sm_90a only.
     WqGemmProblem p = g128_problem(65536, 5120, m);
     p.act = lowbit::DType::BF16, p.out = lowbit::DType::BF16;
