@@ -6,12 +6,15 @@ M = 1 ≥ 90 % of stream, M = 16 ≥ 85 %, M = 64/128 ≥ 65 % of the larger of 
 the larger of the bytes at the read ceiling and the tensor-core time), bf16 within 10 % of f16, and the
 best peer of shared/BENCHMARKS.md (PEERS below, µs) slower than lowbit; then the range of % of stream of
 W2 and W8 beside W4's at 1 and 16 rows. Several files: each case keeps its first row (pass one run).
-Usage: scripts/standard_table.py SUMMARY.txt [--gpu h100|h200]"""
+Rows marked forced are skipped. Usage: scripts/standard_table.py SUMMARY.txt [--gpu h100|h200]"""
+import argparse
 import re
 import sys
 
 # After the config: rel.err, us, stream, floor, %strm, %floor, GB/s, host, heur.us, chosen by.
 ROW = re.compile(r"^(w\d)g128zp (f16|bf16) +(\d+)x(\d+) +(\d+) WqGemmConfig\(.*?\)" + r"\s+(\S+)" * 10 + r"\s*$")
+STANDARD_LAYERS = {(4096, 4096), (8192, 8192), (16384, 16384), (28672, 4096), (4096, 14336), (6144, 4096)}
+STANDARD_M = {1, 16, 64, 128}
 FORMATS = [("w4", "f16"), ("w4", "bf16"), ("w2", "f16"), ("w8", "f16")]
 # Best peer per case, µs (shared/BENCHMARKS.md, "Where the peers stand"): (N, K, M) -> µs.
 PEERS = {
@@ -23,31 +26,45 @@ PEERS = {
 
 
 def read(paths):
-    rows, device = {}, None
+    """Rows of shipped configs (forced rows skipped) by (bits, act, N, K, M), and the one device of all files.
+    A failed or unparsed case row is reported, and a failed case counts as a miss (us = inf)."""
+    rows, devices = {}, set()
     for path in paths:
         for line in open(path):
-            if line.startswith("device ") and device is None:
-                device = line.split(None, 1)[1].split(" (")[0].strip()
+            if line.startswith("device "):
+                devices.add(line.split(None, 1)[1].split(" (")[0].strip())
+            if not re.match(r"^w\dg\d+", line):
+                continue
             r = ROW.match(line)
             if not r:
+                head = re.match(r"^(w\d)g128zp (f16|bf16) +(\d+)x(\d+) +(\d+) ", line)
+                print(f"warning: {path}: unparsed row: {line.strip()[:120]}", file=sys.stderr)
+                if head and "FAIL" in line:
+                    key = (head[1], head[2], int(head[3]), int(head[4]), int(head[5]))
+                    rows.setdefault(key, {"us": float("inf"), "strm": 0.0, "floor": 0.0})
+                continue
+            if r[15] == "forced":
                 continue
             key = (r[1], r[2], int(r[3]), int(r[4]), int(r[5]))
             rows.setdefault(key, {"us": float(r[7]), "strm": float(r[10]), "floor": float(r[11])})
-    return rows, device
+    if len(devices) > 1:
+        sys.exit(f"files from different GPUs: {sorted(devices)}")
+    return rows, next(iter(devices), None)
 
 
 def main():
-    args = sys.argv[1:]
-    gpu = None
-    if "--gpu" in args:
-        i = args.index("--gpu")
-        gpu = args[i + 1]
-        del args[i:i + 2]
-    if not args:
-        sys.exit(__doc__)
-    rows, device = read(args)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("summaries", nargs="+")
+    ap.add_argument("--gpu", choices=sorted(PEERS), help="peers to compare with (default: from the device line)")
+    opt = ap.parse_args()
+    rows, device = read(opt.summaries)
+    gpu = opt.gpu
     if gpu is None and device:
-        gpu = "h200" if "H200" in device else "h100" if "H100" in device else None
+        known = {"NVIDIA H200": "h200", "NVIDIA H100 80GB HBM3": "h100"}  # the GPUs BENCHMARKS.md measured
+        gpu = known.get(device)
+        if gpu is None:
+            print(f"warning: no peer figures for {device!r} (pass --gpu to pick some)", file=sys.stderr)
+    rows = {k: v for k, v in rows.items() if k[4] in STANDARD_M and (k[2], k[3]) in STANDARD_LAYERS}
     layers = sorted({(k[2], k[3]) for k in rows}, key=lambda nk: (nk[0] * nk[1], nk))
     ms = sorted({k[4] for k in rows})
     print(f"Device: {device}\n")
@@ -84,7 +101,10 @@ def main():
     print()
     for key, label in labels.items():
         got = tally[key]
-        fmt = ".3f" if key == "bf16" else ".2f" if key == "peer" else ".1f"
+        if not got:
+            print(f"- {label}: n/a (no rows)")
+            continue
+        fmt = ".4f" if key == "bf16" else ".2f" if key == "peer" else ".1f"
         missed = ", ".join(f"{name} {value:{fmt}}" for name, value, ok in got if not ok)
         print(f"- {label}: {sum(ok for _, _, ok in got)}/{len(got)}" + (f" (missed: {missed})" if missed else ""))
     # 2- and 8-bit against 4-bit: the range of % of stream per M (the issue asks for the same %; no threshold).
@@ -94,7 +114,7 @@ def main():
             v = [r["strm"] for (b, a, n, k, mm), r in rows.items() if b == bits and a == "f16" and mm == m]
             if v:
                 ranges.append(f"{bits.upper()} {min(v):.1f}-{max(v):.1f}")
-        print(f"- % of stream at M = {m}: " + ", ".join(ranges))
+        print(f"- % of stream at M = {m}: " + (", ".join(ranges) or "n/a (no rows)"))
 
 
 if __name__ == "__main__":
