@@ -77,6 +77,14 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
     // Staged per warp with 3 stages: one more chunk in flight per warp, for shared memory only (the
     // staged kernel holds no activation registers).
     for (int nt : {2, 4}) add_shared(1, nt, 1, 8, 3, sms / 4);
+    // 8 tiles staged: per warp with 4 or 8 along K, and 2 warps side by side (sharing the chunk's
+    // activations). The heuristic picks these at 2-8 rows on wide layers (W2 (1,8,1,4); v35's bf16
+    // (1,8,2,1) with 3 stages), but the list had them only when the heuristic did: the H100's bf16 tunes
+    // of 51200×5120 never timed (1,8,2,1), which the bench ran 3-5 % faster (fifty-third session).
+    add_shared(1, 8, 1, 4, 2, sms / 4);
+    add_shared(1, 8, 1, 8, 2, sms / 4);
+    add_shared(1, 8, 2, 1, 3, sms / 4);
+    add_shared(1, 8, 2, 2, 2, sms / 4);
     // 16 tiles per warp: the chunk's fixed work (activations, Σ MMAs, waits) over twice the weights;
     // a block then covers 128 columns, so K splits to give every SM a block.
     for (int wk : {4, 8, 16})
