@@ -11,8 +11,9 @@ import argparse
 import re
 import sys
 
+HEAD = re.compile(r"^(w\d)g128zp (f16|bf16) +(\d+)x(\d+) +(\d+) ")  # bits, act, N, K, M
 # After the config: rel.err, us, stream, floor, %strm, %floor, GB/s, host, heur.us, chosen by.
-ROW = re.compile(r"^(w\d)g128zp (f16|bf16) +(\d+)x(\d+) +(\d+) WqGemmConfig\(.*?\)" + r"\s+(\S+)" * 10 + r"\s*$")
+ROW = re.compile(HEAD.pattern + r"WqGemmConfig\(.*?\)" + r"\s+(\S+)" * 10 + r"\s*$")
 STANDARD_LAYERS = {(4096, 4096), (8192, 8192), (16384, 16384), (28672, 4096), (4096, 14336), (6144, 4096)}
 STANDARD_M = {1, 16, 64, 128}
 FORMATS = [("w4", "f16"), ("w4", "bf16"), ("w2", "f16"), ("w8", "f16")]
@@ -37,7 +38,7 @@ def read(paths):
                 continue
             r = ROW.match(line)
             if not r:
-                head = re.match(r"^(w\d)g128zp (f16|bf16) +(\d+)x(\d+) +(\d+) ", line)
+                head = HEAD.match(line)
                 print(f"warning: {path}: unparsed row: {line.strip()[:120]}", file=sys.stderr)
                 if head and "FAIL" in line:
                     key = (head[1], head[2], int(head[3]), int(head[4]), int(head[5]))
