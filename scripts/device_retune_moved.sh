@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: re-tune M buckets of a shipped tuning file (scripts/device_retune.sh),
+# then bench every entry whose config the re-tune moved: the shipped config against the re-tuned one,
+# both forced, in turns, ROUNDS times (default 2), because the tuner's few replays and the bench's
+# protocol disagree by a few % on some configs (fifty-third session). Keep an entry's move only where
+# the bench agrees. Results: $OUT/retuned.json, $OUT/moved.txt (key, shipped config, re-tuned config,
+# the tuner's µs of each), the bench lines in $OUT/summary.txt ("-- round R: KEY shipped|retuned").
+# Usage: [MS=2,4,8] [LIMIT_S=300] [ROUNDS=2] scripts/device_retune_moved.sh tuning_db/<gpu>.json
+source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
+SRC=${1:?usage: scripts/device_retune_moved.sh tuning_db/<gpu>.json}
+R=$OUT
+OUT=$R/retune LIMIT_S=${LIMIT_S:-300} bash "$ROOT/scripts/device_retune.sh" "$SRC"
+cat "$R/retune/summary.txt" >>"$S"
+cp "$R/retune/retuned.json" "$R/retuned.json" 2>/dev/null || { echo "no retuned.json" | tee -a "$S"; exit 1; }
+# moved.txt: one line per re-tuned key whose config differs from the shipped one:
+# KEY <tab> bench args of the shipped config <tab> of the re-tuned one <tab> tuner µs shipped <tab> re-tuned.
+python3 - "$SRC" "$R/retuned.json" "$R/moved.txt" <<'PY'
+import json, re, sys
+old = json.load(open(sys.argv[1]))["wq_gemm"]
+new = json.load(open(sys.argv[2]))["wq_gemm"]
+FIELDS = ("m_tiles", "n_tiles", "warps_n", "warps_k", "split_k", "stages")
+FLAGS = ("x_shared", "wgmma", "stream_k", "x_image", "x_sums")
+def forced(c):
+    return ",".join([str(c[f]) for f in FIELDS] + [str(int(c.get(f, False))) for f in FLAGS])
+def args(key):
+    bits, group, act, mode, m, n, k = re.fullmatch(r"w(\d+)\.g(\d+)\.(f16|bf16)\.(\w+)\|m(\d+)\.n(\d+)\.k(\d+)", key).groups()
+    return f"--n {n} --k {k} --m {m} --bits {bits} --group {group} --act {act} --mode {mode}"
+with open(sys.argv[3], "w") as f:
+    for key, e in sorted(new.items()):
+        o = old.get(key)
+        if o and forced(o["config"]) != forced(e["config"]):
+            f.write(f"{key}\t{args(key)} --config {forced(o['config'])}\t{args(key)} --config {forced(e['config'])}"
+                    f"\t{o['us']:.2f}\t{e['us']:.2f}\n")
+PY
+echo "$(wc -l <"$R/moved.txt") entries moved" | tee -a "$S"
+export LOWBIT_CACHE_DIR=$B/cache-run
+for round in $(seq "${ROUNDS:-2}"); do
+  while IFS=$'\t' read -r key shipped retuned _ _; do
+    for side in shipped retuned; do
+      read -r -a a <<<"${!side}"
+      echo "-- round $round: $key $side" | tee -a "$S"
+      "$B/lowbit" bench wq_gemm "${a[@]}" 2>&1 | grep -v "^#" | tee -a "$S"
+    done
+  done <"$R/moved.txt"
+done
