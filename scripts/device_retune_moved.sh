@@ -5,6 +5,8 @@
 # protocol disagree by a few % on some configs (fifty-third session). Keep an entry's move only where
 # the bench agrees. Results: $OUT/retuned.json, $OUT/moved.txt (key, shipped config, re-tuned config,
 # the tuner's µs of each), the bench lines in $OUT/summary.txt ("-- round R: KEY shipped|retuned").
+# Then, here: scripts/retune_moved_verdict.py SUMMARY MOVED RETUNED.json AGREED.json and
+# scripts/merge_retune.py tuning_db/<gpu>.json AGREED.json.
 # Usage: [MS=2,4,8] [LIMIT_S=300] [ROUNDS=2] scripts/device_retune_moved.sh tuning_db/<gpu>.json
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 SRC=${1:?usage: scripts/device_retune_moved.sh tuning_db/<gpu>.json}
