@@ -29,7 +29,7 @@ PEERS = {
 def read(paths):
     """Rows of shipped configs (forced rows skipped) by (bits, act, N, K, M), and the one device of all files.
     A failed or unparsed case row is reported, and a failed case counts as a miss (us = inf)."""
-    rows, devices = {}, set()
+    rows, devices, repeated = {}, set(), set()
     for path in paths:
         for line in open(path):
             if line.startswith("device "):
@@ -47,7 +47,12 @@ def read(paths):
             if r[15] == "forced":
                 continue
             key = (r[1], r[2], int(r[3]), int(r[4]), int(r[5]))
+            if key in rows:
+                repeated.add(key)
             rows.setdefault(key, {"us": float(r[7]), "strm": float(r[10]), "floor": float(r[11])})
+    if repeated:  # e.g. a bench list with a layer alone before the table: its rows are not the table's
+        print(f"warning: {len(repeated)} cases have several rows (first kept), e.g. {sorted(repeated)[0]}: "
+              "pass the output of one run", file=sys.stderr)
     if len(devices) > 1:
         sys.exit(f"files from different GPUs: {sorted(devices)}")
     return rows, next(iter(devices), None)
