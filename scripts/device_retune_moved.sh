@@ -16,17 +16,18 @@ cat "$R/retune/summary.txt" >>"$S"
 cp "$R/retune/retuned.json" "$R/retuned.json" 2>/dev/null || { echo "no retuned.json" | tee -a "$S"; exit 1; }
 # moved.txt: one line per re-tuned key whose config differs from the shipped one:
 # KEY <tab> bench args of the shipped config <tab> of the re-tuned one <tab> tuner µs shipped <tab> re-tuned.
-python3 - "$SRC" "$R/retuned.json" "$R/moved.txt" <<'PY'
+python3 - "$SRC" "$R/retuned.json" "$R/moved.txt" "$ROOT/scripts" <<'PY'
 import json, re, sys
+sys.path.insert(0, sys.argv[4])
+from heuristic_config import FIELDS, format_args
 old = json.load(open(sys.argv[1]))["wq_gemm"]
 new = json.load(open(sys.argv[2]))["wq_gemm"]
-FIELDS = ("m_tiles", "n_tiles", "warps_n", "warps_k", "split_k", "stages")
 FLAGS = ("x_shared", "wgmma", "stream_k", "x_image", "x_sums")
 def forced(c):
     return ",".join([str(c[f]) for f in FIELDS] + [str(int(c.get(f, False))) for f in FLAGS])
 def args(key):
-    bits, group, act, mode, m, n, k = re.fullmatch(r"w(\d+)\.g(\d+)\.(f16|bf16)\.(\w+)\|m(\d+)\.n(\d+)\.k(\d+)", key).groups()
-    return f"--n {n} --k {k} --m {m} --bits {bits} --group {group} --act {act} --mode {mode}"
+    fmt, m, n, k = re.fullmatch(r"(.+)\|m(\d+)\.n(\d+)\.k(\d+)", key).groups()
+    return " ".join([f"--n {n} --k {k} --m {m}", *format_args(fmt)])
 with open(sys.argv[3], "w") as f:
     for key, e in sorted(new.items()):
         o = old.get(key)
