@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, the GPU test suite (unless SKIP_TESTS=1), then one
 # `lowbit bench wq_gemm` per non-empty line of $BENCH_FILE (ROUNDS times, default 1; unset: no benches).
+# A line may start with VAR=value words: set for that bench only (probes' switches).
 # Everything in $OUT (summary.txt; tests.log). Usage: [BENCH_FILE=path] [SKIP_TESTS=1] [ROUNDS=n]
 # scripts/device_tests_benches.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
@@ -16,7 +17,9 @@ for round in $(seq "${ROUNDS:-1}"); do
   while IFS= read -r line; do
     [ -z "$line" ] && continue
     read -r -a args <<<"$line"
+    vars=()
+    while [ ${#args[@]} -gt 0 ] && [[ ${args[0]} == [A-Z_]*=* ]]; do vars+=("${args[0]}"); args=("${args[@]:1}"); done
     echo "-- round $round: $line" | tee -a "$S"
-    "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | grep -v "^#" | tee -a "$S"
+    env "${vars[@]}" "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | grep -v "^# .*plan built" | tee -a "$S"
   done <"$BENCH_FILE"
 done
