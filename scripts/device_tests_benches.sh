@@ -20,6 +20,6 @@ for round in $(seq "${ROUNDS:-1}"); do
     vars=()
     while [ ${#args[@]} -gt 0 ] && [[ ${args[0]} == [A-Z_]*=* ]]; do vars+=("${args[0]}"); args=("${args[@]:1}"); done
     echo "-- round $round: $line" | tee -a "$S"
-    env "${vars[@]}" "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | grep -v "^# .*plan built" | tee -a "$S"
+    env "${vars[@]}" "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | tee -a "$S"
   done <"$BENCH_FILE"
 done

@@ -55,8 +55,9 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
                     p.act_order ? "ao" : "", to_string(p.act), p.accum == DType::F16 ? "a16" : "", n, k);
     const auto rows = tune::bench_wq_gemm(rt, ceil, p, opt);
     if (!f.json && !rows.empty())
-      std::printf("# %s: plan built in %.1f ms (%s)\n", label.c_str(), rows.front().plan_ms,
-                  rows.front().plan_sources.c_str());
+      std::printf("# %s: plan built in %.1f ms (%s); empty launch in a graph %.2f us before it\n",
+                  label.c_str(), rows.front().plan_ms, rows.front().plan_sources.c_str(),
+                  rows.front().launch_us);
     for (const auto& r : rows) {
       failures += r.ok ? 0 : 1;
       cases.push_back({{"case", label},
@@ -83,6 +84,7 @@ int run_bench(const CommonFlags& f, const WqFlags& w, int replays, const std::st
                        {"copies", r.copies},
                        {"plan_ms", r.plan_ms},
                        {"plan_sources", r.plan_sources},
+                       {"graph_launch_us", r.launch_us},
                        {"heuristic_us", r.heuristic_us},
                        {"config_source", r.config_source}});
       if (f.json) continue;

@@ -21,6 +21,11 @@ struct Ceilings {
 
 Ceilings measure_ceilings(jit::Context& ctx);
 
+// Median µs of one empty-ish launch inside a graph, now. It is not a constant of the device: on an H100
+// it rose from 0.83 to 1.00 µs once a bench process had timed two standard layers, and stayed there
+// (docs/perf-notes.md, fifty-fifth session), so the bench measures it before each layer.
+double empty_launch_us(jit::Context& ctx);
+
 // Median µs of one stream-kernel call reading `in_bytes` from copy i of `copies` (rotating, as the
 // case does) and writing `out_bytes` into `out`: the faster of the kernel's two loop shapes. chain:
 // consecutive calls chained by programmatic dependent launch, like WqGemmPlanOptions::overlap_previous.

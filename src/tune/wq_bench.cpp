@@ -183,6 +183,7 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
   const double plan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan_start).count();
   ScopedStream stream;
+  const double launch_us = empty_launch_us(rt.context());
 
   std::vector<WqBenchRow> rows;
   for (int64_t m : opt.ms) {
@@ -192,6 +193,7 @@ std::vector<WqBenchRow> bench_wq_gemm(Runtime& rt, const Ceilings& ceil, const W
     row.config = plan.config_for(m).str();
     row.copies = setup.copies();
     row.plan_ms = plan_ms;
+    row.launch_us = launch_us;
     for (const auto& rec : plan.records())
       row.plan_sources +=
           std::string(row.plan_sources.empty() ? "" : ",") + std::string(to_string(rec.source));

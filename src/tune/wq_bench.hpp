@@ -72,6 +72,7 @@ struct WqBenchRow {
   int copies = 0;
   double plan_ms = 0;        // building the plan (all its buckets): compile, disk hit or memory hit
   std::string plan_sources;  // where each bucket's kernel came from
+  double launch_us = 0;      // empty launch in a graph, measured before the layer's first M (empty_launch_us)
   double pct_stream() const { return us > 0 ? 100.0 * std::max(stream_us, tc_us) / us : 0; }
   double pct_floor() const { return us > 0 ? 100.0 * floor_us / us : 0; }
   double gbs() const { return us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0; }
