@@ -19,12 +19,9 @@ cp "$R/retune/retuned.json" "$R/retuned.json" 2>/dev/null || { echo "no retuned.
 python3 - "$SRC" "$R/retuned.json" "$R/moved.txt" "$ROOT/scripts" <<'PY'
 import json, re, sys
 sys.path.insert(0, sys.argv[4])
-from heuristic_config import FIELDS, format_args
+from heuristic_config import config_arg as forced, format_args
 old = json.load(open(sys.argv[1]))["wq_gemm"]
 new = json.load(open(sys.argv[2]))["wq_gemm"]
-FLAGS = ("x_shared", "wgmma", "stream_k", "x_image", "x_sums")
-def forced(c):
-    return ",".join([str(c[f]) for f in FIELDS] + [str(int(c.get(f, False))) for f in FLAGS])
 def args(key):
     fmt, m, n, k = re.fullmatch(r"(.+)\|m(\d+)\.n(\d+)\.k(\d+)", key).groups()
     return " ".join([f"--n {n} --k {k} --m {m}", *format_args(fmt)])

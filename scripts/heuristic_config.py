@@ -6,6 +6,13 @@ scripts/heuristic_vs_tuned.py, scripts/heuristic_moved.py and scripts/tuning_loo
 import os, re, subprocess
 
 FIELDS = ("m_tiles", "n_tiles", "warps_n", "warps_k", "split_k", "stages")
+# The flags, in the order of `--config`'s 7th-11th fields and of WqGemmConfig's printed form.
+FLAGS = ("x_shared", "wgmma", "stream_k", "x_image", "x_sums")
+
+
+def config_arg(c):
+    """A tuning-file config as `lowbit bench --config`'s value: every field and flag (the flags as 0/1)."""
+    return ",".join([str(c[f]) for f in FIELDS] + [str(int(c.get(f, False))) for f in FLAGS])
 
 
 def format_args(fmt):
@@ -21,7 +28,7 @@ def heuristic_config(lowbit, arch, sm_count, n, k, m, fmt="w4.g128.f16.zp"):
     f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
                   r"(, x_shared)?(, wgmma)?(, stream_k)?(, x_image)?(, x_sums)?", out)
     c = {name: int(v) for name, v in zip(FIELDS, f.groups()[:6])}
-    for group, flag in ((7, "x_shared"), (8, "wgmma"), (9, "stream_k"), (10, "x_image"), (11, "x_sums")):
+    for group, flag in enumerate(FLAGS, 7):
         if f[group]:
             c[flag] = True
     return c
