@@ -395,7 +395,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // group is the block, and the block path's one barrier per step (the group's takes two) stays.
   constexpr bool kXPerGroup = kXShared && (kWarpsN == 1 || kWarpsK > 1);
   static_assert(!kXPerGroup || kWarpsN == 1 || kWarpsK <= 15, "named barrier ids 1..15");
-  constexpr int kXThreads = kXPerGroup ? 32 * kWarpsN : 32 * kWarpsN * kWarpsK;  // threads that copy one stage
+  constexpr int kXThreads =
+      kXPerGroup ? 32 * kWarpsN : 32 * kWarpsN * kWarpsK;               // threads that copy one stage
   constexpr int kXRowStep = kXThreads / (kXPerGroup ? 16 : kXRowVecs);  // rows between one thread's copies
   constexpr int kXTotal = kXPerGroup ? kXRows * 16 : kXStage;           // 16-byte copies per stage
   constexpr bool kXFewer = kXTotal < kXThreads;  // one row: threads past its vectors copy nothing
@@ -583,7 +584,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       cp_async_commit();
       if (j >= n_chunks) continue;  // this warp has no chunk in the block's last step
     } else {
-      if constexpr (kMetaRows > 0 || kBandCopy) __syncwarp();  // all lanes are done with the slot refilled next
+      if constexpr (kMetaRows > 0 || kBandCopy)
+        __syncwarp();  // all lanes are done with the slot refilled next
       if (j + kStages - 1 < n_chunks) issue(j + kStages - 1, refill);
       cp_async_commit();
       if constexpr (kPrefetchX) {
@@ -591,7 +593,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       } else {
         load_next_x(c, xa);
       }
-      cp_async_wait<kStages - 1>();               // this lane's copies for this chunk have landed
+      cp_async_wait<kStages - 1>();  // this lane's copies for this chunk have landed
       if constexpr (kMetaRows > 0 || kBandCopy) __syncwarp();  // ... and the other lanes' copies
     }
     const u32 slot = ring_base + stage * (kSlot * 16);
@@ -806,20 +808,35 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     });
   }
 
-  // Sum the kWarpsK partial tiles of each column group through shared memory (the ring is free now).
-  // Every warp stores its accumulators, then each warp sums and writes the registers i ≡ wk (mod
-  // kWarpsK) of all kWarpsK warps, in warp order (the order warp 0 alone used to add them in, reading
-  // (kWarpsK − 1)·kRegs values at the end of the kernel; without any reduction 8192² M = 1 and 4096²
-  // M = 16 ran 0.3-0.5 µs faster on the H200).
+  // Sum the kWarpsK partial tiles of each column group through shared memory. Every warp stores its
+  // accumulators, then each warp sums and writes the registers i ≡ wk (mod kWarpsK) of all kWarpsK
+  // warps, in warp order (the order warp 0 alone used to add them in, reading (kWarpsK − 1)·kRegs values
+  // at the end of the kernel; without any reduction 8192² M = 1 and 4096² M = 16 ran 0.3-0.5 µs faster
+  // on the H200). From 2 rows, where they fit, a warp stores them in its own ring, which no other warp
+  // reads and which is free once its loop is done: one block barrier instead of two (H100, 16 rows: 0.2-2.3 %
+  // faster on the standard layers). Otherwise they go to one array over the rings, once every warp is
+  // done with its ring (the one-row kernel, whose own-ring form ran 0.6-1.3 % slower on the three small
+  // standard layers; docs/perf-notes.md, fifty-sixth session). Either way the sums, and so the results, are
+  // the same.
   constexpr int kRegs = kAccM * kAccN * 4;
   constexpr int kOwned = (kRegs + kWarpsK - 1) / kWarpsK;  // registers a warp sums (the last may be idle)
+  constexpr bool kOwnRing = !kOneRow && kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
   float sum[kOwned];
   if constexpr (kWarpsK > 1) {
-    float* red = reinterpret_cast<float*>(smem);  // [kWarpsN][kRegs][kWarpsK][32]
-    __syncthreads();                              // every warp is done reading its ring
-    for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
-      red[((wn * kRegs + (mt * kAccN + q) * 4 + r) * kWarpsK + wk) * 32 + lane] = acc[mt][q][r];
-    });
+    // Where warp (wn, j) left its accumulator register i: in its ring, or in [kWarpsN][kRegs][kWarpsK][32].
+    auto partial = [&](int i, int j) -> float& {
+      if constexpr (kOwnRing)
+        return reinterpret_cast<float*>(smem + kStages * kXStage +
+                                        (j * kWarpsN + wn) * (kStages * kSlot))[i * 32 + lane];
+      else
+        return reinterpret_cast<float*>(smem)[((wn * kRegs + i) * kWarpsK + j) * 32 + lane];
+    };
+    if constexpr (kOwnRing)
+      __syncwarp();  // every lane of this warp is done reading its ring
+    else
+      __syncthreads();  // every warp is done reading its ring
+    for_each_acc<kAccM, kAccN>(
+        [&](int mt, int q, int r) { partial((mt * kAccN + q) * 4 + r, wk) = acc[mt][q][r]; });
     __syncthreads();
 #pragma unroll
     for (int o = 0; o < kOwned; ++o) {
@@ -827,7 +844,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       sum[o] = 0.f;
       if (kRegs % kWarpsK == 0 || i < kRegs)
 #pragma unroll
-        for (int j = 0; j < kWarpsK; ++j) sum[o] += red[((wn * kRegs + i) * kWarpsK + j) * 32 + lane];
+        for (int j = 0; j < kWarpsK; ++j) sum[o] += partial(i, j);
     }
   }
 
