@@ -450,7 +450,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
   for (int p = 0; p < 4; ++p)
     xs_lane[p] = xs_addr + (xs_row * kXRowVecs + 16 * wk + 4 * t + (p ^ (2 * (t >> 1) + (xs_row & 1)))) * 16;
-  uint4* ring = smem + kStages * kXStage + warp * (kStages * kSlot);
+  auto ring_of = [&](int w) { return smem + kStages * kXStage + w * (kStages * kSlot); };  // warp w's ring
+  uint4* ring = ring_of(warp);
   const u32 ring_base = smem_addr(ring);
   const u32 ring_addr = ring_base + lane * kV * 4;  // this lane's first vector in slot 0, tile 0
   // Under 4 bits a lane's fragment of a tile is under 16 bytes (2-bit: 8, copied by .ca, the only
@@ -826,8 +827,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     // Where warp (wn, j) left its accumulator register i: in its ring, or in [kWarpsN][kRegs][kWarpsK][32].
     auto partial = [&](int i, int j) -> float& {
       if constexpr (kOwnRing)
-        return reinterpret_cast<float*>(smem + kStages * kXStage +
-                                        (j * kWarpsN + wn) * (kStages * kSlot))[i * 32 + lane];
+        return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn))[i * 32 + lane];
       else
         return reinterpret_cast<float*>(smem)[((wn * kRegs + i) * kWarpsK + j) * 32 + lane];
     };
