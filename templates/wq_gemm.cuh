@@ -77,6 +77,11 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
+// The cross-warp reduction's form, a measurement switch for this session (docs/perf-notes.md,
+// fifty-seventh session): 0 one array over the rings; 1 own rings from 2 rows (kOwnRing); 2 and 3 as 1,
+// and the M = 1 kernel sums row 0 only (kRow0Sums), in the warps' own rings (2) or one array (3).
+#define WQ_RED 2
+
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -821,9 +826,45 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // the same.
   constexpr int kRegs = kAccM * kAccN * 4;
   constexpr int kOwned = (kRegs + kWarpsK - 1) / kWarpsK;  // registers a warp sums (the last may be idle)
-  constexpr bool kOwnRing = !kOneRow && kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
+  constexpr bool kOwnRing =
+      WQ_RED >= 1 && !kOneRow && kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
+  // The kernel of M = 1, swapped: only row 0 is stored, and lanes t = 0 hold it in their even
+  // registers (column 8·(tile0 + 2q + r/2) + g). Those eight lanes leave the warp's 8·kNTiles row-0
+  // partials at [tile][g] (WQ_RED 2: in the warp's own ring; 3: in one array over the rings, once every
+  // warp is done with its ring), and lane v of the column group (v = 32·wk + lane) adds column
+  // 8·tile0 + v in warp order: the same sums as below, from an eighth of the stores and loads.
+  // (Not with a cluster split, whose receive region is sized for the values below.)
+  constexpr bool kRow0Sums = WQ_RED >= 2 && kOneRow && kSwap && kWarpsK > 1 && !kClusterK;
+  constexpr int kRow0Vals = 8 * kNTiles;  // the column group's row-0 outputs
+  const int row0_v = wk * 32 + lane;      // the one this thread adds (if < kRow0Vals)
+  float row0_sum = 0.f;
+  if constexpr (kRow0Sums) {
+    static_assert(kAccM == 1 && kAccN * 2 == kNTiles, "one 8-row slice; two tiles per accumulator tile");
+    auto row0_partials = [&](int j) {  // warp (wn, j)'s 8·kNTiles floats
+      if constexpr (WQ_RED == 2)
+        return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn));
+      else
+        return reinterpret_cast<float*>(smem) + (wn * kWarpsK + j) * kRow0Vals;
+    };
+    if constexpr (WQ_RED == 2)
+      __syncwarp();  // every lane of this warp is done reading its ring
+    else
+      __syncthreads();  // every warp is done reading its ring
+    if (t == 0) {
+      float* mine = row0_partials(wk);
+#pragma unroll
+      for (int q = 0; q < kAccN; ++q) {
+        mine[(2 * q) * 8 + g] = acc[0][q][0];
+        mine[(2 * q + 1) * 8 + g] = acc[0][q][2];
+      }
+    }
+    __syncthreads();
+    if (row0_v < kRow0Vals)
+#pragma unroll
+      for (int j = 0; j < kWarpsK; ++j) row0_sum += row0_partials(j)[row0_v];
+  }
   float sum[kOwned];
-  if constexpr (kWarpsK > 1) {
+  if constexpr (kWarpsK > 1 && !kRow0Sums) {
     // Where warp (wn, j) left its accumulator register i: in its ring, or in [kWarpsN][kRegs][kWarpsK][32].
     auto partial = [&](int i, int j) -> float& {
       if constexpr (kOwnRing)
@@ -897,7 +938,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   write_outputs<kN, kClusterK ? 1 : kSplitK, kDeterministic, kOutF32, kBf16>(
       [&](auto&& fn) {  // fn may take the value by reference
         int row, col;
-        if constexpr (kWarpsK == 1) {
+        if constexpr (kRow0Sums) {
+          row = m0;
+          col = tile0 * 8 + row0_v;
+          if (row0_v < kRow0Vals && row < M && col < kN) fn(row, col, row0_sum);
+        } else if constexpr (kWarpsK == 1) {
           for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
             output_at(mt, q, r, row, col);
             if (row < M && col < kN) fn(row, col, acc[mt][q][r]);
