@@ -78,8 +78,9 @@
 #include "common/types.cuh"
 
 // The cross-warp reduction's form, a measurement switch for this session (docs/perf-notes.md,
-// fifty-seventh session): 0 one array over the rings; 1 own rings from 2 rows (kOwnRing); 2 and 3 as 1,
-// and the M = 1 kernel sums row 0 only (kRow0Sums), in the warps' own rings (2) or one array (3).
+// fifty-seventh session): 0 one array over the rings; 1 own rings from 2 rows (kOwnRing); 2, 3 and 4 as
+// 1, and the M = 1 kernel sums row 0 only (kRow0Sums), in the warps' own rings (2, 4) or one array (3);
+// 4 keeps the unused rows' sums alive.
 #define WQ_RED 2
 
 namespace lowbit::kern {
@@ -830,23 +831,24 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       WQ_RED >= 1 && !kOneRow && kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
   // The kernel of M = 1, swapped: only row 0 is stored, and lanes t = 0 hold it in their even
   // registers (column 8·(tile0 + 2q + r/2) + g). Those eight lanes leave the warp's 8·kNTiles row-0
-  // partials at [tile][g] (WQ_RED 2: in the warp's own ring; 3: in one array over the rings, once every
+  // partials at [tile][g] (WQ_RED 2, 4: in the warp's own ring; 3: in one array over the rings, once every
   // warp is done with its ring), and lane v of the column group (v = 32·wk + lane) adds column
   // 8·tile0 + v in warp order: the same sums as below, from an eighth of the stores and loads.
   // (Not with a cluster split, whose receive region is sized for the values below.)
   constexpr bool kRow0Sums = WQ_RED >= 2 && kOneRow && kSwap && kWarpsK > 1 && !kClusterK;
   constexpr int kRow0Vals = 8 * kNTiles;  // the column group's row-0 outputs
-  const int row0_v = wk * 32 + lane;      // the one this thread adds (if < kRow0Vals)
-  float row0_sum = 0.f;
+  constexpr int kRow0Each = (kRow0Vals + 32 * kWarpsK - 1) / (32 * kWarpsK);  // ... a thread adds
+  auto row0_v = [&](int e) { return (e * kWarpsK + wk) * 32 + lane; };        // its e-th (if < kRow0Vals)
+  float row0_sum[kRow0Each];
   if constexpr (kRow0Sums) {
     static_assert(kAccM == 1 && kAccN * 2 == kNTiles, "one 8-row slice; two tiles per accumulator tile");
     auto row0_partials = [&](int j) {  // warp (wn, j)'s 8·kNTiles floats
-      if constexpr (WQ_RED == 2)
+      if constexpr (WQ_RED == 2 || WQ_RED == 4)
         return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn));
       else
         return reinterpret_cast<float*>(smem) + (wn * kWarpsK + j) * kRow0Vals;
     };
-    if constexpr (WQ_RED == 2)
+    if constexpr (WQ_RED == 2 || WQ_RED == 4)
       __syncwarp();  // every lane of this warp is done reading its ring
     else
       __syncthreads();  // every warp is done reading its ring
@@ -858,10 +860,17 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         mine[(2 * q + 1) * 8 + g] = acc[0][q][2];
       }
     }
-    __syncthreads();
-    if (row0_v < kRow0Vals)
+    if constexpr (WQ_RED == 4)  // keep the unused rows' sums (and so the loop) as they were
 #pragma unroll
-      for (int j = 0; j < kWarpsK; ++j) row0_sum += row0_partials(j)[row0_v];
+      for (int q = 0; q < kAccN; ++q) asm volatile("" ::"f"(acc[0][q][1]), "f"(acc[0][q][3]));
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < kRow0Each; ++e) {
+      row0_sum[e] = 0.f;
+      if (row0_v(e) < kRow0Vals)
+#pragma unroll
+        for (int j = 0; j < kWarpsK; ++j) row0_sum[e] += row0_partials(j)[row0_v(e)];
+    }
   }
   float sum[kOwned];
   if constexpr (kWarpsK > 1 && !kRow0Sums) {
@@ -939,9 +948,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       [&](auto&& fn) {  // fn may take the value by reference
         int row, col;
         if constexpr (kRow0Sums) {
-          row = m0;
-          col = tile0 * 8 + row0_v;
-          if (row0_v < kRow0Vals && row < M && col < kN) fn(row, col, row0_sum);
+#pragma unroll
+          for (int e = 0; e < kRow0Each; ++e) {
+            row = m0;
+            col = tile0 * 8 + row0_v(e);
+            if (row0_v(e) < kRow0Vals && row < M && col < kN) fn(row, col, row0_sum[e]);
+          }
         } else if constexpr (kWarpsK == 1) {
           for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
             output_at(mt, q, r, row, col);
