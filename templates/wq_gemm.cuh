@@ -827,8 +827,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // the same.
   constexpr int kRegs = kAccM * kAccN * 4;
   constexpr int kOwned = (kRegs + kWarpsK - 1) / kWarpsK;  // registers a warp sums (the last may be idle)
-  constexpr bool kOwnRing =
-      WQ_RED >= 1 && !kOneRow && kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
+  constexpr bool kOwnRing = WQ_RED >= 1 && !(WQ_RED == 5 && kSumsIn) && !kOneRow &&
+                            kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
   // The kernel of M = 1, swapped: only row 0 is stored, and lanes t = 0 hold it in their even
   // registers (column 8·(tile0 + 2q + r/2) + g). Those eight lanes leave the warp's 8·kNTiles row-0
   // partials at [tile][g] (WQ_RED 2, 4: in the warp's own ring; 3: in one array over the rings, once every
@@ -843,12 +843,12 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   if constexpr (kRow0Sums) {
     static_assert(kAccM == 1 && kAccN * 2 == kNTiles, "one 8-row slice; two tiles per accumulator tile");
     auto row0_partials = [&](int j) {  // warp (wn, j)'s 8·kNTiles floats
-      if constexpr (WQ_RED == 2 || WQ_RED == 4)
+      if constexpr (WQ_RED != 3)
         return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn));
       else
         return reinterpret_cast<float*>(smem) + (wn * kWarpsK + j) * kRow0Vals;
     };
-    if constexpr (WQ_RED == 2 || WQ_RED == 4)
+    if constexpr (WQ_RED != 3)
       __syncwarp();  // every lane of this warp is done reading its ring
     else
       __syncthreads();  // every warp is done reading its ring
