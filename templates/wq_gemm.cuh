@@ -77,12 +77,6 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
-// The cross-warp reduction's form, a measurement switch for this session (docs/perf-notes.md,
-// fifty-seventh session): 0 one array over the rings; 1 own rings from 2 rows (kOwnRing); 2, 3 and 4 as
-// 1, and the M = 1 kernel sums row 0 only (kRow0Sums), in the warps' own rings (2, 4) or one array (3);
-// 4 keeps the unused rows' sums alive.
-#define WQ_RED 2
-
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -821,37 +815,32 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // at the end of the kernel; without any reduction 8192² M = 1 and 4096² M = 16 ran 0.3-0.5 µs faster
   // on the H200). From 2 rows, where they fit, a warp stores them in its own ring, which no other warp
   // reads and which is free once its loop is done: one block barrier instead of two (H100, 16 rows: 0.2-2.3 %
-  // faster on the standard layers). Otherwise they go to one array over the rings, once every warp is
-  // done with its ring (the one-row kernel, whose own-ring form ran 0.6-1.3 % slower on the three small
-  // standard layers; docs/perf-notes.md, fifty-sixth session). Either way the sums, and so the results, are
-  // the same.
+  // faster on the standard layers; H200 0.3-2.5 %). Otherwise they go to one array over the rings, once
+  // every warp is done with its ring: with precomputed activation sums (kSumsIn; H200 W4 16384² M = 16:
+  // 39.0 µs with the array, 39.4-39.5 with own rings, for no reason found) and where they do not fit
+  // (docs/perf-notes.md, fifty-sixth and fifty-seventh sessions). Either way the sums, and so the
+  // results, are the same.
   constexpr int kRegs = kAccM * kAccN * 4;
   constexpr int kOwned = (kRegs + kWarpsK - 1) / kWarpsK;  // registers a warp sums (the last may be idle)
-  constexpr bool kOwnRing = WQ_RED >= 1 && !(WQ_RED == 5 && kSumsIn) && !kOneRow &&
-                            kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
-  // The kernel of M = 1, swapped: only row 0 is stored, and lanes t = 0 hold it in their even
-  // registers (column 8·(tile0 + 2q + r/2) + g). Those eight lanes leave the warp's 8·kNTiles row-0
-  // partials at [tile][g] (WQ_RED 2, 4: in the warp's own ring; 3: in one array over the rings, once every
-  // warp is done with its ring), and lane v of the column group (v = 32·wk + lane) adds column
-  // 8·tile0 + v in warp order: the same sums as below, from an eighth of the stores and loads.
+  constexpr bool kOwnRing =
+      !kOneRow && !kSumsIn && kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
+  // The kernel of M = 1, swapped (kRow0Sums): only row 0 is stored, and lanes t = 0 hold it in their
+  // even registers (column 8·(tile0 + 2q + r/2) + g). Those eight lanes leave the warp's 8·kNTiles
+  // row-0 partials in its own ring at [tile][g], and thread v = 32·(e·kWarpsK + wk) + lane of the column
+  // group adds column 8·tile0 + v in warp order: the same sums as below from an eighth of the stores
+  // and loads, and the unused rows' per-chunk fix-ups are dead code. H200, two rounds: 28672×4096 and
+  // 4096×14336 0.25-0.3 µs faster (the latter from the dead fix-ups), 6144×4096, 8192² and 16384²
+  // 0.05 µs, 4096² 0.1 µs slower (an array over the rings instead of own rings: the same).
   // (Not with a cluster split, whose receive region is sized for the values below.)
-  constexpr bool kRow0Sums = WQ_RED >= 2 && kOneRow && kSwap && kWarpsK > 1 && !kClusterK;
-  constexpr int kRow0Vals = 8 * kNTiles;  // the column group's row-0 outputs
+  constexpr bool kRow0Sums = kOneRow && kSwap && kWarpsK > 1 && !kClusterK;
+  constexpr int kRow0Vals = 8 * kNTiles;                                      // the group's row-0 outputs
   constexpr int kRow0Each = (kRow0Vals + 32 * kWarpsK - 1) / (32 * kWarpsK);  // ... a thread adds
   auto row0_v = [&](int e) { return (e * kWarpsK + wk) * 32 + lane; };        // its e-th (if < kRow0Vals)
   float row0_sum[kRow0Each];
   if constexpr (kRow0Sums) {
     static_assert(kAccM == 1 && kAccN * 2 == kNTiles, "one 8-row slice; two tiles per accumulator tile");
-    auto row0_partials = [&](int j) {  // warp (wn, j)'s 8·kNTiles floats
-      if constexpr (WQ_RED != 3)
-        return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn));
-      else
-        return reinterpret_cast<float*>(smem) + (wn * kWarpsK + j) * kRow0Vals;
-    };
-    if constexpr (WQ_RED != 3)
-      __syncwarp();  // every lane of this warp is done reading its ring
-    else
-      __syncthreads();  // every warp is done reading its ring
+    auto row0_partials = [&](int j) { return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn)); };
+    __syncwarp();  // every lane of this warp is done reading its ring
     if (t == 0) {
       float* mine = row0_partials(wk);
 #pragma unroll
@@ -860,9 +849,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
         mine[(2 * q + 1) * 8 + g] = acc[0][q][2];
       }
     }
-    if constexpr (WQ_RED == 4)  // keep the unused rows' sums (and so the loop) as they were
-#pragma unroll
-      for (int q = 0; q < kAccN; ++q) asm volatile("" ::"f"(acc[0][q][1]), "f"(acc[0][q][3]));
     __syncthreads();
 #pragma unroll
     for (int e = 0; e < kRow0Each; ++e) {
