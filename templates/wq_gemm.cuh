@@ -77,6 +77,10 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
+// Measurement switch (this session): the M = 1 reduction. 0 every register; 1 row-0 sums; 2 the even
+// registers only (rows 2t + 1 of the swapped one-row kernel are never stored).
+#define WQ_R1 1
+
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -821,7 +825,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // (docs/perf-notes.md, fifty-sixth and fifty-seventh sessions). Either way the sums, and so the
   // results, are the same.
   constexpr int kRegs = kAccM * kAccN * 4;
-  constexpr int kOwned = (kRegs + kWarpsK - 1) / kWarpsK;  // registers a warp sums (the last may be idle)
+  constexpr int kStride = WQ_R1 == 2 && kOneRow && kSwap ? 2 : 1;  // every kStride-th register is summed
+  constexpr int kSummed = kRegs / kStride;
+  constexpr int kOwned = (kSummed + kWarpsK - 1) / kWarpsK;  // registers a warp sums (the last may be idle)
   constexpr bool kOwnRing =
       !kOneRow && !kSumsIn && kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
   // The kernel of M = 1, swapped (kRow0Sums): only row 0 is stored, and lanes t = 0 hold it in their
@@ -832,7 +838,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // 4096×14336 0.25-0.3 µs faster (the latter from the dead fix-ups), 6144×4096, 8192² and 16384²
   // 0.05 µs, 4096² 0.1 µs slower (an array over the rings instead of own rings: the same).
   // (Not with a cluster split, whose receive region is sized for the values below.)
-  constexpr bool kRow0Sums = kOneRow && kSwap && kWarpsK > 1 && !kClusterK;
+  constexpr bool kRow0Sums = WQ_R1 == 1 && kOneRow && kSwap && kWarpsK > 1 && !kClusterK;
   constexpr int kRow0Vals = 8 * kNTiles;                                      // the group's row-0 outputs
   constexpr int kRow0Each = (kRow0Vals + 32 * kWarpsK - 1) / (32 * kWarpsK);  // ... a thread adds
   auto row0_v = [&](int e) { return (e * kWarpsK + wk) * 32 + lane; };        // its e-th (if < kRow0Vals)
@@ -865,20 +871,22 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
       if constexpr (kOwnRing)
         return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn))[i * 32 + lane];
       else
-        return reinterpret_cast<float*>(smem)[((wn * kRegs + i) * kWarpsK + j) * 32 + lane];
+        return reinterpret_cast<float*>(smem)[((wn * kSummed + i) * kWarpsK + j) * 32 + lane];
     };
     if constexpr (kOwnRing)
       __syncwarp();  // every lane of this warp is done reading its ring
     else
       __syncthreads();  // every warp is done reading its ring
-    for_each_acc<kAccM, kAccN>(
-        [&](int mt, int q, int r) { partial((mt * kAccN + q) * 4 + r, wk) = acc[mt][q][r]; });
+    for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
+      const int reg = (mt * kAccN + q) * 4 + r;
+      if (reg % kStride == 0) partial(reg / kStride, wk) = acc[mt][q][r];
+    });
     __syncthreads();
 #pragma unroll
     for (int o = 0; o < kOwned; ++o) {
       const int i = o * kWarpsK + wk;
       sum[o] = 0.f;
-      if (kRegs % kWarpsK == 0 || i < kRegs)
+      if (kSummed % kWarpsK == 0 || i < kSummed)
 #pragma unroll
         for (int j = 0; j < kWarpsK; ++j) sum[o] += partial(i, j);
     }
@@ -949,8 +957,9 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
 #pragma unroll
           for (int o = 0; o < kOwned; ++o) {
             const int i = o * kWarpsK + wk;
-            if (kRegs % kWarpsK != 0 && i >= kRegs) continue;
-            output_at(i / (kAccN * 4), (i >> 2) % kAccN, i & 3, row, col);
+            if (kSummed % kWarpsK != 0 && i >= kSummed) continue;
+            const int reg = kStride * i;
+            output_at(reg / (kAccN * 4), (reg >> 2) % kAccN, reg & 3, row, col);
             if (row < M && col < kN) fn(row, col, sum[o]);
           }
         }
