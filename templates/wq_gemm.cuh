@@ -77,10 +77,6 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
-// Measurement switch (this session): the M = 1 reduction. 0 every register; 1 row-0 sums; 2 the even
-// registers only (rows 2t + 1 of the swapped one-row kernel are never stored).
-#define WQ_R1 1
-
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -820,53 +816,23 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // on the H200). From 2 rows, where they fit, a warp stores them in its own ring, which no other warp
   // reads and which is free once its loop is done: one block barrier instead of two (H100, 16 rows: 0.2-2.3 %
   // faster on the standard layers; H200 0.3-2.5 %). Otherwise they go to one array over the rings, once
-  // every warp is done with its ring: with precomputed activation sums (kSumsIn; H200 W4 16384² M = 16:
-  // 39.0 µs with the array, 39.4-39.5 with own rings, for no reason found) and where they do not fit
-  // (docs/perf-notes.md, fifty-sixth and fifty-seventh sessions). Either way the sums, and so the
-  // results, are the same.
+  // every warp is done with its ring: the one-row kernel (its own-ring forms ran up to 2.8 % slower on
+  // the small layers), configs with precomputed activation sums (kSumsIn; H200 W4 16384² M = 16: 39.0 µs
+  // with the array, 39.4-39.5 with own rings, for no reason found) and where they do not fit. The
+  // swapped one-row kernel sums only its even registers (kStride): its odd ones are rows 2t + 1, never
+  // stored, so half the stores and loads, and their per-chunk fix-ups become dead code (H200 28672×4096
+  // and 4096×14336 0.2-0.3 µs faster, H100 28672×4096 0.3; the rest within ±0.08). Either way the sums,
+  // and so the results, are the same (docs/perf-notes.md, fifty-sixth and fifty-seventh sessions).
   constexpr int kRegs = kAccM * kAccN * 4;
-  constexpr int kStride = WQ_R1 == 2 && kOneRow && kSwap ? 2 : 1;  // every kStride-th register is summed
+  constexpr int kStride = kOneRow && kSwap ? 2 : 1;  // every kStride-th register is summed
   constexpr int kSummed = kRegs / kStride;
   constexpr int kOwned = (kSummed + kWarpsK - 1) / kWarpsK;  // registers a warp sums (the last may be idle)
   constexpr bool kOwnRing =
       !kOneRow && !kSumsIn && kRegs * 8 <= kStages * kSlot;  // [kRegs][32] floats fit the ring
-  // The kernel of M = 1, swapped (kRow0Sums): only row 0 is stored, and lanes t = 0 hold it in their
-  // even registers (column 8·(tile0 + 2q + r/2) + g). Those eight lanes leave the warp's 8·kNTiles
-  // row-0 partials in its own ring at [tile][g], and thread v = 32·(e·kWarpsK + wk) + lane of the column
-  // group adds column 8·tile0 + v in warp order: the same sums as below from an eighth of the stores
-  // and loads, and the unused rows' per-chunk fix-ups are dead code. H200, two rounds: 28672×4096 and
-  // 4096×14336 0.25-0.3 µs faster (the latter from the dead fix-ups), 6144×4096, 8192² and 16384²
-  // 0.05 µs, 4096² 0.1 µs slower (an array over the rings instead of own rings: the same).
-  // (Not with a cluster split, whose receive region is sized for the values below.)
-  constexpr bool kRow0Sums = WQ_R1 == 1 && kOneRow && kSwap && kWarpsK > 1 && !kClusterK;
-  constexpr int kRow0Vals = 8 * kNTiles;                                      // the group's row-0 outputs
-  constexpr int kRow0Each = (kRow0Vals + 32 * kWarpsK - 1) / (32 * kWarpsK);  // ... a thread adds
-  auto row0_v = [&](int e) { return (e * kWarpsK + wk) * 32 + lane; };        // its e-th (if < kRow0Vals)
-  float row0_sum[kRow0Each];
-  if constexpr (kRow0Sums) {
-    static_assert(kAccM == 1 && kAccN * 2 == kNTiles, "one 8-row slice; two tiles per accumulator tile");
-    auto row0_partials = [&](int j) { return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn)); };
-    __syncwarp();  // every lane of this warp is done reading its ring
-    if (t == 0) {
-      float* mine = row0_partials(wk);
-#pragma unroll
-      for (int q = 0; q < kAccN; ++q) {
-        mine[(2 * q) * 8 + g] = acc[0][q][0];
-        mine[(2 * q + 1) * 8 + g] = acc[0][q][2];
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int e = 0; e < kRow0Each; ++e) {
-      row0_sum[e] = 0.f;
-      if (row0_v(e) < kRow0Vals)
-#pragma unroll
-        for (int j = 0; j < kWarpsK; ++j) row0_sum[e] += row0_partials(j)[row0_v(e)];
-    }
-  }
   float sum[kOwned];
-  if constexpr (kWarpsK > 1 && !kRow0Sums) {
-    // Where warp (wn, j) left its accumulator register i: in its ring, or in [kWarpsN][kRegs][kWarpsK][32].
+  if constexpr (kWarpsK > 1) {
+    // Where warp (wn, j) left its summed register i (accumulator register kStride·i): in its ring, or in
+    // [kWarpsN][kSummed][kWarpsK][32].
     auto partial = [&](int i, int j) -> float& {
       if constexpr (kOwnRing)
         return reinterpret_cast<float*>(ring_of(j * kWarpsN + wn))[i * 32 + lane];
@@ -941,14 +907,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   write_outputs<kN, kClusterK ? 1 : kSplitK, kDeterministic, kOutF32, kBf16>(
       [&](auto&& fn) {  // fn may take the value by reference
         int row, col;
-        if constexpr (kRow0Sums) {
-#pragma unroll
-          for (int e = 0; e < kRow0Each; ++e) {
-            row = m0;
-            col = tile0 * 8 + row0_v(e);
-            if (row0_v(e) < kRow0Vals && row < M && col < kN) fn(row, col, row0_sum[e]);
-          }
-        } else if constexpr (kWarpsK == 1) {
+        if constexpr (kWarpsK == 1) {
           for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
             output_at(mt, q, r, row, col);
             if (row < M && col < kN) fn(row, col, acc[mt][q][r]);
