@@ -815,10 +815,10 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // at the end of the kernel; without any reduction 8192² M = 1 and 4096² M = 16 ran 0.3-0.5 µs faster
   // on the H200). From 2 rows, where they fit, a warp stores them in its own ring, which no other warp
   // reads and which is free once its loop is done: one block barrier instead of two (H100, 16 rows: 0.2-2.3 %
-  // faster on the standard layers; H200 0.3-2.5 %). Otherwise they go to one array over the rings, once
-  // every warp is done with its ring: the one-row kernel (its own-ring forms ran up to 2.8 % slower on
-  // the small layers), configs with precomputed activation sums (kSumsIn; H200 W4 16384² M = 16: 39.0 µs
-  // with the array, 39.4-39.5 with own rings, for no reason found) and where they do not fit. The
+  // faster on the standard layers; H200 0.4-2.2 %). Otherwise they go to one array over the rings, once
+  // every warp is done with its ring: the one-row kernel (own rings, or only row 0 through them, ran
+  // up to 2.8 % slower on some layers), configs with precomputed activation sums (kSumsIn; H200 W4 16384² M =
+  // 16: 39.0 µs with the array, 39.4-39.5 with own rings, for no reason found) and where they do not fit. The
   // swapped one-row kernel sums only its even registers (kStride): its odd ones are rows 2t + 1, never
   // stored, so half the stores and loads, and their per-chunk fix-ups become dead code (H200 28672×4096
   // and 4096×14336 0.2-0.3 µs faster, H100 28672×4096 0.3; the rest within ±0.08). Either way the sums,
