@@ -13,7 +13,8 @@ using wq::fail;
 namespace wq {
 
 std::size_t reduction_smem_bytes(const WqGemmConfig& c) {
-  // Every warp's accumulators (kRegs ≤ m_tiles · n_tiles · 4 per lane), [warps_n][kRegs][warps_k][32].
+  // Every warp's summed accumulators, [warps_n][kSummed][warps_k][32] floats in templates/wq_gemm.cuh
+  // (kSummed ≤ kRegs ≤ m_tiles · n_tiles · 4 per lane; the swapped one-row kernel sums half its registers).
   return c.warps_k > 1 ? static_cast<std::size_t>(c.warps_k) * c.warps_n * c.m_tiles * c.n_tiles * 4 * 32 * 4
                        : 0;
 }
