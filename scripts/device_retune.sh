@@ -3,18 +3,20 @@
 # add runners-up), resumable across calls: the result goes to $RETUNE (default: $OUT/retuned.json);
 # pass the partial file of an interrupted call back in the working tree and the run goes on where
 # it stopped (--resume). MS=16,32 re-tunes only those M buckets (default: every bucket of the file).
-# DEVICES=0,1,2,3 tunes on several GPUs at once (lowbit tune --devices).
-# Usage: [RETUNE=file] [MS=...] [LIMIT_S=540] [DEVICES=...] scripts/device_retune.sh tuning_db/<gpu>.json
+# DEVICES=0,1,2,3 tunes on several GPUs at once (lowbit tune --devices). KEYS='regex' keeps the layers
+# of the keys it matches (re.search), e.g. KEYS='n8192\.k8192|n28672\.k4096'.
+# Usage: [RETUNE=file] [MS=...] [KEYS=regex] [LIMIT_S=540] [DEVICES=...] scripts/device_retune.sh tuning_db/<gpu>.json
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 SRC=${1:?usage: scripts/device_retune.sh tuning_db/<gpu>.json}
 DB=${RETUNE:-$OUT/retuned.json}
 device_build lowbit_cli
 export LOWBIT_CACHE_DIR=$B/cache-retune
 # The layers (N K) of the file's keys, and its M buckets.
-python3 - "$SRC" "$OUT/layers.txt" "$OUT/ms.txt" <<'PY'
-import json, re, sys
+KEYS=${KEYS:-} python3 - "$SRC" "$OUT/layers.txt" "$OUT/ms.txt" <<'PY'
+import json, os, re, sys
 d = json.load(open(sys.argv[1]))["wq_gemm"]
-keys = [re.search(r"\|m(\d+)\.n(\d+)\.k(\d+)", k) for k in d]
+only = os.environ["KEYS"]
+keys = [re.search(r"\|m(\d+)\.n(\d+)\.k(\d+)", k) for k in d if not only or re.search(only, k)]
 layers = sorted({(int(k[2]), int(k[3])) for k in keys if k})
 open(sys.argv[2], "w").write("".join(f"{n} {k}\n" for n, k in layers))
 open(sys.argv[3], "w").write(",".join(str(m) for m in sorted({int(k[1]) for k in keys if k})))

@@ -7,7 +7,8 @@
 # the tuner's µs of each), the bench lines in $OUT/summary.txt ("-- round R: KEY shipped|retuned").
 # Then, here: scripts/retune_moved_verdict.py SUMMARY MOVED RETUNED.json AGREED.json and
 # scripts/merge_retune.py tuning_db/<gpu>.json AGREED.json.
-# Usage: [MS=2,4,8] [LIMIT_S=300] [ROUNDS=2] scripts/device_retune_moved.sh tuning_db/<gpu>.json
+# Usage: [MS=2,4,8] [KEYS=regex] [LIMIT_S=300] [ROUNDS=2] scripts/device_retune_moved.sh tuning_db/<gpu>.json
+# (KEYS: only the layers of the matching keys, see scripts/device_retune.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 SRC=${1:?usage: scripts/device_retune_moved.sh tuning_db/<gpu>.json}
 R=$OUT
