@@ -12,10 +12,10 @@ DB=${RETUNE:-$OUT/retuned.json}
 device_build lowbit_cli
 export LOWBIT_CACHE_DIR=$B/cache-retune
 # The layers (N K) of the file's keys, and its M buckets.
-KEYS=${KEYS:-} python3 - "$SRC" "$OUT/layers.txt" "$OUT/ms.txt" <<'PY'
+python3 - "$SRC" "$OUT/layers.txt" "$OUT/ms.txt" <<'PY'
 import json, os, re, sys
 d = json.load(open(sys.argv[1]))["wq_gemm"]
-only = os.environ["KEYS"]
+only = os.environ.get("KEYS", "")
 keys = [re.search(r"\|m(\d+)\.n(\d+)\.k(\d+)", k) for k in d if not only or re.search(only, k)]
 layers = sorted({(int(k[2]), int(k[3])) for k in keys if k})
 open(sys.argv[2], "w").write("".join(f"{n} {k}\n" for n, k in layers))
