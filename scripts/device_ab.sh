@@ -5,7 +5,8 @@
 # its own (so each side is timed on the configs that suit it), then benches with "$@" (default: the
 # standard cases at M 1,16). Base and new benches alternate, twice, so drift shows. Results in $OUT.
 # AB_BENCHES (one bench argument list per line) runs those instead of "$@".
-# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16 [BASE_DB=file]] [SHAPES="N K\n..."] [LIMIT_S=150]
+# TUNE_ARGS: more `lowbit tune` flags for both sides' tunes (e.g. "--act bf16").
+# Usage: [AB_PATCH=ab.patch] [TUNE_M=1,16 [BASE_DB=file] [TUNE_ARGS=flags]] [SHAPES="N K\n..."] [LIMIT_S=150]
 #        [AB_BENCHES=$'args\nargs'] scripts/device_ab.sh [bench args]
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 PATCH=$(ab_patch_path) || exit 1
@@ -30,8 +31,9 @@ fi
 for side in base new; do
   export LOWBIT_CACHE_DIR=/tmp/lowbit-ab-cache-$side
   if [ -n "${TUNE_M:-}" ] && ! { [ $side = base ] && [ -n "${BASE_DB:-}" ]; }; then
+    # shellcheck disable=SC2086  # TUNE_ARGS is a list
     timeout -s INT "${LIMIT_S:-150}" "${CLI[$side]}" tune wq_gemm "${layers[@]}" --m "$TUNE_M" \
-      --db "$OUT/$side-tuned.json" >"$OUT/$side-tune.log" 2>&1
+      ${TUNE_ARGS:-} --db "$OUT/$side-tuned.json" >"$OUT/$side-tune.log" 2>&1
     echo "$side tune rc=$? ($(grep -c ' best ' "$OUT/$side-tune.log") problems)" | tee -a "$S"
   fi
 done
