@@ -6,9 +6,9 @@
 # the bench agrees. Results: $OUT/retuned.json, $OUT/moved.txt (key, shipped config, re-tuned config,
 # the tuner's µs of each), the bench lines in $OUT/summary.txt ("-- round R: KEY shipped|retuned").
 # Then, here: scripts/retune_moved_verdict.py SUMMARY MOVED RETUNED.json AGREED.json and
-# scripts/merge_retune.py tuning_db/<gpu>.json AGREED.json.
-# Usage: [MS=2,4,8] [KEYS=regex] [LIMIT_S=300] [ROUNDS=2] scripts/device_retune_moved.sh tuning_db/<gpu>.json
-# (KEYS: only the layers of the matching keys, see scripts/device_retune.sh)
+# scripts/merge_retune.py tuning_db/<gpu>.json AGREED.json (or MERGE=1, below, on the device).
+# Usage: [MS=2,4,8] [KEYS=regex] [LIMIT_S=300] [ROUNDS=2] [MERGE=1] scripts/device_retune_moved.sh tuning_db/<gpu>.json
+# (KEYS: only the matching keys, each format tuned as itself; see scripts/device_retune.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 SRC=${1:?usage: scripts/device_retune_moved.sh tuning_db/<gpu>.json}
 R=$OUT
@@ -44,3 +44,13 @@ for round in $(seq "${ROUNDS:-2}"); do
     done
   done <"$R/moved.txt"
 done
+# MERGE=1: settle it here too: the verdicts into $OUT/verdict.txt (and the summary), the agreed entries merged
+# into the device's copy of the tuning file (so later commands of the same call run it), which comes back
+# as $OUT/merged.json: copy that over tuning_db/<gpu>.json here.
+if [ "${MERGE:-0}" = 1 ]; then
+  { python3 "$ROOT/scripts/retune_moved_verdict.py" "$S" "$R/moved.txt" "$R/retuned.json" "$R/agreed.json" &&
+    python3 "$ROOT/scripts/merge_retune.py" "$SRC" "$R/agreed.json"; } >"$R/verdict.txt" 2>&1
+  echo "verdict and merge rc=$?" >>"$R/verdict.txt"
+  cat "$R/verdict.txt" >>"$S"
+  cp "$SRC" "$R/merged.json"
+fi
