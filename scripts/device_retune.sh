@@ -14,7 +14,8 @@ device_build lowbit_cli
 export LOWBIT_CACHE_DIR=$B/cache-retune
 # For each format of the file's (KEYS-matching) keys: its layers (N K) into layers-FORMAT.txt, and a
 # line of plan.txt: FORMAT <tab> its `lowbit tune` format flags <tab> its M buckets. Each format is
-# tuned with its own flags (before the fifty-ninth session every layer was tuned as W4 f16 only).
+# tuned with its own flags (before the fifty-ninth session every layer was tuned as W4 f16 here, and the
+# other formats by device_retune_formats.sh, now gone: KEYS='^(?!w4\.g128\.f16\.zp\|)' does its job).
 python3 - "$SRC" "$OUT" "$ROOT/scripts" "${MS:-}" <<'PY'
 import collections, json, os, re, sys
 sys.path.insert(0, sys.argv[3])

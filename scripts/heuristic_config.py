@@ -16,9 +16,14 @@ def config_arg(c):
 
 
 def format_args(fmt):
-    """`lowbit inspect` arguments for a tuning key's format part: bits, group, activation dtype, mode."""
-    bits, group, act, mode = re.fullmatch(r"w(\d+)\.g(\d+)\.(f16|bf16)\.(\w+)", fmt).groups()
-    return ["--bits", bits, "--group", group, "--act", act, "--mode", mode]
+    """`lowbit inspect`/`tune`/`bench` arguments for a tuning key's format part, whose grammar is
+    w{bits}.{g<size>|pc}.{f16|bf16}[.o32].{mode}[.det][.a16] (tuning_key in src/kernels/wq_gemm_problem.cpp)."""
+    f = re.fullmatch(r"w(\d+)\.(g\d+|pc)\.(f16|bf16)(\.o32)?\.(zp|sym|fz|sz)(\.det)?(\.a16)?", fmt)
+    if not f:
+        raise ValueError(f"tuning key format {fmt!r} does not follow the grammar of tuning_key")
+    args = ["--bits", f[1], "--group", "0" if f[2] == "pc" else f[2][1:], "--act", f[3], "--mode", f[5]]
+    return args + (["--out", "f32"] if f[4] else []) + (["--deterministic"] if f[6] else []) + (
+        ["--accum", "f16"] if f[7] else [])
 
 
 def heuristic_config(lowbit, arch, sm_count, n, k, m, fmt="w4.g128.f16.zp"):
