@@ -482,6 +482,27 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       }
       c.x_shared = true;
     }
+    // Heuristic v36 (sixtieth session, out of sample on the H200): 1-8 rows, 4-bit weights in groups of 128
+    // with integer zeros, left in v5's registers config of 4 tiles × 2 warps along K (over 4 blocks of 4
+    // tiles per SM, K over 32 chunks, where v27 stages nothing): 4 warps along K wherever those 4-warp
+    // blocks all fit in one wave. v5 took 2 warps so that the last wave is short; in one wave there is
+    // none, and twice the warps keep twice the loads in flight. A block of 4 warps holds 72 registers a
+    // thread in fp16 (and bf16 at one row: 68-70, allocated as 72), so 7 fit per SM; bf16 from 2 rows
+    // holds 80, so 6. H200 bench, µs, (1,4,1,2,1,2) → (1,4,1,4,1,2) at 1 / 8 rows, fp16: 18432×16384
+    // 50.7 → 40.0 / 60.4 → 44.7 (1.35× at 8 rows), 20480×8192 27.8 → 23.2 / 32.3 → 24.8, 24576×8192
+    // 29.9 → 26.8 / 34.5 → 28.5, 28672×8192 32.6 → 30.3 / 37.0 → 32.2 (the tuned best at 1-2 rows, 0.99-1.00×
+    // it at 4-8: the one shipped entry v35 had over 1.15×), 22528×6144 22.5 → 20.1 / 25.8 → 21.9,
+    // 27648×5120 21.7 → 20.1 / 24.3 → 21.7, 28672×6144 25.8 → 24.2 / 28.7 → 25.8; bf16 24576×8192 31.2 →
+    // 28.0 / 34.9 → 29.6. Over the wave it loses: bf16 28672×8192 (6.8 blocks per SM) at 2-8 rows 35.8-38.1
+    // → 40.6-45.1 (at one row 35.0 → 32.0); fp16 32768×6144 (7.8) 29.2-31.1 → 36.1-39.9, 35840×5120 (8.5)
+    // 27.0-28.9 → 33.0-37.5. Unmeasured on the H100 (same SMs and registers; its tunes had v35's choice
+    // 1.02-1.05× its best on 28672×8192). Other modes, groups, 3-bit weights and fp16 accumulation hold
+    // 75-80 registers (6 blocks per SM) and are not measured here: they keep v5's choice.
+    const int64_t four_warp_blocks_per_sm = p.act == DType::F16 || bucket == 1 ? 7 : 6;
+    if (sm90a && v5 && p.bits == 4 && p.group_size == 128 && p.mode == DequantMode::SubZeroThenScale &&
+        p.accum == DType::F32 && !c.x_shared && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 2 &&
+        chunks > 32 && col_blocks <= four_warp_blocks_per_sm * sms)
+      c.warps_k = 4;
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;

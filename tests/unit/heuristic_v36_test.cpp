@@ -1,0 +1,61 @@
+// Heuristic v36 (docs/perf-notes.md, sixtieth session): 4-bit g128 layers that v5 keeps in registers with
+// 2 warps along K at 1-8 rows take 4 wherever those 4-warp blocks fit in one wave (H200 bench, out of
+// sample).
+#include <cstdint>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+
+using lowbit::WqGemmConfig;
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_bf16_hopper;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
+
+namespace {
+// v5's registers config with `warps_k` warps along K: 4 tiles a warp, one warp along N, 2 stages.
+bool registers(const WqGemmConfig& c, int warps_k) {
+  return !c.x_shared && c.m_tiles == 1 && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == warps_k &&
+         c.split_k == 1 && c.stages == 2;
+}
+}  // namespace
+
+TEST_CASE("choose_config v36: one wave of 4-warp register blocks takes 4 warps along K at 1-8 rows",
+          "[config][heuristic]") {
+  for (int64_t m : {1, 2, 3, 4, 8}) {
+    INFO("M = " << m);
+    // fp16: over 4 blocks of 4 tiles per SM (16897 columns on 132 SMs) up to 7 (29568), over 32 chunks.
+    for (int64_t n : {18432, 20480, 24576, 27648, 28672, 29568})
+      CHECK(registers(choose_hopper(n, 8192, m), 4));
+    CHECK(registers(choose_hopper(28672, 5120, m), 4));
+    CHECK(registers(choose_hopper(18432, 16384, m), 4));
+    // Past one wave (29576 columns: 925 blocks), the 2 warps stay: 32768×6144 and 35840×5120 ran 1.15-1.30×.
+    CHECK(registers(choose_hopper(29576, 8192, m), 2));
+    CHECK(registers(choose_hopper(32768, 6144, m), 2));
+    CHECK(registers(choose_hopper(35840, 5120, m), 2));
+    // Up to 32 chunks v27 stages these layers (28672×4096): not this rule's.
+    CHECK(choose_hopper(28672, 4096, m).x_shared);
+    // bf16 holds 80 registers from 2 rows, so 6 blocks per SM (25344 columns); 68-70 at one row, so 7.
+    CHECK(registers(choose_bf16_hopper(24576, 8192, m), 4));
+    CHECK(registers(choose_bf16_hopper(25344, 8192, m), 4));
+    CHECK(registers(choose_bf16_hopper(28672, 8192, m), m == 1 ? 4 : 2));
+    // Measured on 4-bit weights in groups of 128 with integer zeros only (the rest hold 75-80 registers).
+    WqGemmProblem p = g128_problem(24576, 8192, m);
+    p.mode = lowbit::DequantMode::Symmetric;
+    CHECK(registers(choose_hopper(p), 2));
+    p = g128_problem(24576, 8192, m);
+    p.group_size = 64;
+    CHECK(choose_hopper(p).warps_k != 4);
+    CHECK(choose_hopper(24576, 8192, m, 3).warps_k != 4);
+    p = g128_problem(24576, 8192, m);
+    p.accum = lowbit::DType::F16;
+    CHECK(registers(choose_hopper(p), 2));
+    // sm_90a only, and not in deterministic mode.
+    CHECK(lowbit::choose_config(g128_problem(24576, 8192, m), kSm80, 132).warps_k != 4);
+    p = g128_problem(24576, 8192, m);
+    p.deterministic = true;
+    CHECK(choose_hopper(p).warps_k != 4);
+  }
+}
