@@ -498,11 +498,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 27.0-28.9 → 33.0-37.5. Unmeasured on the H100 (same SMs and registers; its tunes had v35's choice
     // 1.02-1.05× its best on 28672×8192). Other modes, groups, 3-bit weights and fp16 accumulation hold
     // 75-80 registers (6 blocks per SM) and are not measured here: they keep v5's choice.
+    // Past that wave, fp16 at 2-8 rows: 3 warps along K where those blocks fit in one (9 per SM at
+    // 72 registers). H200 bench, µs, (1,4,1,2,1,2) → (1,4,1,3,1,2) at 2 / 8 rows: 32768×6144 29.2 →
+    // 27.3 / 31.1 → 28.8, 35840×5120 27.0 → 25.8 / 28.9 → 27.2, 36864×8192 40.8 → 39.3 / 43.8 → 40.9;
+    // one row ±1.6 % (and an 8-byte spill there), so not at one row; past 9 per SM it loses too
+    // (40960×7168 39.1-41.1 → 48.2-53.0).
+    const bool v36 = sm90a && v5 && p.bits == 4 && p.group_size == 128 &&
+                     p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32 && !c.x_shared &&
+                     c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 2 && chunks > 32;
     const int64_t four_warp_blocks_per_sm = p.act == DType::F16 || bucket == 1 ? 7 : 6;
-    if (sm90a && v5 && p.bits == 4 && p.group_size == 128 && p.mode == DequantMode::SubZeroThenScale &&
-        p.accum == DType::F32 && !c.x_shared && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 2 &&
-        chunks > 32 && col_blocks <= four_warp_blocks_per_sm * sms)
+    if (v36 && col_blocks <= four_warp_blocks_per_sm * sms)
       c.warps_k = 4;
+    else if (v36 && p.act == DType::F16 && bucket > 1 && col_blocks <= 9LL * sms)
+      c.warps_k = 3;
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;

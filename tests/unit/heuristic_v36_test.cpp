@@ -1,6 +1,6 @@
 // Heuristic v36 (docs/perf-notes.md, sixtieth session): 4-bit g128 layers that v5 keeps in registers with
-// 2 warps along K at 1-8 rows take 4 wherever those 4-warp blocks fit in one wave (H200 bench, out of
-// sample).
+// 2 warps along K at 1-8 rows take 4 wherever those 4-warp blocks fit in one wave, else (fp16, 2-8 rows) 3
+// where 3-warp ones do (H200 bench, out of sample).
 #include <cstdint>
 
 #include "lowbit/lowbit.hpp"
@@ -31,10 +31,17 @@ TEST_CASE("choose_config v36: one wave of 4-warp register blocks takes 4 warps a
       CHECK(registers(choose_hopper(n, 8192, m), 4));
     CHECK(registers(choose_hopper(28672, 5120, m), 4));
     CHECK(registers(choose_hopper(18432, 16384, m), 4));
-    // Past one wave (29576 columns: 925 blocks), the 2 warps stay: 32768×6144 and 35840×5120 ran 1.15-1.30×.
-    CHECK(registers(choose_hopper(29576, 8192, m), 2));
-    CHECK(registers(choose_hopper(32768, 6144, m), 2));
-    CHECK(registers(choose_hopper(35840, 5120, m), 2));
+    // Past one wave of 4-warp blocks (29576 columns: 925 blocks), fp16 takes 3 warps from 2 rows while
+    // those fit in one wave (9 per SM: 38016 columns); one row keeps 2, and so does anything wider.
+    const int past_wave = m == 1 ? 2 : 3;
+    CHECK(registers(choose_hopper(29576, 8192, m), past_wave));
+    CHECK(registers(choose_hopper(32768, 6144, m), past_wave));
+    CHECK(registers(choose_hopper(35840, 5120, m), past_wave));
+    CHECK(registers(choose_hopper(36864, 8192, m), past_wave));
+    CHECK(registers(choose_hopper(38016, 16384, m), past_wave));
+    CHECK(registers(choose_hopper(38024, 16384, m), 2));
+    CHECK(registers(choose_hopper(40960, 7168, m), 2));
+    CHECK(registers(choose_bf16_hopper(32768, 6144, m), 2));
     // Up to 32 chunks v27 stages these layers (28672×4096): not this rule's.
     CHECK(choose_hopper(28672, 4096, m).x_shared);
     // bf16 holds 80 registers from 2 rows, so 6 blocks per SM (25344 columns); 68-70 at one row, so 7.
