@@ -494,8 +494,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // it at 4-8: the one shipped entry v35 had over 1.15×), 22528×6144 22.5 → 20.1 / 25.8 → 21.9,
     // 27648×5120 21.7 → 20.1 / 24.3 → 21.7, 28672×6144 25.8 → 24.2 / 28.7 → 25.8; bf16 24576×8192 31.2 →
     // 28.0 / 34.9 → 29.6. Over the wave it loses: bf16 28672×8192 (6.8 blocks per SM) at 2-8 rows 35.8-38.1
-    // → 40.6-45.1 (at one row 35.0 → 32.0); fp16 32768×6144 (7.8) 29.2-31.1 → 36.1-39.9, 35840×5120 (8.5)
-    // 27.0-28.9 → 33.0-37.5. Unmeasured on the H100 (same SMs and registers; its tunes had v35's choice
+    // → 40.6-45.1 (at one row 35.1 → 32.0); fp16 32768×6144 (7.8) 29.2-31.1 → 36.1-39.9, 35840×5120 (8.5)
+    // 26.9-28.9 → 33.0-37.5. Unmeasured on the H100 (same SMs and registers; its tunes had v35's choice
     // 1.02-1.05× its best on 28672×8192). Other modes, groups, 3-bit weights and fp16 accumulation hold
     // 75-80 registers (6 blocks per SM) and are not measured here: they keep v5's choice.
     // Past that wave, fp16 at 2-8 rows: 3 warps along K where those blocks fit in one (9 per SM at
