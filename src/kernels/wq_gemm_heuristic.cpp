@@ -32,6 +32,21 @@ WqGemmConfig base_config(int m_tiles, int n_tiles, int warps_k, int stages) {
   return c;
 }
 
+int64_t four_warp_register_blocks_per_sm(const WqGemmProblem& p, int64_t bucket) {
+  // 8-bit (72-80 registers and 33-37 KiB of rings: 6 fit), one row only in effect (from 2 rows the rules
+  // before stage these layers up to 5 blocks a SM): H200 bench, µs, 2 → 4 warps along K at one row, fp16 /
+  // bf16: 18432×16384 (4.4 blocks a SM) 71.2 → 71.9 / 86.1 → 75.8, 20480×8192 (4.8) 40.8 → 40.4 / 43.3 →
+  // 42.4; from 5.8 a SM even or slower (24576×8192 47.9 → 48.3 / 49.3 → 52.3), so up to 5.
+  if (p.bits == 8) return 5;
+  if (p.bits != 3 && p.bits != 4) return 0;
+  // Groups of 256 with bf16 or float zeros: 82 registers in some (5 blocks), unmeasured.
+  if (p.group_size == 256 && (p.act == DType::BF16 || p.mode == DequantMode::SubFloatZeroThenScale)) return 0;
+  // v36's format holds 68-72 (bf16 from 2 rows 80); the others 72-80 (some 70-72 at one bucket only).
+  if (p.bits == 4 && p.group_size == 128 && p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32)
+    return p.act == DType::F16 || bucket == 1 ? 7 : 6;
+  return 6;
+}
+
 namespace {
 Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                   const std::optional<WqGemmConfig>& forced) {
@@ -496,18 +511,28 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 28.0 / 34.9 → 29.6. Over the wave it loses: bf16 28672×8192 (6.8 blocks per SM) at 2-8 rows 35.8-38.1
     // → 40.6-45.1 (at one row 35.1 → 32.0); fp16 32768×6144 (7.8) 29.2-31.1 → 36.1-39.9, 35840×5120 (8.5)
     // 26.9-28.9 → 33.0-37.5. Unmeasured on the H100 (same SMs and registers; its tunes had v35's choice
-    // 1.02-1.05× its best on 28672×8192). Other modes, groups, 3-bit weights and fp16 accumulation hold
-    // 75-80 registers (6 blocks per SM) and are not measured here: they keep v5's choice.
-    // Past that wave, fp16 at 2-8 rows: 3 warps along K where those blocks fit in one (9 per SM at
+    // 1.02-1.05× its best on 28672×8192). Other modes, groups, 3- and 8-bit weights and fp16 accumulation:
+    // v37 below. Past that wave, fp16 at 2-8 rows: 3 warps along K where those blocks fit in one (9 per SM at
     // 72 registers). H200 bench, µs, (1,4,1,2,1,2) → (1,4,1,3,1,2) at 2 / 8 rows: 32768×6144 29.2 →
     // 27.3 / 31.1 → 28.8, 35840×5120 27.0 → 25.8 / 28.9 → 27.2, 36864×8192 40.8 → 39.3 / 43.8 → 40.9;
     // one row ±1.6 % (and an 8-byte spill there), so not at one row; past 9 per SM it loses too
     // (40960×7168 39.1-41.1 → 48.2-53.0).
-    const bool v36 = sm90a && v5 && p.bits == 4 && p.group_size == 128 &&
-                     p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32 && !c.x_shared &&
-                     c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 2 && chunks > 32;
-    const int64_t four_warp_blocks_per_sm = p.act == DType::F16 || bucket == 1 ? 7 : 6;
-    if (v36 && col_blocks <= four_warp_blocks_per_sm * sms)
+    // Heuristic v37 (sixty-first session, H200 bench, out of sample): the same first rule for every other
+    // format that reaches v5's registers config, with the wave each one's registers allow
+    // (four_warp_register_blocks_per_sm). (1,4,1,2,1,2) → (1,4,1,4,1,2), µs, over 4 blocks a SM (where v5
+    // took 2 warps) and inside the wave: faster in all 68 cases of 11 formats at 1 and 8 rows, by 2-31 %
+    // (geomean 0.85×; 18432×16384 at 8 rows per channel 58.8 → 40.8, symmetric 57.5 → 42.2; 25344×8192,
+    // exactly 6 blocks a SM, at 1 / 8 rows: g64 33.6 → 29.9 / 36.8 → 32.9, bf16 symmetric 31.5 → 27.8 /
+    // 35.5 → 29.2, float zeros 35.8 → 34.8 / 38.3 → 36.8). Just past it (25600×8192) the formats at 75-80
+    // registers ran −5 to +15 % (per channel at one row 29.5 → 33.9, bf16 symmetric at 8 rows 36.3 → 41.0);
+    // those at up to 72 (7 blocks fit) gained there and at 28672×8192, but only v36's format counts 7 here.
+    const bool v5_registers =
+        sm90a && v5 && !c.x_shared && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 2 && chunks > 32;
+    const bool v36 = v5_registers && p.bits == 4 && p.group_size == 128 &&
+                     p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32;
+    // Past the wave, 3 warps stay v36's (fp16): in six other formats at 2 / 8 rows on 28672×8192 and
+    // 32768×8192 they ran 0.92-1.02× (1.00 median), on 35840×5120 1.10-1.32×.
+    if (v5_registers && col_blocks <= wq::four_warp_register_blocks_per_sm(p, bucket) * sms)
       c.warps_k = 4;
     else if (v36 && p.act == DType::F16 && bucket > 1 && col_blocks <= 9LL * sms)
       c.warps_k = 3;

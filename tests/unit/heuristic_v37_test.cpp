@@ -1,0 +1,135 @@
+// Heuristic v37 (docs/perf-notes.md, sixty-first session): v36's first rule (4 warps along K where the
+// 4-warp register blocks fit in one wave) for every format that reaches v5's registers config, with the
+// wave its registers allow (wq::four_warp_register_blocks_per_sm); and the registers themselves, from
+// real compiles, so that a template change that outgrows the rule's count fails here.
+#include <cstdint>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "jit/context.hpp"
+#include "kernels/wq_gemm_internal.hpp"
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "support/test_support.hpp"
+#include "unit/heuristic_helpers.hpp"
+#include "unit/unit_helpers.hpp"
+
+using lowbit::DequantMode;
+using lowbit::DType;
+using lowbit::WqGemmConfig;
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+
+namespace {
+// v5's registers config with `warps_k` warps along K: 4 tiles a warp, one warp along N, 2 stages.
+bool registers(const WqGemmConfig& c, int warps_k) {
+  return !c.x_shared && c.m_tiles == 1 && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == warps_k &&
+         c.split_k == 1 && c.stages == 2;
+}
+
+WqGemmProblem format(DType act, DequantMode mode, int group, int bits, DType accum = DType::F32) {
+  WqGemmProblem p = g128_problem(24576, 8192, 1, bits);
+  p.act = act, p.out = act, p.mode = mode, p.group_size = group, p.accum = accum;
+  return p;
+}
+
+// Every format the rule could see: both activations, the four modes, groups 32-256 and per channel,
+// 3/4/8-bit weights, and fp16 accumulation (fp16 activations, integer zeros).
+std::vector<WqGemmProblem> formats() {
+  std::vector<WqGemmProblem> all;
+  for (DType act : {DType::F16, DType::BF16})
+    for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
+                             DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero})
+      for (int group : {32, 64, 128, 256, 0})
+        for (int bits : {3, 4, 8}) all.push_back(format(act, mode, group, bits));
+  for (int group : {32, 64, 128, 256, 0})
+    for (int bits : {3, 4, 8})
+      all.push_back(format(DType::F16, DequantMode::SubZeroThenScale, group, bits, DType::F16));
+  return all;
+}
+}  // namespace
+
+TEST_CASE("choose_config v37: every 3/4/8-bit format takes 4 warps along K within its wave",
+          "[config][heuristic]") {
+  const int sms = 132;
+  for (int64_t m : {1, 2, 4, 8}) {
+    for (WqGemmProblem p : formats()) {
+      p.m = m;
+      const int64_t blocks_per_sm = lowbit::wq::four_warp_register_blocks_per_sm(p, lowbit::m_bucket(m));
+      INFO(p.str() << ": " << blocks_per_sm << " blocks a SM");
+      if (blocks_per_sm == 0) {
+        // Unmeasured (groups of 256 with bf16 or float zeros): v5's 2 warps.
+        p.n = 24576;
+        CHECK(registers(choose_hopper(p), 2));
+        continue;
+      }
+      // From 2 rows the rules before stage 8-bit layers up to 5 blocks a SM: the rule acts at one row.
+      if (p.bits == 8 && m > 1) continue;
+      // The last layer of 4-column-tile blocks that fits in one wave takes 4 warps; one more block, 2
+      // (v36's 3-warp rule aside: fp16 4-bit g128 integer zeros from 2 rows).
+      const bool v36_three = p.bits == 4 && p.group_size == 128 && p.mode == DequantMode::SubZeroThenScale &&
+                             p.accum == DType::F32 && p.act == DType::F16 && m > 1;
+      p.n = blocks_per_sm * sms * 32;
+      CHECK(registers(choose_hopper(p), 4));
+      p.n += 32;
+      CHECK(registers(choose_hopper(p), v36_three ? 3 : 2));
+      // Up to 32 chunks other rules decide (v27 stages those layers).
+      p.n = 24576, p.k = 4096;
+      CHECK(!registers(choose_hopper(p), 4));
+      p.k = 8192;
+      // sm_90a only, and not in deterministic mode.
+      CHECK(!registers(lowbit::choose_config(p, lowbit::test::kSm80, sms), 4));
+      p.deterministic = true;
+      CHECK(!registers(choose_hopper(p), 4));
+    }
+  }
+  // The counts measured: 8-bit up to 5 blocks a SM, v36's format 7 (bf16 from 2 rows 6), the rest 6.
+  using lowbit::wq::four_warp_register_blocks_per_sm;
+  CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::SubZeroThenScale, 128, 8), 1) == 5);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::SubZeroThenScale, 128, 4), 8) == 7);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::BF16, DequantMode::SubZeroThenScale, 128, 4), 1) == 7);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::BF16, DequantMode::SubZeroThenScale, 128, 4), 2) == 6);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::Symmetric, 64, 3), 4) == 6);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::BF16, DequantMode::ScaleThenAddZero, 256, 4), 1) == 0);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::SubFloatZeroThenScale, 256, 4), 1) ==
+        0);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::ScaleThenAddZero, 256, 4), 1) == 6);
+  CHECK(four_warp_register_blocks_per_sm(g128_problem(24576, 8192, 1, 2), 1) == 0);
+}
+
+TEST_CASE("v37's blocks per SM fit the registers ptxas gives each format's 4-warp register config",
+          "[config][heuristic][nvrtc]") {
+  // 65536 registers a SM, allocated 8 a thread at a time, for blocks of 128 threads; shared memory:
+  // 228 KiB a SM, 1 KiB of it reserved per block.
+  lowbit::test::TempDir dir;
+  lowbit::Runtime rt(lowbit::test::offline_options("sm_90a", dir.path));
+  auto& ctx = rt.context();
+  WqGemmConfig c = lowbit::wq::base_config(1, 4, 4, 2);
+  std::vector<lowbit::jit::KernelSpec> specs;
+  std::vector<std::pair<WqGemmProblem, int64_t>> cases;
+  for (int64_t bucket : {1, 2, 8}) {
+    for (WqGemmProblem p : formats()) {
+      p.m = bucket;
+      const int64_t blocks = lowbit::wq::four_warp_register_blocks_per_sm(p, bucket);
+      if (blocks == 0 || !lowbit::can_implement(p, c, rt.arch())) continue;
+      specs.push_back(lowbit::wq::kernel_spec(p, c, bucket, false));
+      cases.emplace_back(p, blocks);
+    }
+  }
+  REQUIRE(cases.size() >= 200);
+  const auto errors = ctx.compile_all(specs);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto& [p, blocks] = cases[i];
+    INFO(p.str() << " bucket " << lowbit::m_bucket(p.m) << ": the rule counts " << blocks << " blocks a SM");
+    REQUIRE(!errors[i]);
+    const std::string log = ctx.compile(specs[i])->log;
+    std::smatch m;
+    REQUIRE(std::regex_search(log, m, std::regex(R"(Used (\d+) registers)")));
+    const int64_t regs = std::stol(m[1]);
+    INFO(regs << " registers, log: " << log);
+    CHECK((regs + 7) / 8 * 8 * 128 * blocks <= 65536);
+    CHECK(static_cast<int64_t>(lowbit::wq::smem_bytes(p, c, rt.arch()) + 1024) * blocks <= 228 * 1024);
+  }
+}
