@@ -9,7 +9,7 @@
 # timed. Score it offline with scripts/heuristic_vs_tuned.py $OUT/oos.json.
 # RESUME_DB=path (a stopped call's oos.json, committed): start from it and tune only what it lacks
 # (`lowbit tune --resume`), so a set larger than one call goes on in the next (forty-fifth session).
-# Usage: [SHAPES=scripts/shapes-....txt] [TUNE_M=32,64,128] [BUDGET=30] [FORMAT_ARGS="--act bf16" |
+# Usage: [SHAPES=scripts/inputs/shapes-....txt] [TUNE_M=32,64,128] [BUDGET=30] [FORMAT_ARGS="--act bf16" |
 #        FORMAT_LIST="|--act bf16|--bits 2" [FORMAT_TIMEOUT=s]] [RESUME_DB=path] scripts/device_oos_tune.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 echo "== gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader)" | tee -a "$S"
@@ -28,7 +28,7 @@ for format in "${formats[@]}"; do
   echo "== format: ${format:-W4 f16}" | tee -a "$S" >>"$OUT/tune.log"
   limit=()
   [ -n "${FORMAT_TIMEOUT:-}" ] && limit=(timeout "$FORMAT_TIMEOUT")
-  "${limit[@]}" "$B/lowbit" tune wq_gemm --shapes "$ROOT/${SHAPES:-scripts/shapes-session41-out-of-sample.txt}" \
+  "${limit[@]}" "$B/lowbit" tune wq_gemm --shapes "$ROOT/${SHAPES:-scripts/inputs/shapes-session41-out-of-sample.txt}" \
     --m "${TUNE_M:-32,64,128}" "${format_args[@]}" --db "$OUT/oos.json" --budget "${BUDGET:-30}" \
     --refine 1 --final 1 "${resume[@]}" >>"$OUT/tune.log" 2>&1
   echo "tune rc=$?" | tee -a "$S"

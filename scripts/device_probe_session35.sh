@@ -1,5 +1,5 @@
 source scripts/device_common.sh
-SH="--shapes scripts/shapes-session35-wg-chain.txt --m 64,128"
+SH="--shapes scripts/inputs/shapes-session35-wg-chain.txt --m 64,128"
 F=templates/wq_gemm_wgmma.cuh
 for late in 0 1; do
   sed -i "s/^#define WQ_WG_TRIGGER_LATE .*/#define WQ_WG_TRIGGER_LATE $late/" $F
