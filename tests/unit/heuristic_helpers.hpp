@@ -39,6 +39,13 @@ inline WqGemmConfig choose_bf16_hopper(int64_t n, int64_t k, int64_t m, int bits
   return choose_hopper(p);
 }
 
+// v5's registers config with `warps_k` warps along K: 4 tiles a warp, one warp along N, K unsplit, 2 stages,
+// activations in registers (heuristics v36 and v37 change its warps along K).
+inline bool v5_registers(const WqGemmConfig& c, int warps_k) {
+  return !c.x_shared && c.m_tiles == 1 && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == warps_k &&
+         c.split_k == 1 && c.stages == 2;
+}
+
 // The tile and K split of a wgmma config, as "mt,nt,warps_n,warps_k sK|skN [img]".
 inline std::string wgmma_shape(const WqGemmConfig& c) {
   if (!c.wgmma) return "mma.sync " + c.str();

@@ -21,13 +21,9 @@ using lowbit::WqGemmConfig;
 using lowbit::WqGemmProblem;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
+using lowbit::test::v5_registers;
 
 namespace {
-// v5's registers config with `warps_k` warps along K: 4 tiles a warp, one warp along N, 2 stages.
-bool registers(const WqGemmConfig& c, int warps_k) {
-  return !c.x_shared && c.m_tiles == 1 && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == warps_k &&
-         c.split_k == 1 && c.stages == 2;
-}
 
 WqGemmProblem format(DType act, DequantMode mode, int group, int bits, DType accum = DType::F32) {
   WqGemmProblem p = g128_problem(24576, 8192, 1, bits);
@@ -62,7 +58,7 @@ TEST_CASE("choose_config v37: every 3/4/8-bit format takes 4 warps along K withi
       if (blocks_per_sm == 0) {
         // Unmeasured (groups of 256 with bf16 or float zeros): v5's 2 warps.
         p.n = 24576;
-        CHECK(registers(choose_hopper(p), 2));
+        CHECK(v5_registers(choose_hopper(p), 2));
         continue;
       }
       // From 2 rows the rules before stage 8-bit layers up to 5 blocks a SM: the rule acts at one row.
@@ -72,17 +68,17 @@ TEST_CASE("choose_config v37: every 3/4/8-bit format takes 4 warps along K withi
       const bool v36_three = p.bits == 4 && p.group_size == 128 && p.mode == DequantMode::SubZeroThenScale &&
                              p.accum == DType::F32 && p.act == DType::F16 && m > 1;
       p.n = blocks_per_sm * sms * 32;
-      CHECK(registers(choose_hopper(p), 4));
+      CHECK(v5_registers(choose_hopper(p), 4));
       p.n += 32;
-      CHECK(registers(choose_hopper(p), v36_three ? 3 : 2));
+      CHECK(v5_registers(choose_hopper(p), v36_three ? 3 : 2));
       // Up to 32 chunks other rules decide (v27 stages those layers).
       p.n = 24576, p.k = 4096;
-      CHECK(!registers(choose_hopper(p), 4));
+      CHECK(!v5_registers(choose_hopper(p), 4));
       p.k = 8192;
       // sm_90a only, and not in deterministic mode.
-      CHECK(!registers(lowbit::choose_config(p, lowbit::test::kSm80, sms), 4));
+      CHECK(!v5_registers(lowbit::choose_config(p, lowbit::test::kSm80, sms), 4));
       p.deterministic = true;
-      CHECK(!registers(choose_hopper(p), 4));
+      CHECK(!v5_registers(choose_hopper(p), 4));
     }
   }
   // The counts measured: 8-bit up to 5 blocks a SM, v36's format 7 (bf16 from 2 rows 6), the rest 6.
