@@ -41,9 +41,16 @@ int64_t four_warp_register_blocks_per_sm(const WqGemmProblem& p, int64_t bucket)
   if (p.bits != 3 && p.bits != 4) return 0;
   // Groups of 256 with bf16 or float zeros: 82 registers in some (5 blocks), unmeasured.
   if (p.group_size == 256 && (p.act == DType::BF16 || p.mode == DequantMode::SubFloatZeroThenScale)) return 0;
-  // v36's format holds 68-72 (bf16 from 2 rows 80); the others 72-80 (some 70-72 at one bucket only).
-  if (p.bits == 4 && p.group_size == 128 && p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32)
-    return p.act == DType::F16 || bucket == 1 ? 7 : 6;
+  // 4-bit g128 with integer or no zeros holds 66-72 at one row in either dtype and accumulation, and v36's
+  // format (fp32 accumulation) 72 from 2 rows in fp16 (bf16: 80): 7 fit. Between 6 and 7 a SM at one row, 2 →
+  // 4 warps: 28672×8192 fp16 symmetric 31.9 → 30.1 µs, bf16 symmetric 33.8 → 31.1, fp16 accumulation 37.0
+  // → 32.8; 25600×8192 bf16 symmetric 33.1 → 30.3. The others hold 72-80 (some of them 70-72 at one bucket
+  // only): 6.
+  const bool int_zeros_g128 = p.bits == 4 && p.group_size == 128 &&
+                              (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric);
+  if (int_zeros_g128 && bucket == 1) return 7;
+  if (int_zeros_g128 && p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32)
+    return p.act == DType::F16 ? 7 : 6;
   return 6;
 }
 

@@ -32,17 +32,17 @@ WqGemmProblem format(DType act, DequantMode mode, int group, int bits, DType acc
 }
 
 // Every format the rule could see: both activations, the four modes, groups 32-256 and per channel,
-// 3/4/8-bit weights, and fp16 accumulation (fp16 activations, integer zeros).
+// 3/4/8-bit weights, and fp16 accumulation (fp16 activations).
 std::vector<WqGemmProblem> formats() {
   std::vector<WqGemmProblem> all;
   for (DType act : {DType::F16, DType::BF16})
-    for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
-                             DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero})
-      for (int group : {32, 64, 128, 256, 0})
-        for (int bits : {3, 4, 8}) all.push_back(format(act, mode, group, bits));
-  for (int group : {32, 64, 128, 256, 0})
-    for (int bits : {3, 4, 8})
-      all.push_back(format(DType::F16, DequantMode::SubZeroThenScale, group, bits, DType::F16));
+    for (DType accum : {DType::F32, DType::F16})
+      for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
+                               DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero})
+        for (int group : {32, 64, 128, 256, 0})
+          for (int bits : {3, 4, 8})
+            if (act == DType::F16 || accum == DType::F32)
+              all.push_back(format(act, mode, group, bits, accum));
   return all;
 }
 }  // namespace
@@ -88,6 +88,16 @@ TEST_CASE("choose_config v37: every 3/4/8-bit format takes 4 warps along K withi
   CHECK(four_warp_register_blocks_per_sm(format(DType::BF16, DequantMode::SubZeroThenScale, 128, 4), 1) == 7);
   CHECK(four_warp_register_blocks_per_sm(format(DType::BF16, DequantMode::SubZeroThenScale, 128, 4), 2) == 6);
   CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::Symmetric, 64, 3), 4) == 6);
+  // 4-bit g128 with integer or no zeros at one row: 7 in either dtype and accumulation; symmetric from 2
+  // rows 6.
+  CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::Symmetric, 128, 4), 1) == 7);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::BF16, DequantMode::Symmetric, 128, 4), 1) == 7);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::Symmetric, 128, 4), 2) == 6);
+  CHECK(four_warp_register_blocks_per_sm(
+            format(DType::F16, DequantMode::SubZeroThenScale, 128, 4, DType::F16), 1) == 7);
+  CHECK(four_warp_register_blocks_per_sm(
+            format(DType::F16, DequantMode::SubZeroThenScale, 128, 4, DType::F16), 2) == 6);
+  CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::ScaleThenAddZero, 128, 4), 1) == 6);
   CHECK(four_warp_register_blocks_per_sm(format(DType::BF16, DequantMode::ScaleThenAddZero, 256, 4), 1) == 0);
   CHECK(four_warp_register_blocks_per_sm(format(DType::F16, DequantMode::SubFloatZeroThenScale, 256, 4), 1) ==
         0);
