@@ -33,13 +33,14 @@ WqGemmConfig base_config(int m_tiles, int n_tiles, int warps_k, int stages) {
 }
 
 int64_t four_warp_register_blocks_per_sm(const WqGemmProblem& p, int64_t bucket) {
-  // 8-bit (72-80 registers and 33-37 KiB of rings: 6 fit), one row only in effect (from 2 rows the rules
+  // 8-bit (72-86 registers and 33-37 KiB of rings: 5-6 fit), one row only in effect (from 2 rows the rules
   // before stage these layers up to 5 blocks a SM): H200 bench, µs, 2 → 4 warps along K at one row, fp16 /
   // bf16: 18432×16384 (4.4 blocks a SM) 71.2 → 71.9 / 86.1 → 75.8, 20480×8192 (4.8) 40.8 → 40.4 / 43.3 →
-  // 42.4; from 5.8 a SM even or slower (24576×8192 47.9 → 48.3 / 49.3 → 52.3), so up to 5.
+  // 42.4 (fp16 even, bf16 faster); from 5.8 a SM even or slower (24576×8192 47.9 → 48.3 / 49.3 → 52.3), so up
+  // to 5.
   if (p.bits == 8) return 5;
   if (p.bits != 3 && p.bits != 4) return 0;
-  // Groups of 256 with bf16 or float zeros: 82 registers in some (5 blocks), unmeasured.
+  // 3/4-bit groups of 256 with bf16 or float zeros: 82 registers in some (5 blocks), unmeasured.
   if (p.group_size == 256 && (p.act == DType::BF16 || p.mode == DequantMode::SubFloatZeroThenScale)) return 0;
   // 4-bit g128 with integer or no zeros holds 66-72 at one row in either dtype and accumulation, and v36's
   // format (fp32 accumulation) 72 from 2 rows in fp16 (bf16: 80): 7 fit. Between 6 and 7 a SM at one row, 2 →
@@ -530,15 +531,16 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // took 2 warps) and inside the wave: faster in all 68 cases of 11 formats at 1 and 8 rows, by 2-31 %
     // (geomean 0.85×; 18432×16384 at 8 rows per channel 58.8 → 40.8, symmetric 57.5 → 42.2; 25344×8192,
     // exactly 6 blocks a SM, at 1 / 8 rows: g64 33.6 → 29.9 / 36.8 → 32.9, bf16 symmetric 31.5 → 27.8 /
-    // 35.5 → 29.2, float zeros 35.8 → 34.8 / 38.3 → 36.8). Just past it (25600×8192) the formats at 75-80
-    // registers ran −5 to +15 % (per channel at one row 29.5 → 33.9, bf16 symmetric at 8 rows 36.3 → 41.0);
-    // those at up to 72 (7 blocks fit) gained there and at 28672×8192, but only v36's format counts 7 here.
+    // 35.5 → 29.2, float zeros 35.8 → 34.8 / 38.3 → 36.8). Just past it (25600×8192) the formats at 73-80
+    // registers ran −5 to +15 % (per channel at one row 29.5 → 33.9, bf16 symmetric at 8 rows 36.3 → 41.0;
+    // float zeros, 79, gained: −10 / −12 %); those at up to 72 (7 blocks fit) gained there and at 28672×8192.
+    // Seven are counted for v36's format and, at one row, for 4-bit g128 with integer or no zeros.
     const bool v5_registers =
         sm90a && v5 && !c.x_shared && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 2 && chunks > 32;
     const bool v36 = v5_registers && p.bits == 4 && p.group_size == 128 &&
                      p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32;
     // Past the wave, 3 warps stay v36's (fp16): in six other formats at 2 / 8 rows on 28672×8192 and
-    // 32768×8192 they ran 0.92-1.02× (1.00 median), on 35840×5120 1.10-1.32×.
+    // 32768×8192 they ran 0.92-1.02× (0.99 median), on 35840×5120 1.10-1.32×.
     if (v5_registers && col_blocks <= wq::four_warp_register_blocks_per_sm(p, bucket) * sms)
       c.warps_k = 4;
     else if (v36 && p.act == DType::F16 && bucket > 1 && col_blocks <= 9LL * sms)
