@@ -40,19 +40,15 @@ int64_t four_warp_register_blocks_per_sm(const WqGemmProblem& p, int64_t bucket)
   // to 5.
   if (p.bits == 8) return 5;
   if (p.bits != 3 && p.bits != 4) return 0;
-  // 3/4-bit groups of 256 with bf16 or float zeros: 82 registers in some (5 blocks), unmeasured.
-  if (p.group_size == 256 && (p.act == DType::BF16 || p.mode == DequantMode::SubFloatZeroThenScale)) return 0;
-  // 4-bit g128 with integer or no zeros holds 66-72 at one row in either dtype and accumulation, and v36's
-  // format (fp32 accumulation) 72 from 2 rows in fp16 (bf16: 80): 7 fit. Between 6 and 7 a SM at one row, 2 →
-  // 4 warps: 28672×8192 fp16 symmetric 31.9 → 30.1 µs, bf16 symmetric 33.8 → 31.1, fp16 accumulation 37.0
-  // → 32.8; 25600×8192 bf16 symmetric 33.1 → 30.3. The others hold 72-80 (some of them 70-72 at one bucket
-  // only): 6.
-  const bool int_zeros_g128 = p.bits == 4 && p.group_size == 128 &&
-                              (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric);
-  if (int_zeros_g128 && bucket == 1) return 7;
-  if (int_zeros_g128 && p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32)
-    return p.act == DType::F16 ? 7 : 6;
-  return 6;
+  // 3/4-bit: as many as the format's registers allow (65536 a SM, allocated 8 a thread at a time), at most
+  // 7 (8, at up to 64 registers, unmeasured). Past 6 a SM the count decided it in every format measured
+  // (sixty-first session, 2 → 4 warps at 28672×8192, 6.8 blocks a SM, one / 8 rows): the formats at up to 72
+  // registers gained (fp16 symmetric 0.95 at one row, g256 0.92, fp16 accumulation 0.89, per channel 0.87
+  // at 8 rows, bf16 g64 0.85 / 0.82), those at 73-80 lost (1.03-1.35×; float zeros, bound by its own
+  // dequantization, aside: 0.98 / 0.95).
+  const int regs = four_warp_register_config_registers(p, bucket);
+  if (regs == 0) return 0;
+  return std::min<int64_t>(7, 65536 / ((regs + 7) / 8 * 8 * 128));
 }
 
 namespace {
@@ -535,6 +531,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // registers ran −5 to +15 % (per channel at one row 29.5 → 33.9, bf16 symmetric at 8 rows 36.3 → 41.0;
     // float zeros, 79, gained: −10 / −12 %); those at up to 72 (7 blocks fit) gained there and at 28672×8192.
     // Seven are counted for v36's format and, at one row, for 4-bit g128 with integer or no zeros.
+    // Heuristic v38 (sixty-second session): seven for every 3/4-bit format whose 4-warp config holds up to 72
+    // registers (the table in wq_gemm_registers.cpp), as the sixty-first session's runs past the wave
+    // sorted them.
     const bool v5_registers =
         sm90a && v5 && !c.x_shared && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 2 && chunks > 32;
     const bool v36 = v5_registers && p.bits == 4 && p.group_size == 128 &&

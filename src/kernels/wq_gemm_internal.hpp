@@ -209,9 +209,12 @@ inline bool six_tile_fill_within(const HeuristicShape& h, int min_percent, int m
 // How many blocks of v5's registers config with 4 warps along K (4 tiles a warp, 2 stages, 1-8 rows)
 // fit per Hopper SM, from the registers ptxas gives each format (65536 a SM, allocated 8 at a time: up
 // to 72 a thread, 7 blocks; up to 80, 6); 0 where the heuristic has no measurement (perf-notes,
-// sixtieth and sixty-first sessions). tests/unit/heuristic_v37_test.cpp compiles the formats and
+// sixtieth to sixty-second sessions). tests/unit/heuristic_v37_test.cpp compiles the formats and
 // checks their registers against it.
 int64_t four_warp_register_blocks_per_sm(const WqGemmProblem& problem, int64_t bucket);
+// The registers a thread of that config holds in the problem's 3/4-bit format at this bucket (ptxas,
+// CUDA 13.0; wq_gemm_registers.cpp), or 0 where the table counts none.
+int four_warp_register_config_registers(const WqGemmProblem& problem, int64_t bucket);
 // A config of one warp along N, K unsplit: the heuristic's starting point.
 WqGemmConfig base_config(int m_tiles, int n_tiles, int warps_k, int stages);
 // The heuristic's warpgroup-MMA config (sm_90a, 32-128 rows), or none where its rules leave the
