@@ -33,8 +33,16 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   //   x_shared on both GPUs (tune-day heuristic; 12-17 % than the best x_shared config); K ≥ 2N from 16 M
   //   weights (2560×8192) with 4 tiles: 18-22 % faster on both. Measured on W4 g128 only, so only there
   //   (per-channel W4 and 8-bit spill with them).
+  // Heuristic v39 (sixty-second session, out of sample: an H200 tune of four layers of the seventh set
+  // in formats beyond groups of 128 with integer zeros): 3-bit weights follow the 4-bit rules and 8-bit
+  // weights with per-channel scales the 8-bit g128 ones. At 64 rows the tuned best of all four layers
+  // was a wgmma config in both (5120×4096, 8192×6144, 6144×16384, 28672×5120), where the mma.sync
+  // configs the heuristic ran took 1.44-2.02× (3-bit g128) and 1.25-1.90× (8-bit per channel) as long;
+  // the wgmma configs no longer spill in these formats (ptxas: 91-168 registers).
+  const int bits = p.bits == 3 ? 4 : p.bits;
+  const bool g128 = p.group_size == 128 || (p.bits == 8 && p.group_size == 0);
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  const bool small_128 = bucket == 128 && weights < 48e6 && p.bits == 4 && p.group_size == 128;
+  const bool small_128 = bucket == 128 && weights < 48e6 && bits == 4 && g128;
   const bool one_wave_128 = small_128 && weights >= 8e6 && tiles_per_sm >= 7 && tiles_per_sm <= 10;
   const bool k_heavy_128 = small_128 && weights >= 16e6 && p.k >= 2 * p.n;
   // - Heuristic v10 (after the coalesced activation loads, fifteenth session; H200 re-tune of the
@@ -66,10 +74,10 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 18432×2304 (17.5 tiles per SM), H200 tune: mma.sync (2,4,2,2) 1.46× the best (all wgmma), this
   // rule's (4,4,8,1) with the image 1.02×.
   const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 8 &&
-                        (p.bits == 4 || ((p.bits == 2 || p.bits == 8) && bucket == 64));
+                        (bits == 4 || ((bits == 2 || bits == 8) && bucket == 64));
   const bool large = weights >= 48e6 || wide_mid;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
-                         p.group_size == 128 && !(bucket == 64 && p.bits == 8);
+                         g128 && !(bucket == 64 && bits == 8);
   // Heuristic v17: where 128-column blocks split in two along K (a cluster pair, below) make
   // 0.7-1 wave, with at least 8 chunks per piece.
   // 128-column blocks of 16·mt rows over all of K, and split in two along K.
@@ -85,7 +93,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v25's mma.sync: H200 64 rows 16.29 → 11.21 µs, 128 rows 18.54 → 15.25; H100 17.43 → 11.97, 18.48
   // → 15.49.
   auto pair_wave_at = [&](int mt) {
-    const bool short_k = p.bits == 4 && chunks < 28;
+    const bool short_k = bits == 4 && chunks < 28;
     return mt * 16 <= bucket && wave_of(mt, 2, short_k ? 0.5 : 0.7) && chunks >= 16;
   };
   // Heuristic v20 (twenty-sixth session): 8-bit weights at 64 rows too. The exclusion dated from before
@@ -100,8 +108,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v29 (forty-sixth session, out of sample): wherever that split makes 0.7-1 wave (was 3-4 tiles per SM;
   // 2952-4224 columns on 132 SMs). Llama-3-8B's QKV at TP 2, 3072×4096 (2.9 tiles per SM, 96 blocks), H200
   // tune: this config the best, v28's per-warp mma.sync (1,4,1,4,1,4) 1.52× it.
-  const bool narrow_w8_64 =
-      bucket == 64 && p.bits == 8 && p.group_size == 128 && wave_of(4, 4) && chunks >= 32 && chunks < 64;
+  const bool narrow_w8_64 = bucket == 64 && bits == 8 && g128 && wave_of(4, 4) && chunks >= 32 && chunks < 64;
   // Heuristic v18's four-way K split of 128-column blocks of 64 rows (below), where it makes 0.7-1 wave
   // and each piece keeps 16 chunks or more.
   // v29 (forty-sixth session): from 40 chunks (pieces of 10), with 3 stages under 64 chunks (below). H200
@@ -130,17 +137,16 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 4-5 tiles per SM (from 28 chunks) from v10's block-shared rule (eight_bit_x_shared, mma.sync side):
   // H200 bench, 5120×8192 (4.85, 64 chunks), v10's (4,4,2,2) 30.96 µs → 21.88 with the image; under 64
   // chunks there (4608×3584, 5120×4096) unmeasured.
-  const bool few_blocks_w8_64 = bucket == 64 && p.bits == 8 && p.group_size == 128;
+  const bool few_blocks_w8_64 = bucket == 64 && bits == 8 && g128;
   // v32 (forty-ninth session, out of sample): 2-bit weights in groups of 128 at 64 rows over 4 tiles per SM
   // too (up to 5 below: 4232-5279 columns on 132 SMs). Mistral-Nemo-12B's o_proj, 5120×4096 (4.85 tiles per
   // SM, 32 chunks), tunes: v31's mma.sync (1,4,1,2,1,3) staged 1.33× (H200) and 1.29× (H100) the best, every
   // one of them a wgmma config. H200 bench, µs, against (1,4,1,2,1,3) staged: 5120×4096 17.40 → 13.60,
   // 5120×8192 32.56 → 18.72, 4608×3584 15.45 → 12.10.
-  const bool few_blocks_w2_64 = bucket == 64 && p.bits == 2 && p.group_size == 128 && tiles_per_sm > 4;
-  const bool few_blocks_wgmma =
-      rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
-      !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
-      (p.bits == 4 || (four_way_64 && p.group_size == 128) || few_blocks_w8_64 || few_blocks_w2_64);
+  const bool few_blocks_w2_64 = bucket == 64 && bits == 2 && g128 && tiles_per_sm > 4;
+  const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
+                                !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
+                                (bits == 4 || (four_way_64 && g128) || few_blocks_w8_64 || few_blocks_w2_64);
   // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 144 chunks or more (10240×8192 and
   // wider; 8192×28672, 3584×18944, and out of sample 5120×27648), one 32-row tile per block of two MMA
   // warpgroups: the tuned best of every such entry on both GPUs (3584×18944's on the H100 1.03×; 5120×27648
@@ -153,7 +159,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 26.15 µs for the staged mma.sync against 20.90 for this rule's (2,2,8,1) stream K with the image;
   // H100 bench 28.36 against 21.18 for its tuned (2,4,8,1) stream K, which the tune put 0.4 % ahead of
   // this rule's config). No layer of the shipped files lies between 8.5 and 9.
-  const bool wide_32 = bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 144) && p.bits == 4;
+  const bool wide_32 = bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 144) && bits == 4;
   // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
   // and their grid.
   WqGemmConfig c32 = make(2, 4, 1, 3);
@@ -166,12 +172,11 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // of sample. H200 bench, v24's per-warp mma.sync → v25: 5120×13824 26.38 → 22.00 µs, 5120×17920
   // 33.51 → 26.19, 2304×16384 20.16 → 14.71; in-sample 2560×8192 and 5120×8192 (1.00-1.06× before).
   // Where the split makes 0.7-1 wave (3584 and 4096 columns) it stays as it was (split 8 or mma.sync).
-  const bool narrow_32 = bucket == 32 && p.bits == 4 && tiles_per_sm >= 2 && tiles_per_sm < 5 &&
-                         chunks >= 64 && c32_blocks < 0.7 * sms;
+  const bool narrow_32 = bucket == 32 && bits == 4 && tiles_per_sm >= 2 && tiles_per_sm < 5 && chunks >= 64 &&
+                         c32_blocks < 0.7 * sms;
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32;
-  const bool measured_format =
-      p.bits == 4 || ((p.bits == 2 || p.bits == 8) && p.group_size == 128 && bucket >= 64);
+  const bool measured_format = bits == 4 || ((bits == 2 || bits == 8) && g128 && bucket >= 64);
   if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows)) return std::nullopt;
   // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
   // the seven best configs of both GPUs' tunes all take the 128 rows per block, stream K first: 27.7
