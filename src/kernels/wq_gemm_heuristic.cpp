@@ -534,8 +534,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Heuristic v38 (sixty-second session): seven for every 3/4-bit format whose 4-warp config holds up to 72
     // registers (the table in wq_gemm_registers.cpp), as the sixty-first session's runs past the wave
     // sorted them.
-    const bool v5_registers =
-        sm90a && v5 && !c.x_shared && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 2 && chunks > 32;
+    const bool v5_two_warps = sm90a && v5 && !c.x_shared && c.warps_n == 1 && c.warps_k == 2 && chunks > 32;
+    const bool v5_registers = v5_two_warps && c.n_tiles == 4;
     const bool v36 = v5_registers && p.bits == 4 && p.group_size == 128 &&
                      p.mode == DequantMode::SubZeroThenScale && p.accum == DType::F32;
     // Past the wave, 3 warps stay v36's (fp16): in six other formats at 2 / 8 rows on 28672×8192 and
@@ -544,6 +544,17 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       c.warps_k = 4;
     else if (v36 && p.act == DType::F16 && bucket > 1 && col_blocks <= 9LL * sms)
       c.warps_k = 3;
+    // Heuristic v40 (sixty-second session, out of sample: an H200 tune of the seventh set in 3-bit g128,
+    // fp16): 3-bit weights at one row, where v5's 2-warp config stays (past the 4-warp wave), take 8 tiles
+    // a warp staged per warp, 4 warps along K. Tuner times, that config against the best: 28672×5120 1.05×,
+    // 32768×6144 1.04×, 40960×7168 and 73728×4608 the best, 45056×8192 1.06×; v5's (1,4,1,2,1,2) 1.11-1.21×
+    // (on 73728×4608, over 40 tiles a SM, its 8-tile form (1,8,1,2,1,2): 1.20×).
+    // (A 3-bit tile is 12 bytes a lane where a 4-bit one is 16: a warp needs more tiles to keep as many
+    // bytes in flight.)
+    else if (v5_two_warps && (c.n_tiles == 4 || c.n_tiles == 8) && p.bits == 3 && bucket == 1) {
+      c = make(1, 8, 4, 2);
+      c.x_shared = true;
+    }
   } else if (bucket <= 16 && stage_per_warp) {
     // Activations staged per warp (x_shared with one warp along N; docs/perf-notes.md, "wq_gemm
     // v9"): 4 tiles × 8 warps along K (~124 registers before the 16-row operand swap, ~99 since;
