@@ -27,7 +27,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   //   the swap gained (9-21 %).
   // - 4-bit weights; 2- and 8-bit with groups of 128 at 64 and 128 rows only: 1.1-1.7× faster than
   //   x_shared there (H200; 16384² M=128 W8 251 µs against 427). Per-channel scales and other group
-  //   sizes spill registers at 8 bits and are not measured at 2 and 8; 1 and 3 bits are not measured.
+  //   sizes spilled registers at 8 bits then (no longer: v39 below takes 8-bit per channel and 3-bit
+  //   weights); 1-bit weights and other 2/8-bit groups are not measured.
   // - 128 rows below 48 M weights: from 8 M weights at 7-10 tiles per SM (8192×1024…4096) with 2
   //   tiles per warp, a 128-column block (one wave of blocks, K unsplit): 14-28 % faster than
   //   x_shared on both GPUs (tune-day heuristic; 12-17 % than the best x_shared config); K ≥ 2N from 16 M

@@ -429,8 +429,9 @@ TEST_CASE("choose_config v22: 8-bit weights at 16 rows over 20 tiles per SM, 4 w
   CHECK(lowbit::choose_config(p, hopper, 132).warps_n == 1);
 }
 
-TEST_CASE("choose_config v23: 6 tiles per warp at 16 rows where 48-column blocks fill 70-100 % of the SMs once",
-          "[config]") {
+TEST_CASE(
+    "choose_config v23: 6 tiles per warp at 16 rows where 48-column blocks fill 70-100 % of the SMs once",
+    "[config]") {
   WqGemmProblem p = normal_problem();
   p.m = 16;
   const Arch hopper = Arch::parse("sm_90a");
@@ -739,9 +740,11 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK_FALSE(lowbit::choose_config(k_heavy, hopper, 132).wgmma);
   big.m = 64, big.bits = 8;
   CHECK(lowbit::choose_config(big, hopper, 132).wgmma);  // measured for 2, 4 and 8 bits
-  big.bits = 3;
-  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
-  big.bits = 8, big.group_size = 0;  // per-channel 8-bit spills with it, and is not measured
+  big.bits = 3;  // v39: 3-bit as 4-bit, 8-bit per channel as g128 (tests/unit/heuristic_v39_test.cpp)
+  CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
+  big.bits = 8, big.group_size = 0;
+  CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
+  big.group_size = 64;  // other 8-bit groups: unmeasured
   CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
   big.group_size = 128, big.m = 32;  // 2 and 8 bits: measured at 64 and 128 rows only
   CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
@@ -819,10 +822,10 @@ TEST_CASE("permute_shape: a thread per output vector, few blocks per row, every 
   check(0, 16, 7, 16, 256);
   // From 17 rows a block copies its row into shared memory: as few per row as fill the SMs.
   CHECK(lowbit::wq::permute_in_shared(p, 17));
-  check(0, 17, 8, 17, 224);     // ceil(132 / 17) = 8 blocks per row, 224 threads
-  check(0, 20, 7, 20, 256);     // 7 blocks per row
+  check(0, 17, 8, 17, 224);        // ceil(132 / 17) = 8 blocks per row, 224 threads
+  check(0, 20, 7, 20, 256);        // 7 blocks per row
   check(0, 70000, 2, 65535, 896);  // grid y at most 65535: blocks loop over the rows past it
-  check(128, 97, 2, 128, 896);  // an image of 128 rows: the fewest blocks per row (1792 vectors)
+  check(128, 97, 2, 128, 896);     // an image of 128 rows: the fewest blocks per row (1792 vectors)
   p.k = 4096;
   check(64, 64, 3, 64, 192);   // 512 vectors: 3 blocks per row fill 132 SMs
   check(0, 140, 1, 140, 512);  // more rows than SMs: one block per row
