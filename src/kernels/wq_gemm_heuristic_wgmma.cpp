@@ -27,8 +27,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   //   the swap gained (9-21 %).
   // - 4-bit weights; 2- and 8-bit with groups of 128 at 64 and 128 rows only: 1.1-1.7× faster than
   //   x_shared there (H200; 16384² M=128 W8 251 µs against 427). Per-channel scales and other group
-  //   sizes spilled registers at 8 bits then (no longer: v39 below takes 8-bit per channel and 3-bit
-  //   weights); 1-bit weights and other 2/8-bit groups are not measured.
+  //   sizes spilled registers at 8 bits then (no longer: v39 and v41 below take 3-bit and 1-bit weights and
+  //   every 2/8-bit group size).
   // - 128 rows below 48 M weights: from 8 M weights at 7-10 tiles per SM (8192×1024…4096) with 2
   //   tiles per warp, a 128-column block (one wave of blocks, K unsplit): 14-28 % faster than
   //   x_shared on both GPUs (tune-day heuristic; 12-17 % than the best x_shared config); K ≥ 2N from 16 M
@@ -40,8 +40,12 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // was a wgmma config in both (5120×4096, 8192×6144, 6144×16384, 28672×5120), where the mma.sync
   // configs the heuristic ran took 1.44-2.02× (3-bit g128) and 1.25-1.90× (8-bit per channel) as long;
   // the wgmma configs no longer spill in these formats (ptxas: 91-168 registers).
-  const int bits = p.bits == 3 ? 4 : p.bits;
-  const bool g128 = p.group_size == 128 || (p.bits == 8 && p.group_size == 0);
+  // v41 (the same session, a second tune: 8192×6144 and 28672×5120 at 64 rows, all best wgmma, the
+  // mma.sync configs the heuristic ran 1.79-1.97× the best in 1-bit g128, 1.53-1.69× in 2-bit g64, 1.43-1.88×
+  // in 8-bit g64; tuner times only): 1-bit weights follow the 2-bit rules, and 2/8-bit weights of every group
+  // size (per channel included) the g128 ones.
+  const int bits = p.bits == 3 ? 4 : p.bits == 1 ? 2 : p.bits;
+  const bool g128 = p.group_size == 128 || bits == 2 || bits == 8;
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
   const bool small_128 = bucket == 128 && weights < 48e6 && bits == 4 && g128;
   const bool one_wave_128 = small_128 && weights >= 8e6 && tiles_per_sm >= 7 && tiles_per_sm <= 10;

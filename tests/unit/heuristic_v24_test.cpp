@@ -34,9 +34,9 @@ TEST_CASE("choose_config v24: few-block layers at 64 and 128 rows run wgmma", "[
     CHECK(c.warps_k == 4);
     CHECK(c.x_shared);
   }
-  // 3-bit weights too since v39 (tests/unit/heuristic_v39_test.cpp); not 1-bit (unmeasured).
+  // 3-bit weights too since v39, 1-bit (as 2-bit) since v41 (tests/unit/heuristic_v39_test.cpp).
   CHECK(choose_hopper(5120, 8192, 64, 3).wgmma);
-  CHECK_FALSE(choose_hopper(5120, 8192, 64, 1).wgmma);
+  CHECK(choose_hopper(5120, 8192, 64, 1).wgmma);
 }
 
 TEST_CASE("choose_config v24: wgmma grids of one wave, or stream K", "[config][heuristic]") {

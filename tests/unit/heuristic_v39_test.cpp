@@ -1,6 +1,6 @@
-// Heuristics v39 and v40 (docs/perf-notes.md, sixty-second session, from an out-of-sample H200 tune in
-// formats beyond 4-bit g128): the wgmma rules for 3-bit weights and for 8-bit weights with per-channel
-// scales; 3-bit weights at one row staged with 8 tiles a warp past the 4-warp register wave.
+// Heuristics v39-v41 (docs/perf-notes.md, sixty-second session, from out-of-sample H200 tunes in formats
+// beyond 4-bit g128): the wgmma rules for 3-bit and 1-bit weights and for 2/8-bit weights of every group
+// size; 3-bit weights at one row staged with 8 tiles a warp past the 4-warp register wave.
 #include <cstdint>
 #include <optional>
 
@@ -66,12 +66,48 @@ TEST_CASE("choose_config v39: 3-bit weights take the 4-bit wgmma rules, 8-bit pe
   WqGemmProblem w8 = g128_problem(28672, 5120, 64, 8);
   w8.group_size = 0, w8.mode = DequantMode::Symmetric;
   CHECK(wgmma_shape(choose_hopper(w8)) == "4,4,8,1 sk1 img");
-  // Still unmeasured, so still mma.sync: 8-bit with groups of 64, 2-bit per channel.
-  w8.group_size = 64;
-  CHECK(!choose_hopper(w8).wgmma);
-  WqGemmProblem w2 = g128_problem(28672, 5120, 64, 2);
-  w2.group_size = 0;
-  CHECK(!choose_hopper(w2).wgmma);
+}
+
+TEST_CASE("choose_config v41: 1-bit weights take the 2-bit wgmma rules, 2/8-bit of every group the g128 ones",
+          "[config][heuristic]") {
+  int wgmma_1 = 0, wgmma_groups = 0;
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 4096},
+                      {8192, 6144},
+                      {6144, 16384},
+                      {28672, 5120},
+                      {4096, 14336},
+                      {2304, 9216},
+                      {22016, 2048},
+                      {9216, 3072}}) {
+    for (int64_t m : {32, 64, 128}) {
+      const auto c2 = wgmma_choice(g128_problem(n, k, m, 2));
+      const auto c1 = wgmma_choice(g128_problem(n, k, m, 1));
+      INFO(n << "x" << k << " m " << m);
+      REQUIRE(c1.has_value() == c2.has_value());
+      if (c1) CHECK(*c1 == *c2);
+      wgmma_1 += c1.has_value();
+      for (int bits : {2, 8})
+        for (int group : {32, 64, 0}) {
+          WqGemmProblem p = g128_problem(n, k, m, bits);
+          p.group_size = group;
+          INFO(p.str());
+          const auto c = wgmma_choice(p), c128 = wgmma_choice(g128_problem(n, k, m, bits));
+          REQUIRE(c.has_value() == c128.has_value());
+          if (c) CHECK(*c == *c128);
+          wgmma_groups += c.has_value();
+        }
+    }
+  }
+  CHECK(wgmma_1 >= 8);
+  CHECK(wgmma_groups >= 60);
+  // The tuned layers (8192×6144 and 28672×5120 at 64 rows): the tuner's best tile and split.
+  for (auto [bits, group] : {std::pair{1, 128}, {2, 64}, {8, 64}}) {
+    WqGemmProblem p = g128_problem(8192, 6144, 64, bits);
+    p.group_size = group;
+    CHECK(wgmma_shape(choose_hopper(p)) == "4,2,8,1 sk2 img");
+    p.n = 28672, p.k = 5120;
+    CHECK(wgmma_shape(choose_hopper(p)) == "4,4,8,1 sk1 img");
+  }
 }
 
 TEST_CASE("choose_config v40: 3-bit weights at one row past the 4-warp wave stage 8 tiles a warp",

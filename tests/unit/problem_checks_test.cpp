@@ -744,8 +744,8 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
   big.bits = 8, big.group_size = 0;
   CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
-  big.group_size = 64;  // other 8-bit groups: unmeasured
-  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
+  big.group_size = 64;  // v41: every 8-bit group
+  CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
   big.group_size = 128, big.m = 32;  // 2 and 8 bits: measured at 64 and 128 rows only
   CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
   // Heuristic v10. 128 rows from 48 M weights: all 128 rows per block, 128 columns, every format.
