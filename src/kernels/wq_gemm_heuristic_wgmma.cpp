@@ -39,7 +39,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // weights with per-channel scales the 8-bit g128 ones. At 64 rows the tuned best of all four layers
   // was a wgmma config in both (5120×4096, 8192×6144, 6144×16384, 28672×5120), where the mma.sync
   // configs the heuristic ran took 1.44-2.02× (3-bit g128) and 1.25-1.90× (8-bit per channel) as long;
-  // the wgmma configs no longer spill in these formats (ptxas: 91-168 registers).
+  // the wgmma configs no longer spill in these formats (ptxas: 90-168 registers).
   // v41 (the same session, a second tune: 8192×6144 and 28672×5120 at 64 rows, all best wgmma, the
   // mma.sync configs the heuristic ran 1.79-1.97× the best in 1-bit g128, 1.53-1.69× in 2-bit g64, 1.43-1.88×
   // in 8-bit g64; tuner times only): 1-bit weights follow the 2-bit rules, and 2/8-bit weights of every group
