@@ -3,6 +3,7 @@
 // size; 3-bit weights at one row staged with 8 tiles a warp past the 4-warp register wave.
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "kernels/wq_gemm_internal.hpp"
 #include "lowbit/lowbit.hpp"
@@ -25,36 +26,34 @@ const lowbit::Arch kHopper = lowbit::Arch::parse("sm_90a");
 std::optional<WqGemmConfig> wgmma_choice(const WqGemmProblem& p) {
   return lowbit::wq::choose_wgmma_config(p, kHopper, 132);
 }
+
+// The layers both rules are checked on (the tuned four first), N × K.
+constexpr std::pair<int64_t, int64_t> kLayers[] = {{5120, 4096},  {8192, 6144}, {6144, 16384}, {28672, 5120},
+                                                   {4096, 14336}, {2304, 9216}, {22016, 2048}, {9216, 3072}};
+
+// Whether `p` runs wgmma; checks that `same_as` gets the same choice (or none either).
+bool same_wgmma_choice(const WqGemmProblem& p, const WqGemmProblem& same_as) {
+  INFO(p.str() << " as " << same_as.str());
+  const auto c = wgmma_choice(p), c_as = wgmma_choice(same_as);
+  REQUIRE(c.has_value() == c_as.has_value());
+  if (c) CHECK(*c == *c_as);
+  return c.has_value();
+}
 }  // namespace
 
 TEST_CASE("choose_config v39: 3-bit weights take the 4-bit wgmma rules, 8-bit per channel the g128 ones",
           "[config][heuristic]") {
   int wgmma_3 = 0, wgmma_8 = 0;
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 4096},
-                      {8192, 6144},
-                      {6144, 16384},
-                      {28672, 5120},
-                      {4096, 14336},
-                      {2304, 9216},
-                      {22016, 2048},
-                      {9216, 3072}}) {
+  for (auto [n, k] : kLayers) {
     for (int64_t m : {32, 64, 128}) {
       for (int group : {32, 64, 128, 0}) {
         WqGemmProblem p3 = g128_problem(n, k, m, 3), p4 = g128_problem(n, k, m, 4);
         p3.group_size = p4.group_size = group;
-        INFO(p3.str());
-        const auto c3 = wgmma_choice(p3), c4 = wgmma_choice(p4);
-        REQUIRE(c3.has_value() == c4.has_value());
-        if (c3) CHECK(*c3 == *c4);
-        wgmma_3 += c3.has_value();
+        wgmma_3 += same_wgmma_choice(p3, p4);
       }
       WqGemmProblem pc = g128_problem(n, k, m, 8), g128 = g128_problem(n, k, m, 8);
       pc.group_size = 0, pc.mode = DequantMode::Symmetric, g128.mode = DequantMode::Symmetric;
-      INFO(pc.str());
-      const auto c_pc = wgmma_choice(pc), c_g128 = wgmma_choice(g128);
-      REQUIRE(c_pc.has_value() == c_g128.has_value());
-      if (c_pc) CHECK(*c_pc == *c_g128);
-      wgmma_8 += c_pc.has_value();
+      wgmma_8 += same_wgmma_choice(pc, g128);
     }
   }
   // Not vacuous: most of these layers run wgmma at 64 and 128 rows.
@@ -71,30 +70,14 @@ TEST_CASE("choose_config v39: 3-bit weights take the 4-bit wgmma rules, 8-bit pe
 TEST_CASE("choose_config v41: 1-bit weights take the 2-bit wgmma rules, 2/8-bit of every group the g128 ones",
           "[config][heuristic]") {
   int wgmma_1 = 0, wgmma_groups = 0;
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 4096},
-                      {8192, 6144},
-                      {6144, 16384},
-                      {28672, 5120},
-                      {4096, 14336},
-                      {2304, 9216},
-                      {22016, 2048},
-                      {9216, 3072}}) {
+  for (auto [n, k] : kLayers) {
     for (int64_t m : {32, 64, 128}) {
-      const auto c2 = wgmma_choice(g128_problem(n, k, m, 2));
-      const auto c1 = wgmma_choice(g128_problem(n, k, m, 1));
-      INFO(n << "x" << k << " m " << m);
-      REQUIRE(c1.has_value() == c2.has_value());
-      if (c1) CHECK(*c1 == *c2);
-      wgmma_1 += c1.has_value();
+      wgmma_1 += same_wgmma_choice(g128_problem(n, k, m, 1), g128_problem(n, k, m, 2));
       for (int bits : {2, 8})
         for (int group : {32, 64, 0}) {
           WqGemmProblem p = g128_problem(n, k, m, bits);
           p.group_size = group;
-          INFO(p.str());
-          const auto c = wgmma_choice(p), c128 = wgmma_choice(g128_problem(n, k, m, bits));
-          REQUIRE(c.has_value() == c128.has_value());
-          if (c) CHECK(*c == *c128);
-          wgmma_groups += c.has_value();
+          wgmma_groups += same_wgmma_choice(p, g128_problem(n, k, m, bits));
         }
     }
   }
