@@ -396,6 +396,21 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       else
         c.stages = 3;
     }
+    // Heuristic v45 (sixty-third session, out of sample): one row, 1-2-bit weights that v19 stages 8 tiles
+    // a warp, where blocks of 6 tiles fill 70-90 % of the SMs in one wave (4424-5664 columns on 132 SMs;
+    // up to 100 %, 6336 columns, where the format dequantizes every weight before the MMA): 6 tiles, 3
+    // stages, v19's warps along K. Tunes, v19's (1,8,1,8|16,1,2) against the best (6-tile configs in
+    // every case): W2 g128 5120×4096 1.13 (H200) / 1.09 (H100), 5120×25600 1.11 / 1.12, 5120×32768 1.12
+    // (H200); HQQ 2-bit (float zeros g64) 6144×16384 1.24, 5120×4096 1.07 (H200). W2 g128 keeps 8 tiles
+    // on 6144-wide layers (97 % fill): 6144×16384's best on both GPUs. Bench (H200), µs, v19's config →
+    // this: g128 5120×4096 5.12 → 4.67, 5120×8192 7.75 → 6.85, 5120×25600 18.87 → 16.71 (bf16 0.88-0.92×);
+    // float zeros g64 6144×16384 21.73 → 17.46, 5120×8192 12.19 → 9.83, 6144×4096 7.18 → 6.29; g64
+    // 6144×16384 18.77 → 15.18; g32 6144×4096 6.64 → 5.77; 1-bit g128 5120×8192 7.28 → 6.79 (14 of 14
+    // faster, 0.80-0.93×).
+    if (sm90a && bucket == 1 && c.x_shared && p.bits <= 2 && c.n_tiles == 8 && c.warps_n == 1 &&
+        wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent,
+                                 wq::dequantizes_every_weight(p) ? 100 : wq::kSixTileOneRowMaxFillPercent))
+      c.n_tiles = 6, c.stages = 3;
     // Heuristic v30 (forty-seventh session, out of sample): one row, 4-bit weights in groups of 128 on
     // 8.5-10 tiles per SM (8977-10560 columns on 132 SMs) up to 40 chunks, and on 6.5-8.5 up to 16:
     // 2 tiles × 4 warps along K, staged, 2 stages (the many small blocks fill the SMs' slots evenly).
@@ -699,6 +714,25 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
       else if (quarter_off6)
         c.n_tiles = 6;
     }
+    // Heuristic v43 (sixty-third session, out of sample): 3/4-bit weights in groups of 128 (integer zeros
+    // or symmetric) where the rules above leave 4 tiles × 8 warps and blocks of 8 tiles fill 70-100 % of the
+    // SMs in one wave (6337-8448 columns on 132 SMs: v23's 6 tiles take those up to 6336), 48 chunks or
+    // more: 8 tiles a warp. Not where the format dequantizes every weight before the MMA (its ALU bounds
+    // it: 3-bit g64 8192² ran this config 1.026×), nor per channel or g256 (4-bit 8192²: 1.049× / 1.010×).
+    // - 3-bit, H200 tunes, (1,4,1,8,1,2) against the best: 8192×14336 1.22, 8192×6144 1.16-1.18,
+    //   7168×8192 1.15, 8192² 1.12 (this config 1.00-1.04 where timed). Bench, µs, f16 / bf16: 8192×14336
+    //   23.05 → 19.38 / 22.56 → 19.78, 8192² 14.03 → 12.14 / 13.77 → 12.52, 7168×8192 14.00 → 12.11 /
+    //   13.77 → 12.42, 8192×6144 11.19 → 9.91, 8192×28672 44.10 → 35.86.
+    // - 4-bit: the shipped files' f16 entries on such layers mostly hold this config (H200 8192², 7168×8192,
+    //   8192×14336; 8192×7168 and 8192×28672 with 3 stages), where (1,4,1,8,1,2) ran 1.05-1.14× (H100
+    //   1.03-1.06×, its bests 4 tiles × 4 warps: this config 1.02-1.04×); GPTQ symmetric bf16 8192×6144
+    //   tune (H200): 1.12×, this config the best. Bench (H200, call 4), µs, f16: 8192×28672 38.59 → 34.38,
+    //   7168×20480 27.99 → 25.13, 8192×14336 20.59 → 18.99, 8192² 12.78 → 12.05, 7168×8192 12.70 → 11.90,
+    //   8192×6144 10.32 → 9.83; bf16 0.87-0.91× (8192×14336 22.81 → 19.74); symmetric 0.91-0.96×.
+    const bool v43 = sm90a && (p.bits == 3 || p.bits == 4) && p.group_size == 128 &&
+                     !wq::dequantizes_every_weight(p) && c.warps_n == 1 && c.n_tiles == 4 && c.warps_k == 8 &&
+                     10 * blocks8 >= 7LL * sms && blocks8 <= sms && chunks >= 48;
+    if (v43) c.n_tiles = 8;
     c.x_shared = true;
   } else if (bucket <= 16) {
     // Deterministic mode and smaller shared memory (v5 rules): 8 tiles share each chunk's activations in
@@ -828,6 +862,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // re-tune of 6144×4096 after the fifteenth session: 20.15 µs against 24.08 for 2 row tiles).
     if (eight_bit_x_shared) c.m_tiles = 4;
   }
+  if (auto t = wq::three_bit_config(p, h, c, arch)) c = *t;
   c = wq::fit_registers(p, c);
   // Smaller shared memory (sm_86/89: 99 KiB): fewer warps per block until the rings fit, then
   // fewer tiles, stages, and no activation stages.

@@ -183,6 +183,10 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j);
 // ("pc" for per-channel, ".o32" for f32 output, "sym" for symmetric).
 tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
 
+// Whether the mma.sync kernel dequantizes every weight before the MMA in this format (float zeros, groups
+// under 128, fp16 accumulation), where other formats fold the zero and scale in after it: such formats
+// keep more registers live per tile and spend more of the ALU pipe per weight.
+bool dequantizes_every_weight(const WqGemmProblem& problem);
 // The config with fewer 16-row tiles per warp where the mode dequantizes every weight before the
 // MMA (float zeros, groups under 128) and more than 8 accumulator tiles would spill registers.
 WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);
@@ -220,6 +224,11 @@ WqGemmConfig base_config(int m_tiles, int n_tiles, int warps_k, int stages);
 // The heuristic's warpgroup-MMA config (sm_90a, 32-128 rows), or none where its rules leave the
 // problem to mma.sync (choose_config's other rules).
 std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& problem, const Arch& arch, int sm_count);
+
+// 3-bit weights' own mma.sync config where their rules (v42-v44, wq_gemm_heuristic_three_bit.cpp) replace
+// `chosen`, the config of the rules they share with 4-bit weights; none elsewhere.
+std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& problem, const HeuristicShape& shape,
+                                             const WqGemmConfig& chosen, const Arch& arch);
 
 // The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2
 // chunks per warp per split (at most 64; deterministic problems at most 8).

@@ -45,7 +45,8 @@ bool adds_in_cluster(const WqGemmConfig& c, const Arch& arch) {
   return cluster_split(c) || mma_cluster_split(c, arch);
 }
 bool needs_split_workspace(const WqGemmConfig& c, const Arch& arch) {
-  return c.split_k > 1 && !adds_in_cluster(c, arch);  // a cluster adds in shared memory, stream K in its scratch
+  return c.split_k > 1 &&
+         !adds_in_cluster(c, arch);  // a cluster adds in shared memory, stream K in its scratch
 }
 bool adds_in_scratch(const WqGemmConfig& c) {
   return c.stream_k || (c.wgmma && c.split_k > 1 && !cluster_split(c));
@@ -210,12 +211,15 @@ std::size_t permuted_x_bytes(const WqGemmProblem& p, int64_t max_m) {
   return p.act_order ? (static_cast<std::size_t>(max_m) * p.k * 2 + 255) / 256 * 256 : 0;
 }
 
+bool dequantizes_every_weight(const WqGemmProblem& p) {
+  return has_float_zeros(p.mode) || (p.group_size > 0 && p.group_size < 128) || p.accum == DType::F16;
+}
+
 WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
-  // Modes that dequantize every weight before the MMA (float zeros, groups under 128, fp16
-  // accumulation) keep more registers live per tile: past 8 accumulator tiles per warp they spill
-  // (ptxas, sm_90a: m_tiles 2 × n_tiles 8 needs 255 registers and 32-76 B of stack).
-  const bool full_dequant =
-      has_float_zeros(p.mode) || (p.group_size > 0 && p.group_size < 128) || p.accum == DType::F16;
+  // Modes that dequantize every weight before the MMA keep more registers live per tile: past 8 accumulator
+  // tiles per warp they spill (ptxas, sm_90a: m_tiles 2 × n_tiles 8 needs 255 registers and 32-76 B of
+  // stack).
+  const bool full_dequant = dequantizes_every_weight(p);
   // wgmma always dequantizes before the MMA; can_implement caps m_tiles·n_tiles at 16 (a few
   // 8-bit and per-channel configs still spill 4-76 bytes at the 168 registers of 384 threads).
   if (full_dequant && !c.wgmma)
