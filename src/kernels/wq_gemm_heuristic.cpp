@@ -723,7 +723,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   7168×8192 1.15, 8192² 1.12 (this config 1.00-1.04 where timed). Bench, µs, f16 / bf16: 8192×14336
     //   23.05 → 19.38 / 22.56 → 19.78, 8192² 14.03 → 12.14 / 13.77 → 12.52, 7168×8192 14.00 → 12.11 /
     //   13.77 → 12.42, 8192×6144 11.19 → 9.91, 8192×28672 44.10 → 35.86.
-    // - 4-bit: the shipped files' f16 entries on such layers mostly hold this config (H200 8192², 7168×8192,
+    // - 4-bit: the H200 file's f16 entries on such layers from 56 chunks hold this config (8192², 7168×8192,
     //   8192×14336; 8192×7168 and 8192×28672 with 3 stages), where (1,4,1,8,1,2) ran 1.05-1.14× (H100
     //   1.03-1.06×, its bests 4 tiles × 4 warps: this config 1.02-1.04×); GPTQ symmetric bf16 8192×6144
     //   tune (H200): 1.12×, this config the best. Bench (H200, call 4), µs, f16: 8192×28672 38.59 → 34.38,

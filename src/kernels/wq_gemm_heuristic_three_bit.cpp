@@ -29,13 +29,16 @@ std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& p, const Heuri
   // v42: one row where blocks of 8 tiles fill over half the SMs in one wave (4225-8448 columns on 132
   // SMs), 28 chunks or more: 8 tiles a warp, 16 warps along K from 64 chunks, else 12. H200 tunes, the
   // heuristic's staged config before (2 tiles × 8 warps, 4 × 8 or v28's 6 × 12) → this, against the best:
-  // 6144×16384 1.30 → 1.00, 8192×14336 1.21 → 1.00, 4608×3584 1.18 → ?, 7168×8192 1.14 → 1.00, 8192² 1.12 →
-  // 1.006, 8192×6144 1.07-1.10 → 1.00, 6144×4096 1.08 → ?, 5120×8192 1.06 → 1.00, 5120×4096 1.03 → 1.02.
-  // Bench (call 2), µs, fp16: 6144×16384 20.26 → 15.38, 8192×28672 32.72 → 25.20, 6144×8192 11.21 → 9.19,
-  // 8192×14336 17.46 → 14.41, 7168×8192 10.83 → 9.42, 4608×3584 6.16 → 5.36, 8192² 10.94 → 9.69, 8192×6144
-  // 8.80 → 7.93, 6144×4096 6.71 → 6.01, 5120×8192 9.57 → 8.99, 5120×13824 13.88 → 13.24, 5120×4096 5.87 →
-  // 5.81; bf16 0.84-0.93× where the old config had 2 or 4 tiles; symmetric 0.89-0.91×. Not under half a
-  // wave: 4096² (64 blocks), whose best is (1,4,1,16), took no 8-tile config among its six fastest.
+  // 6144×16384 1.30-1.31 → 1.00, 8192×14336 1.21 → 1.00, 4608×3584 1.18 → ?, 7168×8192 1.14 → 1.00,
+  // 8192² 1.12 → 1.006, 8192×6144 1.07-1.10 → 1.00, 6144×4096 1.08 → ?, 5120×8192 1.06 → 1.00, 5120×4096 1.03
+  // → 1.02. Bench (call 2), µs, fp16: 6144×16384 20.26 → 15.38, 8192×28672 32.72 → 25.20, 6144×8192 11.21
+  // → 9.19, 8192×14336 17.46 → 14.41, 7168×8192 10.83 → 9.42, 4608×3584 6.16 → 5.36, 8192² 10.94 → 9.69,
+  // 8192×6144 8.80 → 7.93, 6144×4096 6.71 → 6.01, 5120×8192 9.57 → 8.99, 5120×13824 13.88 → 13.24,
+  // 5120×4096 5.87 → 5.81; bf16 0.84-0.93× where the old config had 2 or 4 tiles; symmetric 0.89-0.91×. Not
+  // under half a wave: 4096² (64 blocks), whose best is (1,4,1,16), took no 8-tile config among its six
+  // fastest.
+  // bf16 keeps v28/v32's 6 tiles × 12 warps (its Σ MMAs after the zero): there this config ran 1.002×
+  // (5120×8192) and 1.017× (6144×16384) in the bench.
   const bool bf16_six_tiles = p.act == DType::BF16 && c.n_tiles == 6;
   if (h.bucket == 1 && staged_per_warp && !bf16_six_tiles && 2 * blocks8 > h.sms && blocks8 <= h.sms &&
       h.chunks >= 28) {
