@@ -190,10 +190,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // µs block-shared against 29.01 for (1,4,1,2,1,4)).
   const bool eight_bit_x_shared =
       bucket == 64 && p.bits == 8 && tiles_per_sm > 4 && tiles_per_sm <= 6 && !p.deterministic;
-  // Per-warp staged activations (v6 rules below) need a ring slot of activations per warp and stage:
-  // only where shared memory holds them at 8 warps (measured on Hopper; the 99 KiB of sm_86/89
-  // would cut them to 2-warp blocks); not in deterministic mode (its K order comes from M = 1).
-  const bool stage_per_warp = !p.deterministic && wq::smem_limit(arch) >= 160 * 1024;
+  // Per-warp staged activations (v6 rules below): wq::may_stage_per_warp.
+  const bool stage_per_warp = wq::may_stage_per_warp(p, arch);
   // v26's mma.sync rules (forty-third session) were measured on sm_90a only, 3/4-bit where they say
   // so: other arches keep v25's choices (the branches they touch are reached by more layers there).
   const bool v26 = wq::has_wgmma(arch) && (p.bits == 3 || p.bits == 4);
@@ -370,14 +368,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     if (sm90a && bucket == 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
         c.warps_k == 8) {
       if (chunks >= 32 &&
-          wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, wq::kSixTileOneRowMaxFillPercent))
+          wq::blocks_fill_within(h, 6, wq::kSixTileMinFillPercent, wq::kSixTileOneRowMaxFillPercent))
         c.n_tiles = 6, c.warps_k = 12;
       // v32 (forty-ninth session, out of sample): bf16 on 128 chunks or more up to a full wave of 6-tile
       // blocks too. InternLM2-20B's down projection, 6144×16384 (128 blocks of 6 tiles, 97 %), bench, µs,
       // v28's (1,2,1,8,1,3) → this: H200 18.78 → 15.98, H100 21.14 → 21.39. f16 keeps v28's 2 tiles (H200
       // 15.57 → 14.86, H100 19.60 → 20.22); shorter K unmeasured.
       else if (p.act == DType::BF16 && chunks >= 128 &&
-               wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100))
+               wq::blocks_fill_within(h, 6, wq::kSixTileMinFillPercent, 100))
         c.n_tiles = 6, c.warps_k = 12;
       else if (p.act == DType::BF16 && chunks > 16)
         c.stages = 3;
@@ -408,8 +406,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 6144×16384 18.77 → 15.18; g32 6144×4096 6.64 → 5.77; 1-bit g128 5120×8192 7.28 → 6.79 (14 of 14
     // faster, 0.80-0.93×).
     if (sm90a && bucket == 1 && c.x_shared && p.bits <= 2 && c.n_tiles == 8 && c.warps_n == 1 &&
-        wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent,
-                                 wq::dequantizes_every_weight(p) ? 100 : wq::kSixTileOneRowMaxFillPercent))
+        wq::blocks_fill_within(h, 6, wq::kSixTileMinFillPercent,
+                               wq::dequantizes_every_weight(p) ? 100 : wq::kSixTileOneRowMaxFillPercent))
       c.n_tiles = 6, c.stages = 3;
     // Heuristic v30 (forty-seventh session, out of sample): one row, 4-bit weights in groups of 128 on
     // 8.5-10 tiles per SM (8977-10560 columns on 132 SMs) up to 40 chunks, and on 6.5-8.5 up to 16:
@@ -466,7 +464,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // (32 chunks) 1.00-1.02 → 1.00-1.04; 4608×3584 (28 chunks) stays: there 6 tiles ran 1.08-1.13×. (The
     // 100 % bound never decides: 2 tiles per warp here means at most 6 tiles per SM, 132 blocks of 6.)
     if (sm90a && bucket > 1 && c.x_shared && (p.bits == 3 || p.bits == 4) && c.n_tiles == 2 &&
-        c.warps_k == 8 && chunks >= 32 && wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100))
+        c.warps_k == 8 && chunks >= 32 && wq::blocks_fill_within(h, 6, wq::kSixTileMinFillPercent, 100))
       c.n_tiles = 6, c.stages = 2;
     // Heuristic v34 (fifty-first session, out of sample at 2-8 rows): bf16 at 2-4 rows, 3/4-bit, staged 2
     // tiles × 8 warps on layers of fewer 4-tile blocks than SMs (up to 4192 columns on 132 SMs) from 32
@@ -705,7 +703,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // against 2 of 8) 7.91 against 10.55 in the bench. (28672×4096 and the other shipped wide layers gain
     // no quarter: 4 tiles × 7 blocks against 6 × 5.) Measured at 2 and 4 bits (1 and 3 follow); within
     // one wave v23's rule alone decides (the tuner has not timed 6 tiles under its 70 % fill).
-    const bool one_wave6 = wq::six_tile_fill_within(h, wq::kSixTileMinFillPercent, 100);
+    const bool one_wave6 = wq::blocks_fill_within(h, 6, wq::kSixTileMinFillPercent, 100);
     const bool quarter_off6 =
         sm90a && p.bits <= 4 && blocks6 > sms && 4 * busiest(6) <= 3 * busiest(c.n_tiles);
     if (c.warps_n == 1 && c.n_tiles >= 4) {
@@ -731,7 +729,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   8192×6144 10.32 → 9.83; bf16 0.87-0.91× (8192×14336 22.81 → 19.74); symmetric 0.91-0.96×.
     const bool v43 = sm90a && (p.bits == 3 || p.bits == 4) && p.group_size == 128 &&
                      !wq::dequantizes_every_weight(p) && c.warps_n == 1 && c.n_tiles == 4 && c.warps_k == 8 &&
-                     10 * blocks8 >= 7LL * sms && blocks8 <= sms && chunks >= 48;
+                     wq::blocks_fill_within(h, 8, 70, 100) && chunks >= 48;
     if (v43) c.n_tiles = 8;
     c.x_shared = true;
   } else if (bucket <= 16) {

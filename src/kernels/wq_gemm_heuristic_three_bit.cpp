@@ -19,8 +19,8 @@ std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& p, const Heuri
   // against the shared rules' config: g64 at one row 6144×4096 1.045, 7168×8192 1.004, 8192² 1.024, float
   // zeros g64 8192² 1.061). Groups of 256 and per channel are unmeasured at 3 bits (at 4 bits v43 lost
   // there).
-  if (p.bits != 3 || p.group_size != 128 || p.deterministic || !has_wgmma(arch) ||
-      smem_limit(arch) < 160 * 1024 || dequantizes_every_weight(p))
+  if (p.bits != 3 || p.group_size != 128 || !has_wgmma(arch) || !may_stage_per_warp(p, arch) ||
+      dequantizes_every_weight(p))
     return std::nullopt;
   const int64_t blocks8 = ceil_div(h.tiles, 8), blocks16 = ceil_div(h.tiles, 16);
   const bool staged_per_warp = c.x_shared && c.warps_n == 1;

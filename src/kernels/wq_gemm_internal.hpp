@@ -204,11 +204,17 @@ HeuristicShape heuristic_shape(const WqGemmProblem& problem, int sm_count);
 inline int64_t busiest_sm_tiles(const HeuristicShape& h, int64_t n_tiles) {
   return ceil_div(ceil_div(h.tiles, n_tiles), h.sms) * n_tiles;
 }
-// Whether the shape's 6-tile warp-column blocks number min_percent to max_percent of the SMs (100: at
-// most one wave).
-inline bool six_tile_fill_within(const HeuristicShape& h, int min_percent, int max_percent) {
-  const int64_t blocks = ceil_div(h.tiles, 6);
+// Whether the shape's warp-column blocks of n_tiles tiles number min_percent to max_percent of the SMs
+// (100: at most one wave).
+inline bool blocks_fill_within(const HeuristicShape& h, int64_t n_tiles, int min_percent, int max_percent) {
+  const int64_t blocks = ceil_div(h.tiles, n_tiles);
   return 100 * blocks >= min_percent * h.sms && 100 * blocks <= max_percent * h.sms;
+}
+// Whether activations may be staged per warp (the heuristic's staged rules): shared memory holds a ring
+// slot per warp and stage at 8 warps (measured on Hopper; the 99 KiB of sm_86/89 would cut them to 2-warp
+// blocks), and not in deterministic mode (its K order comes from M = 1).
+inline bool may_stage_per_warp(const WqGemmProblem& p, const Arch& arch) {
+  return !p.deterministic && smem_limit(arch) >= 160 * 1024;
 }
 // How many blocks of v5's registers config with 4 warps along K (4 tiles a warp, 2 stages, 1-8 rows)
 // fit per Hopper SM, from the registers ptxas gives each format (65536 a SM, allocated 8 at a time: up
