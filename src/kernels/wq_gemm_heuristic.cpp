@@ -716,7 +716,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // or symmetric) where the rules above leave 4 tiles × 8 warps and blocks of 8 tiles fill 70-100 % of the
     // SMs in one wave (6337-8448 columns on 132 SMs: v23's 6 tiles take those up to 6336), 48 chunks or
     // more: 8 tiles a warp. Not where the format dequantizes every weight before the MMA (its ALU bounds
-    // it: 3-bit g64 8192² ran this config 1.026×), nor per channel or g256 (4-bit 8192²: 1.049× / 1.010×).
+    // it: 3-bit g64 8192² ran this config 1.026×), nor per channel or 4-bit g256 (4-bit 8192²: 1.049× /
+    // 1.010×). 3-bit g256 takes it (sixty-fourth session: 8192×6144 tune 1.16×, the best (1,8,1,8,1,3)).
     // - 3-bit, H200 tunes, (1,4,1,8,1,2) against the best: 8192×14336 1.22, 8192×6144 1.16-1.18,
     //   7168×8192 1.15, 8192² 1.12 (this config 1.00-1.04 where timed). Bench, µs, f16 / bf16: 8192×14336
     //   23.05 → 19.38 / 22.56 → 19.78, 8192² 14.03 → 12.14 / 13.77 → 12.52, 7168×8192 14.00 → 12.11 /
@@ -727,7 +728,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     //   tune (H200): 1.12×, this config the best. Bench (H200, call 4), µs, f16: 8192×28672 38.59 → 34.38,
     //   7168×20480 27.99 → 25.13, 8192×14336 20.59 → 18.99, 8192² 12.78 → 12.05, 7168×8192 12.70 → 11.90,
     //   8192×6144 10.32 → 9.83; bf16 0.87-0.91× (8192×14336 22.81 → 19.74); symmetric 0.91-0.96×.
-    const bool v43 = sm90a && (p.bits == 3 || p.bits == 4) && p.group_size == 128 &&
+    const bool v43 = sm90a && (p.bits == 3 || p.bits == 4) && wq::eight_tile_groups(p) &&
                      !wq::dequantizes_every_weight(p) && c.warps_n == 1 && c.n_tiles == 4 && c.warps_k == 8 &&
                      wq::blocks_fill_within(h, 8, 70, 100) && chunks >= 48;
     if (v43) c.n_tiles = 8;

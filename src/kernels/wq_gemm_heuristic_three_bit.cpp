@@ -17,9 +17,9 @@ std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& p, const Heuri
   // 128 (integer zeros and symmetric). Not where the format dequantizes every weight before the MMA: there
   // the ALU, not the bytes in flight, bounds a warp, and the bench had these rules 0.4-6 % slower (H200,
   // against the shared rules' config: g64 at one row 6144×4096 1.045, 7168×8192 1.004, 8192² 1.024, float
-  // zeros g64 8192² 1.061). Groups of 256 and per channel are unmeasured at 3 bits (at 4 bits v43 lost
-  // there).
-  if (p.bits != 3 || p.group_size != 128 || !has_wgmma(arch) || !may_stage_per_warp(p, arch) ||
+  // zeros g64 8192² 1.061). Groups of 256 too (sixty-fourth session, H200 tunes, fp16: one row 6144×16384
+  // 1.33× → this config the best, 8192×6144 1.056× → the best), not per channel (its best kept 2-4 tiles).
+  if (p.bits != 3 || !eight_tile_groups(p) || !has_wgmma(arch) || !may_stage_per_warp(p, arch) ||
       dequantizes_every_weight(p))
     return std::nullopt;
   const int64_t blocks8 = ceil_div(h.tiles, 8), blocks16 = ceil_div(h.tiles, 16);

@@ -52,8 +52,11 @@ TEST_CASE("choose_config v42: 3-bit at one row, 8 tiles where their blocks fill 
   CHECK(choose_hopper(8192, 3456, 1, 3).warps_k < 12);
   // Not 4-bit weights, other group sizes, float zeros, 2+ rows, deterministic mode or sm_80.
   CHECK(choose_hopper(8192, 8192, 1).n_tiles == 4);
-  for (int group : {64, 32, 256, 0})
+  for (int group : {64, 32, 0})
     CHECK(choose_hopper(with_group(g128_problem(8192, 8192, 1, 3), group)).warps_k < 12);
+  // Groups of 256 take it (sixty-fourth session).
+  CHECK(staged(choose_hopper(with_group(g128_problem(6144, 16384, 1, 3), 256))) == "1,8,1,16,1,2+xs");
+  CHECK(staged(choose_hopper(with_group(g128_problem(8192, 6144, 1, 3), 256))) == "1,8,1,12,1,2+xs");
   CHECK(choose_hopper(with_group(g128_problem(8192, 8192, 1, 3), 128, DequantMode::SubFloatZeroThenScale))
             .warps_k < 12);
   CHECK(choose_hopper(8192, 8192, 2, 3).warps_k < 12);
@@ -86,9 +89,12 @@ TEST_CASE("choose_config v43: 3/4-bit at 16 rows, 8 tiles x 8 warps about one wa
   CHECK(choose_hopper(8192, 6016, 16).n_tiles != 8);
   // v23's 6 tiles keep the narrower layers (6144 columns: 6-tile blocks fill 97 %).
   CHECK(choose_hopper(6144, 16384, 16, 3).n_tiles == 6);
-  // Not per channel, g256, g64, float zeros, 8-bit weights (2-bit ones have v13's 8 tiles), 8 rows or sm_80.
-  for (int group : {0, 256, 64})
+  // Not per channel, g64, 4-bit g256, float zeros, 8-bit weights (2-bit ones have v13's 8 tiles), 8 rows or
+  // sm_80; 3-bit g256 takes it (sixty-fourth session).
+  for (int group : {0, 64})
     CHECK(choose_hopper(with_group(g128_problem(8192, 8192, 16, 3), group)).n_tiles == 4);
+  CHECK(choose_hopper(with_group(g128_problem(8192, 8192, 16, 4), 256)).n_tiles == 4);
+  CHECK(staged(choose_hopper(with_group(g128_problem(8192, 6144, 16, 3), 256))) == "1,8,1,8,1,2+xs");
   CHECK(choose_hopper(with_group(g128_problem(8192, 8192, 16), 128, DequantMode::ScaleThenAddZero)).n_tiles ==
         4);
   CHECK(staged(choose_hopper(8192, 8192, 16, 8)) != "1,8,1,8,1,2+xs");
