@@ -235,6 +235,20 @@ WqGemmConfig base_config(int m_tiles, int n_tiles, int warps_k, int stages);
 // problem to mma.sync (choose_config's other rules).
 std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& problem, const Arch& arch, int sm_count);
 
+// What choose_config's mma.sync rules (wq_gemm_heuristic.cpp and the files it calls) branch on besides the
+// shape: whether activations may be staged per warp, whether v26's (sm_90a, 3/4-bit) and the later sm_90a
+// rules apply, and whether the shape is in v28's wide band (3/4-bit, over 40 tiles a SM, over 16 chunks).
+struct MmaSyncFlags {
+  bool stage_per_warp = false, v26 = false, sm90a = false, v28_band = false;
+};
+MmaSyncFlags mma_sync_flags(const WqGemmProblem& problem, const HeuristicShape& shape, const Arch& arch);
+// choose_config's mma.sync config at 1-8 rows (wq_gemm_heuristic_few_rows.cpp), and at 9-16 rows with
+// activations staged per warp (wq_gemm_heuristic_sixteen_rows.cpp), before its shared steps.
+WqGemmConfig few_rows_config(const WqGemmProblem& problem, const HeuristicShape& shape,
+                             const MmaSyncFlags& flags);
+WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& problem, const HeuristicShape& shape,
+                                        const MmaSyncFlags& flags);
+
 // 3-bit weights' own mma.sync config where their rules (v42-v44, wq_gemm_heuristic_three_bit.cpp) replace
 // `chosen`, the config of the rules they share with 4-bit weights; none elsewhere.
 std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& problem, const HeuristicShape& shape,
