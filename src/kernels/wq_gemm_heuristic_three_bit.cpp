@@ -18,7 +18,8 @@ std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& p, const Heuri
   // the ALU, not the bytes in flight, bounds a warp, and the bench had these rules 0.4-6 % slower (H200,
   // against the shared rules' config: g64 at one row 6144×4096 1.045, 7168×8192 1.004, 8192² 1.024, float
   // zeros g64 8192² 1.061). Groups of 256 too (sixty-fourth session, H200 tunes, fp16: one row 6144×16384
-  // 1.33× → this config the best, 8192×6144 1.056× → the best), not per channel (its best kept 2-4 tiles).
+  // 1.33× → this config the best, 8192×6144 1.056× → the best), not per channel (its bests kept 2-4 tiles at
+  // one row, 4-6 at 16 rows).
   if (p.bits != 3 || !eight_tile_groups(p) || !has_wgmma(arch) || !may_stage_per_warp(p, arch) ||
       dequantizes_every_weight(p))
     return std::nullopt;

@@ -189,7 +189,7 @@ tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
 bool dequantizes_every_weight(const WqGemmProblem& problem);
 // Whether the group size is one where 8 tiles a warp paid off in the 3/4-bit mma.sync rules (v42-v44):
 // 128, and 256 at 3 bits (H200 tunes, sixty-fourth session). Not 4-bit g256 or per channel (v43 ran 1.010×
-// and 1.049× there), nor 3-bit per channel (its best keeps 2-4 tiles).
+// and 1.049× there), nor 3-bit per channel (its bests keep 2-4 tiles at one row, 4-6 at 16 rows).
 bool eight_tile_groups(const WqGemmProblem& problem);
 // The config with fewer 16-row tiles per warp where the mode dequantizes every weight before the
 // MMA (float zeros, groups under 128) and more than 8 accumulator tiles would spill registers.
