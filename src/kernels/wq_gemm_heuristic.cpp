@@ -407,7 +407,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // stages 57.12. Unmeasured: 5120×4096 (its tune's best (1,4,1,4,1,2) staged, the heuristic before 1.107×),
   // and 4096-wide layers (v18/v31's 8 tiles, left alone). 4-bit weights as measured; not other widths or
   // deterministic problems (unmeasured; v9 leaves the latter too). scripts/inputs/benches-session64-v47.txt
-  // holds the next checks.
+  // holds the next checks. It comes after fill_split and v25, which would replace its split.
   if (sm90a && p.accum == DType::F16 && p.bits == 4 && !p.deterministic && bucket == 64 &&
       tiles_per_sm > 4.2 && tiles_per_sm <= 6 && chunks >= 32) {
     c = make(2, 4, 2, 2);

@@ -1,10 +1,10 @@
-// 3-bit weights' own mma.sync rules (heuristic v42 and v44, sixty-third session;
-// v43, shared with 4-bit weights, is in choose_config): wq::three_bit_config, which
-// choose_config (wq_gemm_heuristic.cpp) applies after the rules 3-bit weights share with 4-bit ones and
-// before it fits registers and shared memory. A 3-bit tile is 12 bytes a lane where a 4-bit one is 16,
-// so a warp needs more tiles, and a block more warps, to keep as many bytes in flight (v40 in
-// wq_gemm_heuristic.cpp, one row past the 4-warp wave, is the same finding). Fitted to H200 tunes of 3-bit
-// g128 fp16 (docs/perf-notes.md, sixty-second and sixty-third sessions).
+// 3-bit weights' own mma.sync rules (heuristic v42 and v44, sixty-third session; groups of 256 since v46,
+// sixty-fourth; v43, shared with 4-bit weights, is in wq_gemm_heuristic_sixteen_rows.cpp):
+// wq::three_bit_config, which choose_config (wq_gemm_heuristic.cpp) applies after the rules 3-bit weights
+// share with 4-bit ones and before it fits registers and shared memory. A 3-bit tile is 12 bytes a lane
+// where a 4-bit one is 16, so a warp needs more tiles, and a block more warps, to keep as many bytes in
+// flight (v40 in wq_gemm_heuristic_few_rows.cpp, one row past the 4-warp wave, is the same finding). Fitted
+// to H200 tunes of 3-bit g128 fp16 (docs/perf-notes.md, sixty-second to sixty-fourth sessions).
 #include <optional>
 
 #include "kernels/wq_gemm_internal.hpp"

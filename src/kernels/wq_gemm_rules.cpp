@@ -45,8 +45,8 @@ bool adds_in_cluster(const WqGemmConfig& c, const Arch& arch) {
   return cluster_split(c) || mma_cluster_split(c, arch);
 }
 bool needs_split_workspace(const WqGemmConfig& c, const Arch& arch) {
-  return c.split_k > 1 &&
-         !adds_in_cluster(c, arch);  // a cluster adds in shared memory, stream K in its scratch
+  // A cluster adds in shared memory, stream K in its scratch.
+  return c.split_k > 1 && !adds_in_cluster(c, arch);
 }
 bool adds_in_scratch(const WqGemmConfig& c) {
   return c.stream_k || (c.wgmma && c.split_k > 1 && !cluster_split(c));
