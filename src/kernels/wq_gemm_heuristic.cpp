@@ -397,22 +397,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     while (s.split_k < wq::kMaxMmaClusterSplit && unsplit_blocks * s.split_k < 1.5 * sms) ++s.split_k;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }
-  // Heuristic v47 (sixty-fourth session, out of sample): 4-bit fp16 accumulation, which cannot run wgmma, at
-  // 64 rows on sm_90a over 4.2 up to 6 tiles a SM (4440-6336 columns on 132 SMs) from 32 chunks: block-shared
-  // activations in 2 × 2 warps of 2 × 4 tiles, K split in two, 2 stages. H200 tune of 6144×16384: v9's
-  // register config (1,8,1,4,1,4) 1.46× the best, which is this one. Bench (H200, the heuristic before with
-  // no tuning file, this config forced), µs, the heuristic before → this: 6144×4096 23.71 → 15.11,
-  // 6144×8192 40.06 → 26.43, 6144×16384 71.05 → 49.13, 6144×28672 119.59 → 83.00, 5120×16384 (1,4,1,2,1,3)
-  // staged 69.42 → 48.79. Both changes count: 3 stages unsplit 69.20 at 6144×16384, split 2 with 3
-  // stages 57.12. Unmeasured: 5120×4096 (its tune's best (1,4,1,4,1,2) staged, the heuristic before 1.107×),
-  // and 4096-wide layers (v18/v31's 8 tiles, left alone). 4-bit weights as measured; not other widths or
-  // deterministic problems (unmeasured; v9 leaves the latter too). scripts/inputs/benches-session64-v47.txt
-  // holds the next checks. It comes after fill_split and v25, which would replace its split.
-  if (sm90a && p.accum == DType::F16 && p.bits == 4 && !p.deterministic && bucket == 64 &&
-      tiles_per_sm > 4.2 && tiles_per_sm <= 6 && chunks >= 32) {
-    c = make(2, 4, 2, 2);
-    c.warps_n = 2, c.split_k = 2, c.x_shared = true;
-  }
+  // fp16 accumulation's rules at 32-128 rows (v47-v48, wq_gemm_heuristic_fp16_accum.cpp). They come after
+  // fill_split and v25, which would replace their splits.
+  if (auto f = wq::fp16_accum_config(p, h, sm90a)) c = *f;
   // A split that meets in a cluster (sm_90) adds its receive region to the block's shared memory:
   // fit again, keeping the split.
   wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/true);

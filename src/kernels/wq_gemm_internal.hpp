@@ -254,6 +254,11 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& problem, const Heur
 std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                              const WqGemmConfig& chosen, const Arch& arch);
 
+// fp16 accumulation's own mma.sync config at 32-128 rows where its rules (v47-v48,
+// wq_gemm_heuristic_fp16_accum.cpp) apply (sm_90a, not deterministic); none elsewhere.
+std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& problem, const HeuristicShape& shape,
+                                              bool sm90a);
+
 // The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2
 // chunks per warp per split (at most 64; deterministic problems at most 8).
 int fill_split(const WqGemmProblem& problem, const WqGemmConfig& config, double min_blocks);

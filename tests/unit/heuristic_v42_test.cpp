@@ -1,9 +1,9 @@
-// Heuristics v42-v47 (docs/perf-notes.md, sixty-third and sixty-fourth sessions, from out-of-sample H200
+// Heuristics v42-v46 (docs/perf-notes.md, sixty-third and sixty-fourth sessions, from out-of-sample H200
 // tunes and benches): 3-bit weights at one row and on the widest layers at 16 rows take 8 tiles a warp (v42,
 // v44); 3/4-bit weights at 16 rows about one wave of 8-tile blocks too (v43); 1-2-bit weights at one row take
 // 6 tiles where those blocks fill 70-90 % of the SMs, or up to 100 % where the format dequantizes every
-// weight (v45). v46: 3-bit groups of 256 take v42-v44 (tested with them). v47: fp16 accumulation at 64 rows
-// on 5120-6144-wide layers takes block-shared activations, K split in two and 2 stages.
+// weight (v45). v46: 3-bit groups of 256 take v42-v44 (tested with them). fp16 accumulation's v47-v48:
+// heuristic_fp16_accum_test.cpp.
 #include <cstdint>
 #include <utility>
 
@@ -12,7 +12,6 @@
 #include "unit/heuristic_helpers.hpp"
 
 using lowbit::DequantMode;
-using lowbit::DType;
 using lowbit::WqGemmProblem;
 using lowbit::test::choose_bf16_hopper;
 using lowbit::test::choose_hopper;
@@ -147,41 +146,4 @@ TEST_CASE(
   CHECK(staged(choose_hopper(5120, 4096, 2, 2)) != "1,6,1,8,1,3+xs");
   CHECK(choose_hopper(4608, 4096, 1, 2).n_tiles != 6);
   CHECK(lowbit::choose_config(g128_problem(5120, 4096, 1, 2), kSm80, 132).n_tiles != 6);
-}
-
-TEST_CASE("choose_config v47: fp16 accumulation at 64 rows over 4.2 up to 6 tiles a SM, split in two",
-          "[config][heuristic]") {
-  const auto f16_accum = [](int64_t n, int64_t k, int64_t m) {
-    WqGemmProblem p = g128_problem(n, k, m);
-    p.accum = DType::F16;
-    return p;
-  };
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096},
-                      {6144, 8192},
-                      {6144, 16384},
-                      {6144, 28672},
-                      {5120, 16384},
-                      {5120, 4096}}) {
-    INFO(n << "x" << k);
-    CHECK(staged(choose_hopper(f16_accum(n, k, 64))) == "2,4,2,2,2,2+xs");
-  }
-  // The bounds: over 4.2 tiles a SM (4440 columns in, 4432 out), up to 6 (6336 in, 6344 out), 32 chunks
-  // (4096 in, 3968 out).
-  CHECK(staged(choose_hopper(f16_accum(4440, 8192, 64))) == "2,4,2,2,2,2+xs");
-  CHECK(choose_hopper(f16_accum(4432, 8192, 64)).split_k == 1);
-  CHECK(staged(choose_hopper(f16_accum(6336, 8192, 64))) == "2,4,2,2,2,2+xs");
-  CHECK(choose_hopper(f16_accum(6344, 8192, 64)).split_k == 1);
-  CHECK(choose_hopper(f16_accum(6144, 3968, 64)).stages != 2);
-  // Not fp32 accumulation (wgmma), 2/3/8-bit weights, 32 or 128 rows, deterministic mode.
-  for (int bits : {2, 3, 8}) {
-    WqGemmProblem other = f16_accum(6144, 16384, 64);
-    other.bits = bits;
-    CHECK(staged(choose_hopper(other)) != "2,4,2,2,2,2+xs");
-  }
-  CHECK(choose_hopper(g128_problem(6144, 16384, 64)).wgmma);
-  CHECK(staged(choose_hopper(f16_accum(6144, 16384, 128))) != "2,4,2,2,2,2+xs");
-  CHECK(staged(choose_hopper(f16_accum(6144, 16384, 32))) != "2,4,2,2,2,2+xs");
-  WqGemmProblem det = f16_accum(6144, 16384, 64);
-  det.deterministic = true;
-  CHECK(choose_hopper(det).split_k == 1);
 }
