@@ -5,7 +5,7 @@
 // any block of 2 row tiles × 8 column tiles to 1 × 8 (16 rows a block: above 6 tiles a SM at 128 rows the
 // weights are read 8 times, 1.5-1.8× the best). Fitted to H200 tunes of fp16 accumulation, g128 integer zeros
 // (docs/perf-notes.md, sixty-fourth and sixty-fifth sessions): every best keeps block-shared activations and
-// nearly all 2 stages.
+// most 2 stages.
 #include <optional>
 
 #include "kernels/wq_gemm_internal.hpp"
