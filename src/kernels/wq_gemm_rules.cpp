@@ -222,7 +222,8 @@ bool eight_tile_groups(const WqGemmProblem& p) {
 WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   // Modes that dequantize every weight before the MMA keep more registers live per tile: past 8 accumulator
   // tiles per warp they spill (ptxas, sm_90a: m_tiles 2 × n_tiles 8 needs 255 registers and 32-76 B of
-  // stack).
+  // stack). (fp16 accumulation's v48 blocks of warps side by side, wq_gemm_heuristic_fp16_accum.cpp, hold 16
+  // without spills and come after this cut.)
   const bool full_dequant = dequantizes_every_weight(p);
   // wgmma always dequantizes before the MMA; can_implement caps m_tiles·n_tiles at 16 (a few
   // 8-bit and per-channel configs still spill 4-76 bytes at the 168 registers of 384 threads).

@@ -1,8 +1,11 @@
 // Real NVRTC compiles of wq_gemm for several archs, offline (no GPU, no driver), and the memory and
 // disk caches serving them afterwards. Each compile costs seconds: this file does five.
+#include "jit/nvrtc.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -349,4 +352,46 @@ TEST_CASE("chained plans keep one chunk per warp out of the prologue", "[nvrtc]"
   CHECK(lowbit::wq::chained_stages(p, lowbit::WqGemmConfig{1, 4, 1, 8, 2, 3}) == 2);
   // One chunk per warp: nothing to keep back, the stages stay.
   CHECK(lowbit::wq::chained_stages(p, lowbit::WqGemmConfig{1, 4, 1, 16, 2, 3}) == 3);
+}
+
+TEST_CASE("fp16 accumulation's 16-tile configs (heuristic v48) compile without spills for sm_90a",
+          "[nvrtc]") {
+  // fit_registers caps modes that dequantize every weight at 8 accumulator tiles a warp: 2 × 8 tiles spill
+  // with activations in registers or staged per warp (fp16 accumulation holds more registers than fp32:
+  // (2,8,1,4,1,3) staged spills 12-92 B here). v48's blocks of warps side by side, 4 × 4 and 2 × 8 tiles with
+  // block-shared activations, fit: 239-255 registers and no spills in every format (sixty-fifth session,
+  // `lowbit inspect`). The tightest formats, and q·s + z.
+  const lowbit::Arch arch = lowbit::Arch::parse("sm_90a");
+  struct Format {
+    int bits, group;
+    lowbit::DequantMode mode;
+  };
+  for (const Format f : {Format{4, 128, lowbit::DequantMode::SubZeroThenScale},
+                         Format{3, 32, lowbit::DequantMode::SubZeroThenScale},
+                         Format{8, 0, lowbit::DequantMode::SubZeroThenScale},
+                         Format{2, 64, lowbit::DequantMode::SubFloatZeroThenScale},
+                         Format{4, 128, lowbit::DequantMode::ScaleThenAddZero}}) {
+    for (const lowbit::WqGemmConfig& c :
+         {lowbit::WqGemmConfig{4, 4, 4, 1, 2, 2}, lowbit::WqGemmConfig{2, 8, 2, 4, 1, 2}}) {
+      lowbit::WqGemmProblem p = problem_4096();
+      p.m = 128, p.bits = f.bits, p.group_size = f.group, p.mode = f.mode, p.accum = lowbit::DType::F16;
+      lowbit::WqGemmConfig shared = c;
+      shared.x_shared = true;
+      INFO(p.str() << " " << shared.str());
+      REQUIRE(lowbit::can_implement(p, shared, arch));
+      const auto spec = lowbit::wq::kernel_spec(p, shared, 128, false);
+      const auto r = lowbit::jit::nvrtc_compile({spec.source, spec.name_expression, arch});
+      INFO(r.log);
+      // ptxas -v: "N bytes stack frame, N bytes spill stores, N bytes spill loads" (-1: line missing).
+      const auto bytes = [&](const char* what) {
+        std::smatch m;
+        return std::regex_search(r.log, m, std::regex(std::string(R"((\d+) bytes )") + what))
+                   ? std::stol(m[1])
+                   : -1L;
+      };
+      CHECK(bytes("spill stores") == 0);
+      CHECK(bytes("spill loads") == 0);
+      CHECK(bytes("stack frame") == 0);
+    }
+  }
 }

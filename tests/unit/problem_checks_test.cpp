@@ -531,8 +531,9 @@ TEST_CASE("default_config runs every problem can_implement accepts, on every arc
           }
 }
 
-TEST_CASE("modes that dequantize before the MMA never get more than 8 accumulator tiles per warp",
-          "[wq_gemm]") {
+TEST_CASE(
+    "modes that dequantize before the MMA get more than 8 accumulator tiles a warp only in v48's blocks",
+    "[wq_gemm]") {
   const Arch sm90a = Arch::parse("sm_90a");
   for (auto mode : {lowbit::DequantMode::SubFloatZeroThenScale, lowbit::DequantMode::ScaleThenAddZero,
                     lowbit::DequantMode::SubZeroThenScale}) {
@@ -547,7 +548,12 @@ TEST_CASE("modes that dequantize before the MMA never get more than 8 accumulato
           INFO("mode " << static_cast<int>(mode) << " group " << group << " m " << m << " accum "
                        << to_string(accum) << ": " << c.str());
           // (wgmma keeps its accumulators per warpgroup; can_implement bounds them.)
-          if (full_dequant && !c.wgmma) CHECK(c.m_tiles * c.n_tiles <= 8);
+          // fp16 accumulation's v48 blocks of warps side by side hold 16 ((4,4,4,1) and (2,8,2,4) with
+          // block-shared activations; nvrtc_test.cpp compiles them without spills); nothing else passes 8.
+          const bool v48_block = accum == DType::F16 && c.x_shared &&
+                                 ((c.m_tiles == 4 && c.n_tiles == 4 && c.warps_n == 4) ||
+                                  (c.m_tiles == 2 && c.n_tiles == 8 && c.warps_n == 2));
+          if (full_dequant && !c.wgmma) CHECK(c.m_tiles * c.n_tiles <= (v48_block ? 16 : 8));
           // A config tuned for the scale-after mode is cut down the same way, and only then.
           WqGemmConfig wide = c;
           wide.m_tiles = 2, wide.n_tiles = 8, wide.wgmma = false;
