@@ -359,7 +359,7 @@ TEST_CASE("fp16 accumulation's 16-tile configs (heuristic v48) compile without s
   // fit_registers caps modes that dequantize every weight at 8 accumulator tiles a warp: 2 × 8 tiles spill
   // with activations in registers or staged per warp (fp16 accumulation holds more registers than fp32:
   // (2,8,1,4,1,3) staged spills 12-92 B here). v48's blocks of warps side by side, 4 × 4 and 2 × 8 tiles with
-  // block-shared activations, fit: 239-255 registers and no spills in every format (sixty-fifth session,
+  // block-shared activations, fit: 226-255 registers and no spills in every format (sixty-fifth session,
   // `lowbit inspect`). The tightest formats, and q·s + z.
   const lowbit::Arch arch = lowbit::Arch::parse("sm_90a");
   struct Format {
