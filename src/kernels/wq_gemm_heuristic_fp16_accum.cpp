@@ -3,9 +3,9 @@
 // accumulation cannot run wgmma, so from 32 rows it falls to the mma.sync rules fitted before wgmma took
 // those layers in fp32 accumulation; and it dequantizes every weight before the MMA, so fit_registers halves
 // any block of 2 row tiles × 8 column tiles to 1 × 8 (16 rows a block: above 6 tiles a SM at 128 rows the
-// weights are read 8 times, 1.5-1.8× the best). Fitted to H200 tunes of fp16 accumulation, g128 integer zeros
-// (docs/perf-notes.md, sixty-fourth and sixty-fifth sessions): every best keeps block-shared activations and
-// most 2 stages.
+// weights are read 8 times, 1.45-1.8× the best). Fitted to H200 tunes of fp16 accumulation, g128 integer
+// zeros (docs/perf-notes.md, sixty-fourth and sixty-fifth sessions): every best keeps block-shared
+// activations and most 2 stages.
 #include <optional>
 
 #include "kernels/wq_gemm_internal.hpp"
@@ -29,8 +29,8 @@ double busiest_sm_share(int64_t blocks, int split, int sms) {
 
 // 4 row tiles × 4 column tiles in 4 warps side by side (64 rows × 128 columns a block). K split in two where
 // the unsplit grid leaves SMs with one block or none (8192² at 128 rows, 128 blocks: split 2 the tune's
-// best, unsplit 1.18×), and at 4 bits where the split gives the busiest SM less (28672-wide layers at 128
-// rows, 448 blocks: 4 rounds unsplit, 3.5 split; bench 28672×4096 107.1 µs → 100.4, 28672×8192 208.4 →
+// best, (4,4,4,1,1,3) 1.18×), and at 4 bits where the split gives the busiest SM less (28672-wide layers at
+// 128 rows, 448 blocks: 4 rounds unsplit, 3.5 split; bench 28672×4096 107.1 µs → 100.4, 28672×8192 208.4 →
 // 187.4, 28672×5120 132.2 → 122.4; 14336×4096's 224, 2 rounds either way, stay unsplit, its tune's best).
 // The tunes of 2- and 8-bit weights on 28672×4096 kept them unsplit.
 WqGemmConfig wide_block(const WqGemmProblem& p, const HeuristicShape& h) {
@@ -70,7 +70,7 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
     // bench, 2/3/8-bit at 5120×4096 and 6144×16384 ran 1.24-1.39× faster than the heuristic before), and
     // bits up to 4 from 3 tiles a SM (4-bit 4096² 1.08× → the best, 4096×14336 1.19× → the best; 8-bit
     // 4096² keeps (2,4,2,4,1,3), its best). Not timed: 8-bit 6144×4096, whose tune had (2,2,2,2,1,2) first
-    // and this config not within 1.124× (the rules before 1.114×).
+    // and this config not within 1.132× (the rules before 1.114×).
     if ((t > 4.2 || (up_to_4_bits && t > 3)) && t <= 6) return block_shared(2, 4, 2, 2, 2);
     // v48: up to 4 bits over 6 up to 8 tiles a SM: 2 × 2 warps of 2 × 8 tiles, unsplit (4-bit 8192²,
     // 8192×6144, 8192×28672 1.10-1.15× → the best or 1.004×; 2-bit 8192² 1.18× → 1.02×). 8-bit keeps
@@ -96,7 +96,7 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
     // in two; 7168×8192 and 13824×5120 the best; 14336×4096 1.58× → the best; 28672×4096 and 28672×5120
     // 1.52-1.57× → 1.05-1.09× unsplit, split as wide_block does in the bench; 2-bit 8192² 1.56× → the best;
     // bench, µs, the rules before → this: 8192² 93.6 → 55.4, 8192×28672 322.3 → 182.8 (the tune's best of
-    // 28 tried, (2,8,2,2,1,3), 218.4), 8-bit 28672×4096 205.3 → 112.8).
+    // 28 tried, (2,8,2,2,1,3), 217.6), 8-bit 28672×4096 205.3 → 112.8).
     if ((t > 6 && t <= 8) || t > 12) return wide_block(p, h);
     // v48: over 8 up to 12: 2 × 2 warps of 2 × 4 tiles, 2 stages (10240×8192, 160 blocks of wide_block: the
     // tune's best, wide_block unsplit 1.32×, split 1.08×; bench, wide_block unsplit against the rules
