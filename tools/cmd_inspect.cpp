@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <regex>
 #include <sstream>
 
 #include "cli.hpp"
@@ -75,10 +74,7 @@ int run_inspect(const CommonFlags& f, const WqFlags& w, bool source, bool ptx, b
   if (resources) {
     // A fresh compile: its ptxas -v log holds registers, shared memory, stack and spills.
     auto r = jit::nvrtc_compile({spec.source, spec.name_expression, rt.arch(), jit::CompileOutput::Cubin});
-    std::smatch m;
-    auto grab = [&](const char* pattern) -> long {
-      return std::regex_search(r.log, m, std::regex(pattern)) ? std::stol(m[1]) : -1;
-    };
+    auto grab = [&](const char* pattern) { return jit::ptxas_log_number(r.log, pattern); };
     nlohmann::json res = {{"registers", grab(R"(Used (\d+) registers)")},
                           {"shared_bytes", grab(R"((\d+) bytes smem)")},
                           {"stack_bytes", grab(R"((\d+) bytes stack frame)")},

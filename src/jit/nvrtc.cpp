@@ -3,6 +3,7 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <regex>
 
 #include "common/check.hpp"
 #include "common/digest.hpp"
@@ -104,6 +105,11 @@ CompileResult nvrtc_compile(const CompileRequest& request) {
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+long ptxas_log_number(const std::string& log, const char* pattern) {
+  std::smatch m;
+  return std::regex_search(log, m, std::regex(pattern)) ? std::stol(m[1]) : -1;
 }
 
 }  // namespace lowbit::jit

@@ -32,4 +32,8 @@ std::vector<std::string> nvrtc_options(const Arch& arch, CompileOutput output);
 
 std::string nvrtc_version();  // "13.0"
 
+// A number from the ptxas -v lines of a compile's log: `pattern` is a regex with one group of digits
+// (R"(Used (\d+) registers)", R"((\d+) bytes spill stores)"); -1 when the log has no such line.
+long ptxas_log_number(const std::string& log, const char* pattern);
+
 }  // namespace lowbit::jit

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -383,15 +382,9 @@ TEST_CASE("fp16 accumulation's 16-tile configs (heuristic v48) compile without s
       const auto r = lowbit::jit::nvrtc_compile({spec.source, spec.name_expression, arch});
       INFO(r.log);
       // ptxas -v: "N bytes stack frame, N bytes spill stores, N bytes spill loads" (-1: line missing).
-      const auto bytes = [&](const char* what) {
-        std::smatch m;
-        return std::regex_search(r.log, m, std::regex(std::string(R"((\d+) bytes )") + what))
-                   ? std::stol(m[1])
-                   : -1L;
-      };
-      CHECK(bytes("spill stores") == 0);
-      CHECK(bytes("spill loads") == 0);
-      CHECK(bytes("stack frame") == 0);
+      CHECK(lowbit::jit::ptxas_log_number(r.log, R"((\d+) bytes spill stores)") == 0);
+      CHECK(lowbit::jit::ptxas_log_number(r.log, R"((\d+) bytes spill loads)") == 0);
+      CHECK(lowbit::jit::ptxas_log_number(r.log, R"((\d+) bytes stack frame)") == 0);
     }
   }
 }
