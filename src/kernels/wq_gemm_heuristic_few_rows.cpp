@@ -364,6 +364,18 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
     c = make(1, 8, 4, 2);
     c.x_shared = true;
   }
+  // Heuristic v49 (sixty-sixth session, out of sample): 4-bit float zeros (HQQ) at one row, where the rules
+  // above leave 2 warps along K (over 4 blocks of 4 tiles a SM: v5's registers past the format's 6-block
+  // wave, or v27's staged config up to 32 chunks): 4 warps along K, staged per warp. Float zeros are bound
+  // by their own dequantization (a subtraction and a multiply per pair), which 2 warps a block leave
+  // exposed. H200 tune, fp16, g64 / g128, 2 warps against the best: 28672×4096 1.15 / 1.16, 28672×5120
+  // 1.14 / 1.15, 28672×8192 1.17 / 1.17, 37888×3584 1.12 / 1.12, 22016×4096 1.04 / 1.07; this config
+  // 1.00-1.03 (the bests: 4 or 8 warps along K, staged, 4 or 8 tiles).
+  if (sm90a && v5 && bucket == 1 && p.bits == 4 && p.mode == DequantMode::SubFloatZeroThenScale &&
+      stage_per_warp && c.warps_n == 1 && c.warps_k == 2 && c.n_tiles == 4) {
+    c.warps_k = 4, c.stages = 2;
+    c.x_shared = true;
+  }
   return c;
 }
 

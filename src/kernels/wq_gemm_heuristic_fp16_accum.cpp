@@ -101,8 +101,12 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
     // v48: over 8 up to 12: 2 × 2 warps of 2 × 4 tiles, 2 stages (10240×8192, 160 blocks of wide_block: the
     // tune's best, wide_block unsplit 1.32×, split 1.08×; bench, wide_block unsplit against the rules
     // before: 11008×4096 and 12288×4096 54.5 µs against 72.6-73.1, as slow as 14336×4096's 54.1; this
-    // config not timed there).
-    if (t > 8 && t <= 12) return block_shared(2, 4, 2, 2, 1);
+    // config there: 48.95-49.24, sixty-sixth session).
+    // v50 (sixty-sixth session): 4-bit on 32 chunks (K = 4096) there takes wide_block, split in two (its
+    // busiest-SM rule): bench, µs, 11008×4096 48.95 → 46.46, 12288×4096 49.24 → 46.86; on 64 chunks
+    // (10240×8192) this config stays (80.8 against 86.8 split).
+    if (t > 8 && t <= 12)
+      return p.bits == 4 && h.chunks <= 32 ? wide_block(p, h) : block_shared(2, 4, 2, 2, 1);
   }
   return std::nullopt;
 }

@@ -1,7 +1,8 @@
 // fp16 accumulation's heuristics at 32-128 rows (docs/perf-notes.md, sixty-fourth and sixty-fifth sessions,
 // from H200 tunes and benches; src/kernels/wq_gemm_heuristic_fp16_accum.cpp): v47, 4-bit at 64 rows on
 // 5120-6144-wide layers, block-shared activations, K split in two, 2 stages; v48, the other widths and bit
-// widths at 32-128 rows, and 4 row tiles × 4 warps side by side on wide layers.
+// widths at 32-128 rows, and 4 row tiles × 4 warps side by side on wide layers; v50 (sixty-sixth session),
+// those at 128 rows on 8-12 tiles a SM with K = 4096 at 4 bits.
 #include <cstdint>
 #include <utility>
 
@@ -74,7 +75,14 @@ TEST_CASE("choose_config v48: fp16 accumulation at 128 and 32 rows", "[config][h
   for (int bits : {2, 4, 8}) {
     CHECK(staged(choose_hopper(f16_accum(6144, 4096, 128, bits))) == "2,4,2,2,1,2+xs");
     CHECK(staged(choose_hopper(f16_accum(10240, 8192, 128, bits))) == "2,4,2,2,1,2+xs");
-    CHECK(staged(choose_hopper(f16_accum(12288, 4096, 128, bits))) == "2,4,2,2,1,2+xs");
+  }
+  // v50: 8-12 tiles a SM on 32 chunks at 4 bits: 4 row tiles × 4 warps side by side, split in two (11008 and
+  // 12288 wide: 172 and 192 blocks, the busiest SM 2 unsplit, 1.5 split); 2- and 8-bit keep 2 × 4 tiles.
+  for (int64_t n : {9216, 11008, 12288}) {
+    INFO(n);
+    CHECK(staged(choose_hopper(f16_accum(n, 4096, 128))) == "4,4,4,1,2,2+xs");
+    CHECK(staged(choose_hopper(f16_accum(n, 4096, 128, 2))) == "2,4,2,2,1,2+xs");
+    CHECK(staged(choose_hopper(f16_accum(n, 4096, 128, 8))) == "2,4,2,2,1,2+xs");
   }
   // 6-8 and over 12 tiles a SM: 4 row tiles × 4 warps side by side; 8192 wide (128 blocks) split in two,
   // 14336 (224) not, 28672 (448) at 4 bits only.
