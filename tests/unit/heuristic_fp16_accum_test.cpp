@@ -2,7 +2,7 @@
 // from H200 tunes and benches; src/kernels/wq_gemm_heuristic_fp16_accum.cpp): v47, 4-bit at 64 rows on
 // 5120-6144-wide layers, block-shared activations, K split in two, 2 stages; v48, the other widths and bit
 // widths at 32-128 rows, and 4 row tiles × 4 warps side by side on wide layers; v50 (sixty-sixth session),
-// those at 128 rows on 8-12 tiles a SM with K = 4096 at 4 bits.
+// those at 128 rows on 10-12 tiles a SM with K = 4096 at 4 bits.
 #include <cstdint>
 #include <utility>
 
@@ -76,9 +76,13 @@ TEST_CASE("choose_config v48: fp16 accumulation at 128 and 32 rows", "[config][h
     CHECK(staged(choose_hopper(f16_accum(6144, 4096, 128, bits))) == "2,4,2,2,1,2+xs");
     CHECK(staged(choose_hopper(f16_accum(10240, 8192, 128, bits))) == "2,4,2,2,1,2+xs");
   }
-  // v50: 8-12 tiles a SM on 32 chunks at 4 bits: 4 row tiles × 4 warps side by side, split in two (11008 and
-  // 12288 wide: 172 and 192 blocks, the busiest SM 2 unsplit, 1.5 split); 2- and 8-bit keep 2 × 4 tiles.
-  for (int64_t n : {9216, 11008, 12288}) {
+  // v50: 10-12 tiles a SM on 32 chunks at 4 bits: 4 row tiles × 4 warps side by side, split in two (11008 and
+  // 12288 wide: 172 and 192 blocks, the busiest SM 2 unsplit, 1.5 split); 2- and 8-bit keep 2 × 4 tiles, and
+  // so does 9216×4096 (8.7 tiles a SM).
+  CHECK(staged(choose_hopper(f16_accum(9216, 4096, 128))) == "2,4,2,2,1,2+xs");
+  CHECK(staged(choose_hopper(f16_accum(10568, 4096, 128))) == "4,4,4,1,2,2+xs");
+  CHECK(staged(choose_hopper(f16_accum(10560, 4096, 128))) == "2,4,2,2,1,2+xs");
+  for (int64_t n : {11008, 12288}) {
     INFO(n);
     CHECK(staged(choose_hopper(f16_accum(n, 4096, 128))) == "4,4,4,1,2,2+xs");
     CHECK(staged(choose_hopper(f16_accum(n, 4096, 128, 2))) == "2,4,2,2,1,2+xs");

@@ -56,12 +56,11 @@ TEST_CASE("choose_config v37: every 3/4/8-bit format takes 4 warps along K withi
       p.m = m;
       const int64_t blocks_per_sm = lowbit::wq::four_warp_register_blocks_per_sm(p, lowbit::m_bucket(m));
       INFO(p.str() << ": " << blocks_per_sm << " blocks a SM");
-      // Past the wave at one row 3-bit weights stage 8 tiles a warp (v40, heuristic_v39_test.cpp), 4-bit
-      // float zeros 4 tiles in 4 warps (v49, heuristic_v49_test.cpp).
+      // Past the wave 3-bit weights at one row stage 8 tiles a warp (v40, heuristic_v39_test.cpp), 4-bit
+      // float zeros at 1-8 rows 4 tiles in 4 warps (v49, heuristic_v49_test.cpp).
       auto past_wave = [&](const WqGemmConfig& c) {
         if (m == 1 && p.bits == 3) return staged(c) == "1,8,1,4,1,2+xs";
-        if (m == 1 && p.bits == 4 && p.mode == DequantMode::SubFloatZeroThenScale)
-          return staged(c) == "1,4,1,4,1,2+xs";
+        if (p.bits == 4 && p.mode == DequantMode::SubFloatZeroThenScale) return staged(c) == "1,4,1,4,1,2+xs";
         return v5_registers(c, 2);
       };
       if (blocks_per_sm == 0) {
