@@ -1,7 +1,8 @@
 // The heuristic over a grid of problems, one line each (arch, SMs, N, K, M, bits, group, bf16, deterministic,
 // config): diff two builds' outputs to check that a refactor of choose_config changes no choice (forty-first
 // session: 4.8 M lines, 3 s; since the sixty-second, every bit width and groups of 64 too: 10.7 M lines, 8
-// s; since the sixty-fifth, fp16 accumulation as act 2: 16 M lines). Build against a static build of the library:
+// s; since the sixty-fifth, fp16 accumulation as act 2: 16 M lines; since the sixty-sixth, fp16 float zeros
+// (HQQ) as act 3: 21 M lines). Build against a static build of the library:
 //   g++ -std=c++20 -O1 -I include scripts/heuristic_grid.cpp build/liblowbit.a -lfmt -ldl -lpthread -o
 //   /tmp/hg /tmp/hg > before.txt   (then rebuild the library, the grid, and: /tmp/hg | cmp - before.txt)
 // A choice that can_implement rejects gets "NOIMPL" before it (grep -c NOIMPL: must be 0); on stderr, the
@@ -27,12 +28,13 @@ int main() {
           for (long m : ms)
             for (int bits : {1, 2, 3, 4, 8})
               for (int g : {128, 32, 64, 0})
-                for (int act = 0; act < 3; ++act)  // 2: fp16 with fp16 accumulation
+                for (int act = 0; act < 4; ++act)  // 2: fp16 with fp16 accumulation; 3: fp16 float zeros
                   for (int det = 0; det < 2; ++det) {
                     WqGemmProblem p;
                     p.n = n, p.k = k, p.m = m, p.bits = bits, p.group_size = g;
                     p.act = p.out = act == 1 ? DType::BF16 : DType::F16;
                     if (act == 2) p.accum = DType::F16;
+                    if (act == 3) p.mode = DequantMode::SubFloatZeroThenScale;
                     p.deterministic = det;
                     if (g && k % g) continue;
                     std::string c;
