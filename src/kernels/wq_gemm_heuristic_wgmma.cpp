@@ -1,4 +1,4 @@
-// The heuristic's warpgroup-MMA choice (sm_90a, 32-128 rows): wq::choose_wgmma_config, the first step
+// The heuristic's warpgroup-MMA choice (sm_90a, from 32 rows): wq::choose_wgmma_config, the first step
 // of choose_config (wq_gemm_heuristic.cpp), fitted to `lowbit tune` runs like the rest (docs/perf-notes.md).
 #include <optional>
 
@@ -179,6 +179,19 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // Where the split makes 0.7-1 wave (3584 and 4096 columns) it stays as it was (split 8 or mma.sync).
   const bool narrow_32 = bucket == 32 && bits == 4 && tiles_per_sm >= 2 && tiles_per_sm < 5 && chunks >= 64 &&
                          c32_blocks < 0.7 * sms;
+  // Heuristic v51 (sixty-sixth session): over 128 rows (buckets from 256: prefill) no rule above applied,
+  // and the mma.sync rules' blocks of 32 rows ran 1.31-1.80× a plain wgmma config (H200 bench, 4-bit g128
+  // fp16, µs: 8192² M = 256 120.1 → 66.7, M = 1024 486.0 → 305.2, M = 4096 1927.5 → 1203.1; 28672×4096
+  // M = 1024 748.6 → 573.4): blocks of 64 rows × 256 columns in two MMA warpgroups, 3 stages, K split to
+  // fill half the SMs (128 rows × 128 columns ran 1.00-1.12× slower).
+  if (bucket >= 256) {
+    if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p))) return std::nullopt;
+    WqGemmConfig big = make(4, 4, 1, 3);
+    big.warps_n = 8, big.wgmma = true;
+    big.split_k = wq::fill_split(p, big, sms / 2.0);
+    if (can_implement(p, big, arch)) return big;
+    return std::nullopt;
+  }
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32;
   const bool measured_format = bits == 4 || ((bits == 2 || bits == 8) && g128 && bucket >= 64);

@@ -1,0 +1,52 @@
+// Heuristic v51 (docs/perf-notes.md, sixty-sixth session, from an H200 bench): over 128 rows (M buckets from
+// 256, prefill) sm_90a runs the warpgroup-MMA kernel, blocks of 64 rows × 256 columns in two MMA warpgroups,
+// 3 stages, K split to fill half the SMs; the mma.sync rules' 32-row blocks ran 1.31-1.80× as long.
+#include <cstdint>
+#include <string>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+
+using lowbit::DequantMode;
+using lowbit::DType;
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
+using lowbit::test::wgmma_shape;
+
+TEST_CASE("choose_config v51: wgmma from 256 rows, 64 × 256 blocks", "[config][heuristic]") {
+  for (int64_t m : {129, 256, 1000, 4096, 16384}) {
+    INFO("m " << m);
+    CHECK(wgmma_shape(choose_hopper(8192, 8192, m)) == "4,4,8,1 sk1");
+    CHECK(wgmma_shape(choose_hopper(28672, 4096, m)) == "4,4,8,1 sk1");
+    for (int bits : {1, 2, 3, 8}) CHECK(choose_hopper(8192, 8192, m, bits).wgmma);
+    CHECK(choose_hopper(8192, 8192, m).stages == 3);
+  }
+  // Few blocks: K split to fill half the SMs (4096² at 256 rows: 16 × 4 blocks, split 2; 1792×5504: 7 × 4,
+  // split 4).
+  CHECK(wgmma_shape(choose_hopper(4096, 4096, 256)) == "4,4,8,1 sk2");
+  CHECK(wgmma_shape(choose_hopper(1792, 5504, 256)) == "4,4,8,1 sk4");
+  CHECK(wgmma_shape(choose_hopper(4096, 4096, 1024)) == "4,4,8,1 sk1");
+  // Every format the wgmma kernel runs: other groups, modes, bf16.
+  for (DequantMode mode :
+       {DequantMode::Symmetric, DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero})
+    for (int group : {32, 64, 0}) {
+      WqGemmProblem p = g128_problem(8192, 8192, 512);
+      p.mode = mode, p.group_size = group, p.act = p.out = DType::BF16;
+      INFO(p.str());
+      CHECK(choose_hopper(p).wgmma);
+    }
+}
+
+TEST_CASE("choose_config v51 leaves fp16 accumulation, deterministic problems and sm_80",
+          "[config][heuristic]") {
+  WqGemmProblem p = g128_problem(8192, 8192, 1024);
+  p.accum = DType::F16;
+  CHECK_FALSE(choose_hopper(p).wgmma);
+  p = g128_problem(8192, 8192, 1024);
+  p.deterministic = true;
+  CHECK_FALSE(choose_hopper(p).wgmma);
+  CHECK_FALSE(lowbit::choose_config(g128_problem(8192, 8192, 1024), kSm80, 108).wgmma);
+}
