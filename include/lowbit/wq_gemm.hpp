@@ -91,8 +91,8 @@ struct WqGemmConfig {
   // faster on the H200; with the activations in registers the swap measured slower, so it is off there.
   bool x_shared = false;
   // sm_90a only: Hopper warpgroup MMA (templates/wq_gemm_wgmma.cuh), the heuristic's choice at 64 and
-  // 128 rows from 8 M weights (2-, 4- and 8-bit, groups of 128 where measured) and at 32 rows on the
-  // widest layers (4-bit; see choose_config). warps_n / 4 MMA warpgroups
+  // 128 rows from 8 M weights (2-, 4- and 8-bit, groups of 128 where measured), at 32 rows on the
+  // widest layers (4-bit) and over 128 rows in every format it runs (see choose_config). warps_n / 4 MMA warpgroups
   // side by side (warps_n 4 or 8, warps_k 1), each of n_tiles / 2 m64 tiles (n_tiles 2 or 4: 64 or 128 weight
   // columns per warpgroup), plus one warpgroup that loads the stages; 16·m_tiles rows per block (m_tiles 1,
   // 2, 4, 8; m_tiles·n_tiles ≤ 16); x_shared off (the activations are always staged); not in deterministic
