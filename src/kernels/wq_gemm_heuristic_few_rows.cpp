@@ -372,8 +372,8 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
   // 1.15, 28672×8192 1.17 / 1.17, 37888×3584 1.12 / 1.12, 22016×4096 1.04 / 1.07 (this config 1.00-1.03);
   // g64 at 2 / 8 rows 1.04-1.16 (this config 1.00-1.04). Bench, 2 → 4 warps: fp16 at one row 0.864-0.972×
   // (28672×8192 45.58 → 39.67 µs, 28672×4096 24.47 → 21.39, 37888×3584 26.28 → 23.55; g32 0.96×, g256
-  // 0.88×), at 2-8 rows 0.883-0.964×; bf16 at one row 0.895-0.941× on 32 chunks and g256, 0.995-1.004× past
-  // its 7-block wave (32768×8192), at 8 rows 0.985× and 0.995×.
+  // 0.88×), at 2-8 rows 0.883-0.964×; bf16 at one row 0.895-0.941× on 28-32 chunks and g256, 0.995-1.004×
+  // past its 7-block wave (32768×8192), at 8 rows 0.985× and 0.995×.
   if (sm90a && v5 && bucket <= 8 && p.bits == 4 && p.mode == DequantMode::SubFloatZeroThenScale &&
       stage_per_warp && c.warps_n == 1 && c.warps_k == 2 && c.n_tiles == 4) {
     c.warps_k = 4, c.stages = 2;

@@ -103,7 +103,7 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
     // before: 11008×4096 and 12288×4096 54.5 µs against 72.6-73.1, as slow as 14336×4096's 54.1; this
     // config there: 48.95-49.24, sixty-sixth session).
     // v50 (sixty-sixth session): 4-bit on 32 chunks (K = 4096) over 10 tiles a SM takes wide_block, split in
-    // two (its busiest-SM rule): bench, µs, 11008×4096 48.95 → 46.46, 12288×4096 49.24 → 46.86. Not from 8
+    // two (its busiest-SM rule): bench, µs, 11008×4096 48.95 → 46.40, 12288×4096 49.24 → 46.71. Not from 8
     // (9216×4096, 144 blocks: 41.58 → 45.81, though the busiest-SM share drops from 2 to 1.5 there too), nor
     // on 64 chunks (10240×8192: 80.8 against 86.8 split).
     if (t > 8 && t <= 12)

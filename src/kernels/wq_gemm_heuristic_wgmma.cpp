@@ -180,7 +180,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   const bool narrow_32 = bucket == 32 && bits == 4 && tiles_per_sm >= 2 && tiles_per_sm < 5 && chunks >= 64 &&
                          c32_blocks < 0.7 * sms;
   // Heuristic v51 (sixty-sixth session): over 128 rows (buckets from 256: prefill) no rule above applied,
-  // and the mma.sync rules' blocks of 32 rows ran 1.31-1.80× a plain wgmma config (H200 bench, 4-bit g128
+  // and the mma.sync rules' blocks of 32-64 rows ran 1.31-1.80× a plain wgmma config (H200 bench, 4-bit g128
   // fp16, µs: 8192² M = 256 120.1 → 66.7, M = 1024 486.0 → 305.2, M = 4096 1927.5 → 1203.1; 28672×4096
   // M = 1024 748.6 → 573.4): blocks of 64 rows × 256 columns in two MMA warpgroups, 3 stages, K split to
   // fill half the SMs (128 rows × 128 columns ran 1.00-1.12× slower). Bench of this rule against the choice

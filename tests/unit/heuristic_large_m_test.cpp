@@ -1,6 +1,6 @@
 // Heuristic v51 (docs/perf-notes.md, sixty-sixth session, from an H200 bench): over 128 rows (M buckets from
 // 256, prefill) sm_90a runs the warpgroup-MMA kernel, blocks of 64 rows × 256 columns in two MMA warpgroups,
-// 3 stages, K split to fill half the SMs; the mma.sync rules' 32-row blocks ran 1.31-1.80× as long.
+// 3 stages, K split to fill half the SMs; the mma.sync rules' 32- and 64-row blocks ran 1.31-1.80× as long.
 #include <cstdint>
 #include <string>
 
