@@ -92,12 +92,12 @@ struct WqGemmConfig {
   bool x_shared = false;
   // sm_90a only: Hopper warpgroup MMA (templates/wq_gemm_wgmma.cuh), the heuristic's choice at 64 and
   // 128 rows from 8 M weights (2-, 4- and 8-bit, groups of 128 where measured), at 32 rows on the
-  // widest layers (4-bit) and over 128 rows in every format it runs (see choose_config). warps_n / 4 MMA warpgroups
-  // side by side (warps_n 4 or 8, warps_k 1), each of n_tiles / 2 m64 tiles (n_tiles 2 or 4: 64 or 128 weight
-  // columns per warpgroup), plus one warpgroup that loads the stages; 16·m_tiles rows per block (m_tiles 1,
-  // 2, 4, 8; m_tiles·n_tiles ≤ 16); x_shared off (the activations are always staged); not in deterministic
-  // mode, nor with fp16 accumulation. Its two- and three-way K splits run each tile's blocks as one
-  // thread-block cluster, which adds the pieces through distributed shared memory in a fixed order: no
+  // widest layers (4-bit) and over 128 rows in every format it runs (see choose_config). warps_n / 4 MMA
+  // warpgroups side by side (warps_n 4 or 8, warps_k 1), each of n_tiles / 2 m64 tiles (n_tiles 2 or 4: 64 or
+  // 128 weight columns per warpgroup), plus one warpgroup that loads the stages; 16·m_tiles rows per block
+  // (m_tiles 1, 2, 4, 8; m_tiles·n_tiles ≤ 16); x_shared off (the activations are always staged); not in
+  // deterministic mode, nor with fp16 accumulation. Its two- and three-way K splits run each tile's blocks as
+  // one thread-block cluster, which adds the pieces through distributed shared memory in a fixed order: no
   // workspace (a plan of such configs needs none: workspace_bytes() 0), atomics or counters (the
   // received sums must fit in the stages: can_implement says when they do not). Two-way splits are the
   // heuristic's choice where they make 0.7-1 wave of 128-column blocks (4096², 8192², 6144×4096 and
