@@ -338,6 +338,24 @@ TEST_CASE("tune candidates: the heuristic first, then distinct configs that can 
     }
 }
 
+TEST_CASE("tune candidates over 128 rows on sm_90a: wgmma configs first, mma.sync after", "[tuning]") {
+  // A budget that stops early must have timed the configs that can win there (sixty-seventh session).
+  const lowbit::Arch arch = lowbit::Arch::parse("sm_90a");
+  for (int64_t m : {256, 1024, 4096})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {28672, 4096}}) {
+      lowbit::WqGemmProblem p;
+      p.m = m, p.n = n, p.k = k;
+      const auto cands = lowbit::tune::wq_candidates(p, arch, 132);
+      INFO("m=" << m << " n=" << n);
+      REQUIRE(cands.size() >= 10);
+      CHECK(cands.front() == lowbit::choose_config(p, arch, 132));
+      const auto first_mma = std::find_if(cands.begin(), cands.end(), [](const auto& c) { return !c.wgmma; });
+      CHECK(first_mma != cands.end());  // mma.sync blocks are still timed, after
+      CHECK(std::count_if(cands.begin(), cands.end(), [](const auto& c) { return c.wgmma; }) >= 20);
+      CHECK(std::none_of(first_mma, cands.end(), [](const auto& c) { return c.wgmma; }));
+    }
+}
+
 TEST_CASE("tune candidates up to 8 rows: the staged 8-tile configs whatever the heuristic picks",
           "[tuning]") {
   // f16 65536×5120 at 2 rows: the heuristic keeps the registers, yet 8 tiles × 2 warps side by side ran
