@@ -182,16 +182,20 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // Heuristic v51 (sixty-sixth session): over 128 rows (buckets from 256: prefill) no rule above applied,
   // and the mma.sync rules' blocks of 32-64 rows ran 1.31-1.80× a plain wgmma config (H200 bench, 4-bit g128
   // fp16, µs: 8192² M = 256 120.1 → 66.7, M = 1024 486.0 → 305.2, M = 4096 1927.5 → 1203.1; 28672×4096
-  // M = 1024 748.6 → 573.4): blocks of 64 rows × 256 columns in two MMA warpgroups, 3 stages, K split to
-  // fill half the SMs (128 rows × 128 columns ran 1.00-1.12× slower). Bench of this rule against the choice
-  // before, 17 cases at 200-4096 rows: 0.39-0.90× (8-bit, float zeros and g32 0.39-0.54×; 1792×5504 at 256
-  // rows, split 4, 0.90×). With the image, unmeasured beyond two layers at 1024 rows (0.93× and 0.98×).
+  // M = 1024 748.6 → 573.4). v51 took blocks of 64 rows × 256 columns without the image, from forced
+  // configs without it, where 128 rows × 128 columns ran 1.00-1.12× slower.
+  // v52 (sixty-seventh session): the first tune over 128 rows (H200, four layers at 256, 1024 and 4096
+  // rows) put 128 rows × 128 columns with the image first in 12 of 12 (without the image where the image
+  // was not timed), v51's blocks at 1.04-1.35× the best: the image is what the larger block needs.
+  // 3 stages were within 1.00-1.08× of the best (5 stages on 4096² at 1024 rows), the K split to fill
+  // half the SMs the tune's split in 12 of 12. The image is a copy of the activations the plan owns
+  // (ceil(M / 128) · 128 · K · 2 bytes); plans without buffers of their own run without it.
   if (bucket >= 256) {
     if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p))) return std::nullopt;
-    WqGemmConfig big = make(4, 4, 1, 3);
-    big.warps_n = 8, big.wgmma = true;
+    WqGemmConfig big = make(8, 2, 1, 3);
+    big.warps_n = 8, big.wgmma = true, big.x_image = true;
     big.split_k = wq::fill_split(p, big, sms / 2.0);
-    if (can_implement(p, big, arch)) return big;
+    if (can_implement(p, big, arch)) return big;  // every problem of scripts/heuristic_grid.cpp
     return std::nullopt;
   }
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||

@@ -221,6 +221,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       const Indexed& e = fi.entries[i];
       const double bucket_d = std::fabs(e.log_m - log_m);
       if (bucket_d > kMaxBucketDistance) continue;  // other rows, other decomposition: the heuristic
+      if ((e.m > kDecodeMaxRows) != (*m > kDecodeMaxRows)) continue;  // decode and prefill apart
       consider(0, bucket_d - (e.m > *m ? 1e-9 : 0), e);
     }
   if (const auto same = fi.by_m.find(*m); same != fi.by_m.end())

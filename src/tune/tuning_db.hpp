@@ -1,13 +1,13 @@
 // The tuning database: one JSON file per GPU, a `meta` block and one section per family, entries
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
-// bucket of the same layer (within kMaxBucketDistance) → the same layer at the same M bucket in a
-// similar format (same bits and group, other dtype or mode) → (the caller's) heuristic. Other layers'
-// entries never serve (the note above kMaxBucketDistance says why). Keys are
-// indexed when files are loaded, so a lookup is a hash probe plus, on a miss, a pass over the pre-parsed
-// entries of the same layer and of the same M bucket (no parsing, nothing copied: the hit points into the
-// index, and the caller's parse of an entry's config is kept there too). Bad files and bad entries are
-// reported and skipped, never fatal: a file for another arch is ignored; a file written by another lowbit
-// version, NVRTC or template set keeps its entries, and every entry is re-validated by the caller.
+// bucket of the same layer (within kMaxBucketDistance, not across kDecodeMaxRows) → the same layer at the
+// same M bucket in a similar format (same bits and group, other dtype or mode) → (the caller's) heuristic.
+// Other layers' entries never serve (the note above kMaxBucketDistance says why). Keys are indexed when files
+// are loaded, so a lookup is a hash probe plus, on a miss, a pass over the pre-parsed entries of the same
+// layer and of the same M bucket (no parsing, nothing copied: the hit points into the index, and the caller's
+// parse of an entry's config is kept there too). Bad files and bad entries are reported and skipped, never
+// fatal: a file for another arch is ignored; a file written by another lowbit version, NVRTC or template set
+// keeps its entries, and every entry is re-validated by the caller.
 //
 // File format:
 //   {"schema": 1,
@@ -47,6 +47,12 @@ namespace lowbit::tune {
 // heuristic chose better: a W2 4096×14336 file holding only M = 1 made M = 64 take 54.6 µs against
 // the heuristic's 33.0, M = 128 107.8 against 49.7 (H200, `lowbit bench`, 2026-11-22).
 inline constexpr double kMaxBucketDistance = 1.0;
+
+// Nor across kDecodeMaxRows: buckets up to it (decode) and over it (prefill) never serve each other.
+// The 128-row entries are fitted to one or two row blocks, and served 256 rows (one doubling) at up to
+// 1.27× the heuristic's 128 × 128 image blocks there (H200 `lowbit bench`, 4096² 23.97 µs against the
+// tune's 18.86, 4096×14336 60.85 against 50.56; sixty-seventh session).
+inline constexpr int64_t kDecodeMaxRows = 128;
 
 inline constexpr int kTuningSchema = 1;
 

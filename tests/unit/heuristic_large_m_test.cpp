@@ -1,6 +1,7 @@
-// Heuristic v51 (docs/perf-notes.md, sixty-sixth session, from an H200 bench): over 128 rows (M buckets from
-// 256, prefill) sm_90a runs the warpgroup-MMA kernel, blocks of 64 rows × 256 columns in two MMA warpgroups,
-// 3 stages, K split to fill half the SMs; the mma.sync rules' 32- and 64-row blocks ran 1.31-1.80× as long.
+// Heuristics v51/v52 (docs/perf-notes.md, sixty-sixth and sixty-seventh sessions, from H200 benches and
+// tunes): over 128 rows (M buckets from 256, prefill) sm_90a runs the warpgroup-MMA kernel, v52's blocks of
+// 128 rows × 128 columns with the activation image, 3 stages, K split to fill half the SMs; the mma.sync
+// rules' 32- and 64-row blocks ran 1.31-1.80× as long, v51's 64 × 256 blocks 1.04-1.35× the tune's best.
 #include <cstdint>
 #include <string>
 
@@ -16,19 +17,19 @@ using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
 using lowbit::test::wgmma_shape;
 
-TEST_CASE("choose_config v51: wgmma from 256 rows, 64 × 256 blocks", "[config][heuristic]") {
+TEST_CASE("choose_config v52: wgmma from 256 rows, 128 × 128 blocks with the image", "[config][heuristic]") {
   for (int64_t m : {129, 256, 1000, 4096, 16384}) {
     INFO("m " << m);
-    CHECK(wgmma_shape(choose_hopper(8192, 8192, m)) == "4,4,8,1 sk1");
-    CHECK(wgmma_shape(choose_hopper(28672, 4096, m)) == "4,4,8,1 sk1");
+    CHECK(wgmma_shape(choose_hopper(8192, 8192, m)) == "8,2,8,1 sk1 img");
+    CHECK(wgmma_shape(choose_hopper(28672, 4096, m)) == "8,2,8,1 sk1 img");
     for (int bits : {1, 2, 3, 8}) CHECK(choose_hopper(8192, 8192, m, bits).wgmma);
     CHECK(choose_hopper(8192, 8192, m).stages == 3);
   }
-  // Few blocks: K split to fill half the SMs (4096² at 256 rows: 16 × 4 blocks, split 2; 1792×5504: 7 × 4,
-  // split 4).
-  CHECK(wgmma_shape(choose_hopper(4096, 4096, 256)) == "4,4,8,1 sk2");
-  CHECK(wgmma_shape(choose_hopper(1792, 5504, 256)) == "4,4,8,1 sk4");
-  CHECK(wgmma_shape(choose_hopper(4096, 4096, 1024)) == "4,4,8,1 sk1");
+  // Few blocks: K split to fill half the SMs (4096² at 256 rows: 32 × 2 blocks, split 2, the tune's;
+  // 1792×5504: 14 × 2, split 4).
+  CHECK(wgmma_shape(choose_hopper(4096, 4096, 256)) == "8,2,8,1 sk2 img");
+  CHECK(wgmma_shape(choose_hopper(1792, 5504, 256)) == "8,2,8,1 sk4 img");
+  CHECK(wgmma_shape(choose_hopper(4096, 4096, 1024)) == "8,2,8,1 sk1 img");
   // Every format the wgmma kernel runs: other groups, modes, bf16.
   for (DequantMode mode :
        {DequantMode::Symmetric, DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero})
@@ -36,11 +37,11 @@ TEST_CASE("choose_config v51: wgmma from 256 rows, 64 × 256 blocks", "[config][
       WqGemmProblem p = g128_problem(8192, 8192, 512);
       p.mode = mode, p.group_size = group, p.act = p.out = DType::BF16;
       INFO(p.str());
-      CHECK(choose_hopper(p).wgmma);
+      CHECK(wgmma_shape(choose_hopper(p)) == "8,2,8,1 sk1 img");
     }
 }
 
-TEST_CASE("choose_config v51 leaves fp16 accumulation, deterministic problems and sm_80",
+TEST_CASE("choose_config v51/v52 leave fp16 accumulation, deterministic problems and sm_80",
           "[config][heuristic]") {
   WqGemmProblem p = g128_problem(8192, 8192, 1024);
   p.accum = DType::F16;

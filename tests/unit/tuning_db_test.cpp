@@ -109,6 +109,14 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   // 3 from 64), so the heuristic chooses.
   CHECK_FALSE(db.lookup("wq_gemm", key(4)).has_value());
   CHECK_FALSE(db.lookup("wq_gemm", key(8)).has_value());
+  // Decode (up to 128 rows) and prefill (over 128) never serve each other, one doubling or not.
+  db.put("wq_gemm", key(128), entry(2));
+  CHECK_FALSE(db.lookup("wq_gemm", key(256)).has_value());
+  db.put("wq_gemm", key(256), entry(1));
+  CHECK(db.lookup("wq_gemm", key(512))->key == key(256).str());
+  CHECK(db.lookup("wq_gemm", key(128))->step == "exact");
+  db.put("wq_gemm", key(256, 4096, 4096), entry(2));
+  CHECK_FALSE(db.lookup("wq_gemm", key(128, 4096, 4096)).has_value());
   // A layer never tuned: nothing, however near another layer is (a neighbour's grid can fall on the
   // wrong side of a wave), so the heuristic chooses.
   CHECK_FALSE(db.lookup("wq_gemm", key(16, 4608, 4096)).has_value());
@@ -166,6 +174,7 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
     if (e.format == q.format) {
       const double bucket_d = std::fabs(std::log2(static_cast<double>(em)) - log_m);
       if (bucket_d > lowbit::tune::kMaxBucketDistance) continue;
+      if ((em > lowbit::tune::kDecodeMaxRows) != (*m > lowbit::tune::kDecodeMaxRows)) continue;
       step = 0, d = bucket_d - (em > *m ? 1e-9 : 0);
     } else if (em == *m && cls(e.format) == cls(q.format)) {
       step = 1;
@@ -191,7 +200,7 @@ TEST_CASE("tuning lookup picks what a scan over every entry picks (ties included
   std::vector<std::string> keys;
   for (const auto& f : formats)
     for (const auto& l : layers)
-      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128}) {
+      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024}) {
         if (rng() % 3 == 0) continue;  // gaps: fallbacks have something to find
         // m in front, at the end, or written "m016" (parses, but never matches exactly)
         const int where = static_cast<int>(rng() % 5);
@@ -218,7 +227,7 @@ TEST_CASE("tuning lookup picks what a scan over every entry picks (ties included
                           std::string("n5120.k4096"), std::string("n12288.k8192"), std::string("n2.k4096"),
                           std::string("n8192.k8192.e4"), std::string("n8192"), std::string("n7168.k8192"),
                           std::string("n11008.k4608")})  // the last 7: never tuned
-      for (int64_t m : {1, 3, 16, 32, 256}) {
+      for (int64_t m : {1, 3, 16, 32, 128, 256, 512, 2048}) {
         const TuningKey q = *TuningKey::parse(f + "|m" + std::to_string(m) + "." + l);
         const auto want = lookup_by_scan(keys, q);
         const auto got = db.lookup("wq_gemm", q);
