@@ -195,6 +195,19 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     WqGemmConfig big = make(8, 2, 1, 3);
     big.warps_n = 8, big.wgmma = true, big.x_image = true;
     big.split_k = wq::fill_split(p, big, sms / 2.0);
+    // v53 (sixty-seventh session, out of sample: eight more layers at 256 and 1024 rows): where those
+    // blocks leave the last wave under 0.7 full (one block per SM), stream K: every SM an equal share of
+    // the steps. Tune, v52 against the best: 1.13-1.30× on the five such cases (10240×8192 at 256 rows
+    // 101.20 µs against 78.00, 2560×8192 at 1024 111.74 against 88.42, 11008×4096 at 256, 5120×8192 at
+    // 256, 1280×8192 at 1024), where (8,2,8,1) stream K with the image and 4 stages was within 1.00-1.14×;
+    // 1.00-1.09× on the eleven at 0.73 wave or fuller (5120×8192 at 1024 rows, 0.81: split 2 best, stream
+    // K 1.03×, v52 1.06×).
+    const int64_t blocks = blocks_128(8) * big.split_k, waves = ceil_div(blocks, static_cast<int64_t>(sms));
+    if (static_cast<double>(blocks) < 0.7 * static_cast<double>(waves * sms)) {
+      WqGemmConfig streamed = big;
+      streamed.split_k = 1, streamed.stream_k = true, streamed.stages = 4;
+      if (can_implement(p, streamed, arch)) return streamed;
+    }
     if (can_implement(p, big, arch)) return big;  // every problem of scripts/heuristic_grid.cpp
     return std::nullopt;
   }

@@ -41,6 +41,26 @@ TEST_CASE("choose_config v52: wgmma from 256 rows, 128 × 128 blocks with the im
     }
 }
 
+TEST_CASE("choose_config v53: stream K over 128 rows where the blocks leave the last wave under 0.7 full",
+          "[config][heuristic]") {
+  // 10240×8192 at 256 rows: 80 × 2 blocks of 128 × 128 on 132 SMs, 1.21 waves (the last 0.21 full).
+  auto streamed = [](int64_t n, int64_t k, int64_t m) {
+    const lowbit::WqGemmConfig c = choose_hopper(n, k, m);
+    return wgmma_shape(c) == "8,2,8,1 sK img" && c.stages == 4;
+  };
+  CHECK(streamed(10240, 8192, 256));
+  CHECK(streamed(11008, 4096, 256));  // 172 blocks
+  CHECK(streamed(5120, 8192, 256));   // 80 blocks, 0.61 wave
+  CHECK(streamed(2560, 8192, 1024));  // 160
+  CHECK(streamed(1280, 8192, 1024));  // 80
+  CHECK(streamed(1280, 8192, 256));   // 20 blocks, K split 4: 80
+  // 0.7 wave or fuller: data-parallel.
+  CHECK(wgmma_shape(choose_hopper(10240, 8192, 1024)) == "8,2,8,1 sk1 img");  // 640 blocks, 4.85 waves
+  CHECK(wgmma_shape(choose_hopper(5120, 8192, 1024)) == "8,2,8,1 sk1 img");   // 320, 2.42
+  CHECK(wgmma_shape(choose_hopper(6144, 4096, 256)) == "8,2,8,1 sk1 img");    // 96, 0.73
+  CHECK(wgmma_shape(choose_hopper(3584, 18944, 256)) == "8,2,8,1 sk2 img");   // 56 × 2, 0.85
+}
+
 TEST_CASE("choose_config v51/v52 leave fp16 accumulation, deterministic problems and sm_80",
           "[config][heuristic]") {
   WqGemmProblem p = g128_problem(8192, 8192, 1024);
