@@ -20,10 +20,11 @@ device_build() {
   # The device returns at most 8 files a call: a build that passed leaves no log (sixty-fourth session).
   rm -f "$OUT/build.log"
 }
-# device_ctest: the GPU suite (ctest shards side by side, TEST_TIMEOUT seconds, default 480) into
+# device_ctest: the GPU suite (ctest shards side by side, TEST_TIMEOUT seconds, default 480; only the shards
+# matching CTEST_REGEX if set, e.g. "unit|gpu_accum_f16") into
 # $OUT/tests.log; its return code and result lines into the summary.
 device_ctest() {
-  (cd "$B" && timeout "${TEST_TIMEOUT:-480}" ctest -j 8 --output-on-failure 2>&1) >"$OUT/tests.log"
+  (cd "$B" && timeout "${TEST_TIMEOUT:-480}" ctest -j 8 --output-on-failure ${CTEST_REGEX:+-R "$CTEST_REGEX"} 2>&1) >"$OUT/tests.log"
   echo "ctest rc=$?" | tee -a "$S"
   grep -E "tests passed|Passed|Failed|FAILED|Skipped|\*\*\*|REQUIRE|with expansion|err :=|seed" "$OUT/tests.log" | head -60 | tee -a "$S"
 }

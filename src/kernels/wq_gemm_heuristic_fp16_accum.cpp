@@ -1,4 +1,4 @@
-// fp16 accumulation's own rules at 32-128 rows (heuristics v47, sixty-fourth session, and v48, sixty-fifth):
+// fp16 accumulation's own rules from 32 rows (heuristics v47, sixty-fourth session, v48, sixty-fifth, v54):
 // wq::fp16_accum_config, which choose_config (wq_gemm_heuristic.cpp) applies last, after fill_split. fp16
 // accumulation cannot run wgmma, so from 32 rows it falls to the mma.sync rules fitted before wgmma took
 // those layers in fp32 accumulation; and it dequantizes every weight before the MMA, so fit_registers halves
@@ -108,6 +108,15 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
     // on 64 chunks (10240×8192: 80.8 against 86.8 split).
     if (t > 8 && t <= 12)
       return p.bits == 4 && h.chunks <= 32 && t > 10 ? wide_block(p, h) : block_shared(2, 4, 2, 2, 1);
+  }
+  // v54 (sixty-seventh session): over 128 rows no rule above applied, and the mma.sync rules' blocks (cut to
+  // 16 rows by fit_registers on 8192² and 28672×4096) read every weight M/16 times: H200 bench at 256 and
+  // 1024 rows 3.1-3.6× the fp32 accumulation's wgmma (8192² at 256 rows 186.73 µs against 52.22). Now
+  // wide_block's 64 × 128 blocks, K split in two only where the unsplit grid leaves SMs with one block or
+  // none (its busiest-SM rule, fitted at 128 rows, would split 28672×4096 at 1024 rows for 2 % less).
+  if (h.bucket > 128) {
+    const int64_t blocks = ceil_div(h.tiles, 16) * ceil_div(h.bucket, 64);
+    return block_shared(4, 4, 4, 1, blocks <= h.sms ? 2 : 1);
   }
   return std::nullopt;
 }

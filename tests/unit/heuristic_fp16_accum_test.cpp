@@ -110,6 +110,21 @@ TEST_CASE("choose_config v48: fp16 accumulation at 128 and 32 rows", "[config][h
   CHECK(staged(choose_hopper(f16_accum(14336, 4096, 32))) != "2,4,2,2,2,3+xs");
 }
 
+TEST_CASE("choose_config v54: fp16 accumulation over 128 rows, 64 × 128 blocks", "[config][heuristic]") {
+  for (int64_t m : {129, 256, 1024, 4096})
+    for (int bits : {2, 3, 4, 8}) {
+      INFO("m " << m << " bits " << bits);
+      CHECK(staged(choose_hopper(f16_accum(8192, 8192, m, bits))) == "4,4,4,1,1,2+xs");
+      CHECK(staged(choose_hopper(f16_accum(28672, 4096, m, bits))) == "4,4,4,1,1,2+xs");
+    }
+  // K split in two only where the grid leaves SMs with one block or none: 4096² at 256 rows, 32 × 4 blocks.
+  CHECK(staged(choose_hopper(f16_accum(4096, 4096, 256))) == "4,4,4,1,2,2+xs");
+  CHECK(staged(choose_hopper(f16_accum(4096, 14336, 256))) == "4,4,4,1,2,2+xs");
+  CHECK(staged(choose_hopper(f16_accum(4096, 4096, 1024))) == "4,4,4,1,1,2+xs");
+  // Short K (under 32 chunks) keeps the mma.sync rules unmeasured here.
+  CHECK(staged(choose_hopper(f16_accum(8192, 2048, 1024))) != "4,4,4,1,1,2+xs");
+}
+
 TEST_CASE("choose_config v47-v48 leave fp32 accumulation, deterministic problems, short K and sm_80",
           "[config][heuristic]") {
   CHECK(choose_hopper(g128_problem(6144, 16384, 64)).wgmma);
