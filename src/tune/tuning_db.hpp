@@ -50,8 +50,8 @@ inline constexpr double kMaxBucketDistance = 1.0;
 
 // Nor across kDecodeMaxRows: buckets up to it (decode) and over it (prefill) never serve each other.
 // The 128-row entries are fitted to one or two row blocks, and served 256 rows (one doubling) at up to
-// 1.27× the heuristic's 128 × 128 image blocks there (H200 `lowbit bench`, 4096² 23.97 µs against the
-// tune's 18.86, 4096×14336 60.85 against 50.56; sixty-seventh session).
+// 1.31× the heuristic's 128 × 128 image blocks there (H200 `lowbit bench`, 4096² 23.97 µs against 18.28,
+// 4096×14336 60.85 against 51.20, 6144×4096 34.14 against 27.92; sixty-seventh session).
 inline constexpr int64_t kDecodeMaxRows = 128;
 
 inline constexpr int kTuningSchema = 1;
