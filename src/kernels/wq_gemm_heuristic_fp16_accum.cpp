@@ -111,7 +111,7 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
   }
   // v54 (sixty-seventh session): over 128 rows no rule above applied, and the mma.sync rules' blocks (cut to
   // 16 rows by fit_registers on 8192² and 28672×4096) read every weight M/16 times: H200 bench at 256 and
-  // 1024 rows 3.1-3.6× the fp32 accumulation's wgmma (8192² at 256 rows 186.73 µs against 52.22). Now
+  // 1024 rows 3.0-3.6× the fp32 accumulation's wgmma (8192² at 256 rows 186.73 µs against 52.22). Now
   // wide_block's 64 × 128 blocks, K split in two only where the unsplit grid leaves SMs with one block or
   // none (its busiest-SM rule, fitted at 128 rows, would split 28672×4096 at 1024 rows for 2 % less).
   if (h.bucket > 128) {
