@@ -113,7 +113,8 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
   // 16 rows by fit_registers on 8192² and 28672×4096) read every weight M/16 times: H200 bench at 256 and
   // 1024 rows 3.0-3.6× the fp32 accumulation's wgmma (8192² at 256 rows 186.73 µs against 52.22). Now
   // wide_block's 64 × 128 blocks, K split in two only where the unsplit grid leaves SMs with one block or
-  // none (its busiest-SM rule, fitted at 128 rows, would split 28672×4096 at 1024 rows for 2 % less).
+  // none (its busiest-SM rule, fitted at 128 rows, would split 28672×4096 at 1024 rows for a busiest-SM share
+  // 2 % smaller, 28 → 27.5 blocks; unmeasured).
   if (h.bucket > 128) {
     const int64_t blocks = ceil_div(h.tiles, 16) * ceil_div(h.bucket, 64);
     return block_shared(4, 4, 4, 1, blocks <= h.sms ? 2 : 1);

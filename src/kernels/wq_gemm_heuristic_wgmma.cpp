@@ -190,19 +190,19 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // needs. 3 stages were within 1.00-1.08× of the best (5 stages on 4096² at 1024 rows), the K split to
   // fill half the SMs the tune's split in 12 of 12. Bench against v51 forced, 20 cases at 200-4096 rows in
   // nine formats: 0.72-0.96×. The image is a copy of the activations the plan owns (ceil(M / 128) · 128 ·
-  // K · 2 bytes); plans without buffers of their own run without it.
+  // K rounded up to 128 · 2 bytes); plans without buffers of their own run without it.
   if (bucket >= 256) {
     if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p))) return std::nullopt;
     WqGemmConfig big = make(8, 2, 1, 3);
     big.warps_n = 8, big.wgmma = true, big.x_image = true;
     big.split_k = wq::fill_split(p, big, sms / 2.0);
     // v53 (sixty-seventh session, out of sample: eight more layers at 256 and 1024 rows): where those
-    // blocks leave the last wave under 0.7 full (one block per SM), stream K: every SM an equal share of
-    // the steps. Tune, v52 against the best: 1.06-1.30× on the seven such cases, each best stream K
-    // (10240×8192 at 256 rows 101.20 µs against 78.00, 2560×8192 at 1024 111.74 against 88.42), (8,2,8,1)
-    // stream K with the image within 1.00-1.14× (4 stages, the best's in 6 of 7); 1.00-1.09× on the nine
-    // at 0.81 wave or fuller (5120×8192 at 1024 rows: split 2 best, stream K 1.03×, v52 1.06×). Bench,
-    // against v52 forced: 10 of 10 faster, 0.77-0.94×; 6144×4096 at 256 rows (0.73 wave) stays
+    // blocks fill under 0.7 of their whole waves (blocks / (⌈blocks / SMs⌉ · SMs), one block per SM),
+    // stream K: every SM an equal share of the steps. Tune, v52 against the best: 1.06-1.30× on the seven
+    // such cases, each best stream K (10240×8192 at 256 rows 101.20 µs against 78.00, 2560×8192 at 1024
+    // 111.74 against 88.42), (8,2,8,1) stream K with the image within 1.00-1.14× (4 stages, the best's in 6
+    // of 7); 1.00-1.09× on the nine at 0.81 or fuller (5120×8192 at 1024 rows: split 2 best, stream K 1.03×,
+    // v52 1.06×). Bench, against v52 forced: 10 of 10 faster, 0.77-0.94×; 6144×4096 at 256 rows (0.73) stays
     // data-parallel, 27.68 µs against 29.62 with stream K.
     const int64_t blocks = blocks_128(8) * big.split_k, waves = ceil_div(blocks, static_cast<int64_t>(sms));
     if (static_cast<double>(blocks) < 0.7 * static_cast<double>(waves * sms)) {

@@ -176,8 +176,9 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
         }
   }
   // Over 128 rows the heuristic runs wgmma (v51-v53, sixty-sixth and sixty-seventh sessions), which beat
-  // every mma.sync block by 1.11-2.54×: time the wgmma list before the mma.sync one, so a --budget that stops
-  // early has spent it on the configs that can win (a 4096-row check and timing take about 0.5 s each).
+  // the mma.sync rules' choice by 1.11-2.54× (v51's bench): time the wgmma list before the mma.sync one, so a
+  // --budget that stops early has spent it on the configs that can win (at 4096 rows each check's CPU
+  // reference alone covers 64 columns of every row).
   if (h.wgmma && p.m > 128)
     std::stable_partition(out.begin() + 1, out.end(), [](const WqGemmConfig& c) { return c.wgmma; });
   return out;

@@ -41,9 +41,9 @@ TEST_CASE("choose_config v52: wgmma from 256 rows, 128 × 128 blocks with the im
     }
 }
 
-TEST_CASE("choose_config v53: stream K over 128 rows where the blocks leave the last wave under 0.7 full",
+TEST_CASE("choose_config v53: stream K over 128 rows where the blocks fill under 0.7 of their whole waves",
           "[config][heuristic]") {
-  // 10240×8192 at 256 rows: 80 × 2 blocks of 128 × 128 on 132 SMs, 1.21 waves (the last 0.21 full).
+  // 10240×8192 at 256 rows: 80 × 2 blocks of 128 × 128 on 132 SMs, 2 whole waves 0.61 full.
   auto streamed = [](int64_t n, int64_t k, int64_t m) {
     const lowbit::WqGemmConfig c = choose_hopper(n, k, m);
     return wgmma_shape(c) == "8,2,8,1 sK img" && c.stages == 4;
