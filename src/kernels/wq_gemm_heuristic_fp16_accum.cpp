@@ -33,8 +33,13 @@ double busiest_sm_share(int64_t blocks, int split, int sms) {
 // 128 rows, 448 blocks: 4 rounds unsplit, 3.5 split; bench 28672×4096 107.1 µs → 100.4, 28672×8192 208.4 →
 // 187.4, 28672×5120 132.2 → 122.4; 14336×4096's 224, 2 rounds either way, stay unsplit, its tune's best).
 // The tunes of 2- and 8-bit weights on 28672×4096 kept them unsplit.
+// wide_block's grid unsplit: blocks of 64 rows × 128 columns.
+int64_t wide_blocks(const HeuristicShape& h) {
+  return ceil_div(h.tiles, 16) * ceil_div(h.bucket, 64);
+}
+
 WqGemmConfig wide_block(const WqGemmProblem& p, const HeuristicShape& h) {
-  const int64_t blocks = ceil_div(h.tiles, 16) * ceil_div(h.bucket, 64);
+  const int64_t blocks = wide_blocks(h);
   const bool split = blocks <= h.sms ||
                      (p.bits == 4 && busiest_sm_share(blocks, 2, h.sms) < busiest_sm_share(blocks, 1, h.sms));
   return block_shared(4, 4, 4, 1, split ? 2 : 1);
@@ -115,10 +120,7 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
   // wide_block's 64 × 128 blocks, K split in two only where the unsplit grid leaves SMs with one block or
   // none (its busiest-SM rule, fitted at 128 rows, would split 28672×4096 at 1024 rows for a busiest-SM share
   // 2 % smaller, 28 → 27.5 blocks; unmeasured).
-  if (h.bucket > 128) {
-    const int64_t blocks = ceil_div(h.tiles, 16) * ceil_div(h.bucket, 64);
-    return block_shared(4, 4, 4, 1, blocks <= h.sms ? 2 : 1);
-  }
+  if (h.bucket > 128) return block_shared(4, 4, 4, 1, wide_blocks(h) <= h.sms ? 2 : 1);
   return std::nullopt;
 }
 

@@ -9,6 +9,7 @@
 #include "jit/context.hpp"
 #include "kernels/wq_gemm_internal.hpp"
 #include "tune/timer.hpp"
+#include "tune/tuning_db.hpp"
 #include "tune/wq_bench.hpp"
 
 namespace lowbit::tune {
@@ -179,7 +180,7 @@ std::vector<WqGemmConfig> wq_candidates(const WqGemmProblem& p, const Arch& arch
   // the mma.sync rules' choice by 1.11-2.54× (v51's bench): time the wgmma list before the mma.sync one, so a
   // --budget that stops early has spent it on the configs that can win (at 4096 rows each check's CPU
   // reference alone covers 64 columns of every row).
-  if (h.wgmma && p.m > 128)
+  if (h.wgmma && p.m > kDecodeMaxRows)
     std::stable_partition(out.begin() + 1, out.end(), [](const WqGemmConfig& c) { return c.wgmma; });
   return out;
 }
