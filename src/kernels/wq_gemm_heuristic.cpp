@@ -91,7 +91,7 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
         for (std::string_view part : parts) s += part;
         return s;
       };
-      if (hit->step == "exact") return {*c, join({"tuned (exact, ", hit->file, ")"})};
+      if (hit->step == "exact") return {*c, join({"tuned (exact, ", hit->file, ")"}), true};
       std::string source = join({"tuned (", hit->step, " ", hit->key, ", ", hit->file, ")"});
       // An entry tuned for another mode may hold more tiles than this mode's registers allow.
       const WqGemmConfig fitted = hit->step == "similar format" ? fit_registers(pb, *c) : *c;
@@ -173,6 +173,11 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
   const WqGemmConfig k_order = choose_any(ctx, problem, 1, forced).config;
   WqGemmProblem pb = problem;
   pb.m = bucket;
+  // From 16 rows the plain problem's block shapes do not suit the one-row K order (v55): deterministic mode
+  // takes its own, unless forced or tuned for this very problem.
+  if (!forced && !choice.exact_entry)
+    if (auto d = deterministic_config(pb, k_order, ctx.arch()))
+      return {*d, "heuristic (deterministic), K split of the M = 1 choice"};
   WqGemmConfig c = choice.config;
   c.warps_k = k_order.warps_k, c.split_k = k_order.split_k;
   shrink_to_fit(pb, c, ctx.arch(), /*keep_k_split=*/true);

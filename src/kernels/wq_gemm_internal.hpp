@@ -259,6 +259,12 @@ std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& problem, const
 std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                               bool sm90a);
 
+// A deterministic problem's config from 16 rows (problem.m the bucket) in the K order of `k_order`, its
+// one-row choice (heuristic v55, wq_gemm_heuristic_deterministic.cpp); none under 16 rows or where the
+// arch cannot run it.
+std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& problem, const WqGemmConfig& k_order,
+                                                 const Arch& arch);
+
 // The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2
 // chunks per warp per split (at most 64; deterministic problems at most 8).
 int fill_split(const WqGemmProblem& problem, const WqGemmConfig& config, double min_blocks);
@@ -281,6 +287,7 @@ struct Choice {
   WqGemmConfig config;
   std::string
       source;  // "forced", "tuned (exact, <file>)", "tuned (nearest M bucket <key>, <file>)", "heuristic"
+  bool exact_entry = false;  // a tuning entry of this very problem and bucket
 };
 // The plan a choice is for: act-order's image rule (act_order_image_config) applies only to plans
 // that own their buffers (others run without the image) and are not chained (not measured).

@@ -291,18 +291,24 @@ TEST_CASE("wq_gemm deterministic: bitwise equal across 20 runs and across M buck
   // 512 × 8192 leaves most SMs idle, so the library splits K; forced splits check 3 more shapes (on
   // sm_90 splits of up to 8 pieces meet in a cluster, so the 12-way one keeps the workspace's slices
   // tested there).
+  // The last three are wide enough (on 132 SMs) for one-row K orders of 8, 4 and 2 warps along K, whose
+  // deterministic blocks from 16 rows (heuristic v55) differ in shape, staging and warps side by side.
   struct Case {
     int64_t n, k;
     int bits;
     DType act;
     std::optional<WqGemmConfig> config;
     bool library_splits;  // the library's own choice splits K at M = 1 (checked, else the case tests less)
+    bool no_tuning_file = false;
   };
   const Case cases[] = {{512, 8192, 4, DType::F16, std::nullopt, true},
                         {520, 4096, 2, DType::BF16, std::nullopt, false},
                         {1032, 2048, 8, DType::F16, WqGemmConfig{1, 4, 1, 2, 5, 3}, false},
                         {1032, 2048, 4, DType::F16, WqGemmConfig{2, 8, 2, 2, 3, 3, true}, false},
-                        {1032, 2048, 4, DType::BF16, WqGemmConfig{1, 4, 1, 2, 12, 3}, false}};
+                        {1032, 2048, 4, DType::BF16, WqGemmConfig{1, 4, 1, 2, 12, 3}, false},
+                        {8200, 1152, 4, DType::F16, std::nullopt, false, true},
+                        {12296, 1024, 8, DType::BF16, std::nullopt, false, true},
+                        {17416, 256, 3, DType::F16, std::nullopt, false, true}};
   const std::vector<int64_t> ms = {1, 3, 16, 64, 130};
   for (const Case& c : cases) {
     WqGemmProblem p = make_problem(c.n, c.k, c.bits, 128, DequantMode::SubZeroThenScale, c.act, 130);
@@ -315,7 +321,7 @@ TEST_CASE("wq_gemm deterministic: bitwise equal across 20 runs and across M buck
       ro.no_tuning_db = true;
       return ro;
     }());
-    WqGemmPlan plan(c.library_splits ? heuristic_rt : gpu_runtime(), p, ms, o);
+    WqGemmPlan plan(c.library_splits || c.no_tuning_file ? heuristic_rt : gpu_runtime(), p, ms, o);
     if (c.library_splits) REQUIRE(plan.config_for(1).split_k > 1);
     for (int64_t m : ms) {
       INFO(m << ": " << plan.config_for(m).str());

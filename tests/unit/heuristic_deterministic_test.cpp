@@ -1,0 +1,133 @@
+// Heuristic v55 (docs/perf-notes.md, sixty-eighth session, H200 bench): deterministic problems from 16 rows
+// take their own block shape for the one-row choice's warps along K (wq::deterministic_config), in place of
+// the plain problem's, which spilled or, past 128 rows, ran the wgmma choice cut to mma.sync.
+#include <optional>
+#include <string>
+
+#include "jit/context.hpp"
+#include "kernels/wq_gemm_internal.hpp"
+#include "support/catch.hpp"
+#include "support/test_support.hpp"
+#include "tune/tuning_db.hpp"
+#include "unit/heuristic_helpers.hpp"
+#include "unit/unit_helpers.hpp"
+
+using lowbit::WqGemmConfig;
+using lowbit::WqGemmProblem;
+using lowbit::test::g128_problem;
+
+namespace {
+// m_tiles,n_tiles,warps_n,warps_k,split_k,stages, "+xs" with staged activations.
+std::string shape(const WqGemmConfig& c) {
+  std::string s;
+  for (int v : {c.m_tiles, c.n_tiles, c.warps_n, c.warps_k, c.split_k, c.stages})
+    s += std::to_string(v) + ",";
+  s.pop_back();
+  return c.x_shared ? s + "+xs" : s;
+}
+
+WqGemmProblem det_problem(int64_t n, int64_t k) {
+  WqGemmProblem p = g128_problem(n, k, 1);
+  p.deterministic = true;
+  return p;
+}
+
+lowbit::RuntimeOptions hopper_options(const std::string& dir) {
+  lowbit::RuntimeOptions o = lowbit::test::offline_options("sm_90a", dir);
+  o.sm_count = 132, o.no_tuning_db = true;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("deterministic v55: a block shape for each one-row K order, from 16 rows", "[heuristic]") {
+  lowbit::test::TempDir dir;
+  lowbit::Runtime rt(hopper_options(dir.path));
+  auto choose = [&](int64_t n, int64_t k, int64_t bucket) {
+    const auto c = lowbit::wq::choose(rt.context(), det_problem(n, k), bucket, std::nullopt);
+    INFO(n << "x" << k << " bucket " << bucket << ": " << c.config.str() << " (" << c.source << ")");
+    if (bucket > 1) CHECK(lowbit::test::contains(c.source, "deterministic"));
+    return shape(c.config);
+  };
+  // The one-row K orders (no tuning file, 132 SMs): 16 warps along K on 4096² and 4096×14336, 8 on 8192²,
+  // 4 on 12288×4096, 2 on 28672×4096.
+  CHECK(choose(4096, 4096, 1) == "1,4,1,16,1,2");
+  CHECK(choose(8192, 8192, 1) == "1,4,1,8,1,2");
+  CHECK(choose(12288, 4096, 1) == "1,4,1,4,1,2");
+  CHECK(choose(28672, 4096, 1) == "1,4,1,2,1,2");
+  for (int64_t bucket : {16, 32, 64, 128, 256, 1024}) {
+    CHECK(choose(4096, 4096, bucket) == "1,4,1,16,1,2+xs");
+    CHECK(choose(4096, 14336, bucket) == "1,4,1,16,1,2+xs");
+    CHECK(choose(8192, 8192, bucket) == (bucket == 16 ? "1,8,1,8,1,3+xs" : "2,4,1,8,1,2+xs"));
+    CHECK(choose(12288, 4096, bucket) == (bucket == 16 ? "1,8,1,4,1,2" : "1,8,1,4,1,3"));
+    CHECK(choose(28672, 4096, bucket) == (bucket == 16 ? "1,8,1,2,1,2" : "2,4,2,2,1,3+xs"));
+  }
+  // A K split of the one-row choice stays (512×8192: 16 warps along K, two pieces).
+  const auto split = lowbit::wq::choose(rt.context(), det_problem(512, 8192), 1, std::nullopt).config;
+  REQUIRE(split.split_k > 1);
+  CHECK(lowbit::wq::choose(rt.context(), det_problem(512, 8192), 64, std::nullopt).config.split_k ==
+        split.split_k);
+  // Under 16 rows the plain choice keeps its shape (with the one-row K order).
+  CHECK_FALSE(lowbit::test::contains(
+      lowbit::wq::choose(rt.context(), det_problem(8192, 8192), 8, std::nullopt).source, "heuristic (det"));
+}
+
+TEST_CASE("deterministic v55 leaves forced configs and exact tuning entries", "[heuristic]") {
+  lowbit::test::TempDir dir;
+  const WqGemmProblem p = det_problem(8192, 8192);
+  // A forced config is every bucket's, its K order included.
+  const WqGemmConfig forced{2, 2, 2, 2, 1, 3};
+  lowbit::Runtime plain_rt(hopper_options(dir.path));
+  CHECK(lowbit::wq::choose(plain_rt.context(), p, 64, forced).config == forced);
+
+  // An entry tuned for this deterministic problem and bucket serves it; an entry of the plain problem
+  // (found as a similar format) does not.
+  lowbit::tune::TuningDb db;
+  db.meta.arch = "sm_90a", db.meta.device = "NVIDIA H200", db.meta.sm_count = 132;
+  const nlohmann::json tuned = {
+      {"config",
+       {{"m_tiles", 1}, {"n_tiles", 2}, {"warps_n", 1}, {"warps_k", 8}, {"split_k", 1}, {"stages", 2}}},
+      {"us", 1.0}};
+  db.put("wq_gemm", lowbit::wq::tuning_key(p, 64), tuned);
+  WqGemmProblem plain = p;
+  plain.deterministic = false;
+  db.put("wq_gemm", lowbit::wq::tuning_key(plain, 128), tuned);
+  db.save(dir.path + "/h200.json");
+  lowbit::RuntimeOptions o = hopper_options(dir.path);
+  o.no_tuning_db = false, o.tuning_dir = dir.path;
+  lowbit::Runtime rt(o);
+  const auto exact = lowbit::wq::choose(rt.context(), p, 64, std::nullopt);
+  INFO(exact.source);
+  CHECK(lowbit::test::contains(exact.source, "tuned (exact"));
+  CHECK(shape(exact.config) == "1,2,1,8,1,2");
+  const auto similar = lowbit::wq::choose(rt.context(), p, 128, std::nullopt);
+  INFO(similar.source);
+  CHECK(lowbit::test::contains(similar.source, "heuristic (deterministic)"));
+  CHECK(shape(similar.config) == "2,4,1,8,1,2+xs");
+}
+
+TEST_CASE("deterministic v55 fits every arch and format, keeping the one-row K order", "[heuristic]") {
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
+    lowbit::test::TempDir dir;
+    lowbit::RuntimeOptions o = lowbit::test::offline_options(arch, dir.path);
+    o.sm_count = 108, o.no_tuning_db = true;
+    lowbit::Runtime rt(o);
+    for (int bits : {1, 2, 3, 4, 8})
+      for (lowbit::DType act : {lowbit::DType::F16, lowbit::DType::BF16})
+        for (int group : {32, 128, 0})
+          for (int64_t n : {1024, 4096, 8192, 12288, 28672}) {
+            WqGemmProblem p = det_problem(n, 4096);
+            p.bits = bits, p.act = p.out = act, p.group_size = group;
+            const WqGemmConfig one = lowbit::wq::choose(rt.context(), p, 1, std::nullopt).config;
+            for (int64_t bucket : {16, 64, 256}) {
+              const auto c = lowbit::wq::choose(rt.context(), p, bucket, std::nullopt);
+              WqGemmProblem pb = p;
+              pb.m = bucket;
+              INFO(arch << " " << pb.str() << " -> " << c.config.str() << " (" << c.source << ")");
+              CHECK(lowbit::can_implement(pb, c.config, lowbit::Arch::parse(arch)));
+              CHECK(c.config.warps_k == one.warps_k);
+              CHECK(c.config.split_k == one.split_k);
+              CHECK_FALSE(c.config.wgmma);
+            }
+          }
+  }
+}
