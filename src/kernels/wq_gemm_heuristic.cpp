@@ -173,8 +173,8 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
   const WqGemmConfig k_order = choose_any(ctx, problem, 1, forced).config;
   WqGemmProblem pb = problem;
   pb.m = bucket;
-  // From 16 rows the plain problem's block shapes do not suit the one-row K order (v55): deterministic mode
-  // takes its own, unless forced or tuned for this very problem.
+  // From 16-32 rows the plain problem's block shapes do not suit the one-row K order (v55): deterministic
+  // mode takes its own, unless forced or tuned for this very problem.
   if (!forced && !choice.exact_entry)
     if (auto d = deterministic_config(pb, k_order, ctx.arch()))
       return {*d, "heuristic (deterministic), K split of the M = 1 choice"};

@@ -259,9 +259,9 @@ std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& problem, const
 std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                               bool sm90a);
 
-// A deterministic problem's config from 16 rows (problem.m the bucket) in the K order of `k_order`, its
-// one-row choice (heuristic v55, wq_gemm_heuristic_deterministic.cpp); none under 16 rows or where the
-// arch cannot run it.
+// A deterministic problem's config (problem.m the bucket) in the K order of `k_order`, its one-row choice
+// (heuristic v55, wq_gemm_heuristic_deterministic.cpp): from 32 rows, and at 16 with more than 8 warps
+// along K; none elsewhere or where the arch cannot run it.
 std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& problem, const WqGemmConfig& k_order,
                                                  const Arch& arch);
 

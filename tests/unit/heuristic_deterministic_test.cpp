@@ -1,6 +1,7 @@
-// Heuristic v55 (docs/perf-notes.md, sixty-eighth session, H200 bench): deterministic problems from 16 rows
-// take their own block shape for the one-row choice's warps along K (wq::deterministic_config), in place of
-// the plain problem's, which spilled or, past 128 rows, ran the wgmma choice cut to mma.sync.
+// Heuristic v55 (docs/perf-notes.md, sixty-eighth session, H200 bench): deterministic problems from 32 rows
+// (16 with 16 warps along K) take their own block shape for the one-row choice's warps along K
+// (wq::deterministic_config), in place of the plain problem's, which spilled or, past 128 rows, ran the wgmma
+// choice cut to mma.sync.
 #include <optional>
 #include <string>
 
@@ -57,8 +58,11 @@ TEST_CASE("deterministic v55: a block shape for each one-row K order, from 16 ro
   for (int64_t bucket : {16, 32, 64, 128, 256, 1024}) {
     CHECK(choose(4096, 4096, bucket) == "1,4,1,16,1,2+xs");
     CHECK(choose(4096, 14336, bucket) == "1,4,1,16,1,2+xs");
-    CHECK(choose(8192, 8192, bucket) == (bucket == 16 ? "1,8,1,8,1,3+xs" : "2,4,1,8,1,2+xs"));
-    CHECK(choose(12288, 4096, bucket) == (bucket == 16 ? "1,8,1,4,1,2" : "1,8,1,4,1,3"));
+    // (At 16 rows up to 8 warps along K the plain choice's shape stays.)
+    CHECK(choose(8192, 8192, bucket) == (bucket == 16 ? "1,8,1,8,1,2" : "2,4,1,8,1,2+xs"));
+    CHECK(choose(12288, 4096, bucket) == (bucket == 16   ? "1,8,1,4,1,2"
+                                          : bucket == 64 ? "2,4,2,4,1,3+xs"
+                                                         : "1,8,1,4,1,3"));
     CHECK(choose(28672, 4096, bucket) == (bucket == 16 ? "1,8,1,2,1,2" : "2,4,2,2,1,3+xs"));
   }
   // A K split of the one-row choice stays (512×8192: 16 warps along K, two pieces).
@@ -66,9 +70,14 @@ TEST_CASE("deterministic v55: a block shape for each one-row K order, from 16 ro
   REQUIRE(split.split_k > 1);
   CHECK(lowbit::wq::choose(rt.context(), det_problem(512, 8192), 64, std::nullopt).config.split_k ==
         split.split_k);
-  // Under 16 rows the plain choice keeps its shape (with the one-row K order).
-  CHECK_FALSE(lowbit::test::contains(
-      lowbit::wq::choose(rt.context(), det_problem(8192, 8192), 8, std::nullopt).source, "heuristic (det"));
+  // Under 16 rows, and at 16 rows up to 8 warps along K, the plain choice keeps its shape (with the one-row K
+  // order).
+  for (int64_t bucket : {2, 8, 16})
+    CHECK_FALSE(lowbit::test::contains(
+        lowbit::wq::choose(rt.context(), det_problem(8192, 8192), bucket, std::nullopt).source,
+        "heuristic (det"));
+  CHECK(lowbit::test::contains(
+      lowbit::wq::choose(rt.context(), det_problem(4096, 4096), 16, std::nullopt).source, "heuristic (det"));
 }
 
 TEST_CASE("deterministic v55 leaves forced configs and exact tuning entries", "[heuristic]") {
