@@ -167,7 +167,15 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
       choice.config = *image;
     }
   }
-  if (!problem.deterministic || bucket == 1) return choice;
+  if (!problem.deterministic) return choice;
+  if (!forced && !choice.exact_entry) {
+    const WqGemmConfig capped = deterministic_tile_cap(choice.config);
+    if (!(capped == choice.config))
+      choice.source +=
+          fmt::format("; n_tiles {} -> {} (deterministic registers)", choice.config.n_tiles, capped.n_tiles);
+    choice.config = capped;
+  }
+  if (bucket == 1) return choice;
   // Deterministic: every bucket sums K in the order of the M = 1 choice (same warps_k and split_k),
   // so a row's result does not depend on how many rows come with it.
   const WqGemmConfig k_order = choose_any(ctx, problem, 1, forced).config;

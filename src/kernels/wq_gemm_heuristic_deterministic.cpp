@@ -56,4 +56,15 @@ std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& pb, const 
   return c;
 }
 
+WqGemmConfig deterministic_tile_cap(WqGemmConfig c) {
+  // A deterministic problem's mma.sync kernel keeps the A/B roles (no operand swap) and two accumulator
+  // chains in every config, so a warp holds 8 fp32 registers per 16 × 8 tile: 16 tiles are 128 and spill
+  // (ptxas, 4-bit g128 fp16: (1,16,1,4,1,3) staged 552 B). Plain problems' entries with 16 tiles serve
+  // deterministic ones as a similar format in the shipped files: H200, one row (sixty-eighth session),
+  // 16384² ran 104.27 µs against the plain problem's 33.82, 28672×4096 31.80 against 16.68. Halving
+  // n_tiles changes no row's arithmetic (the K order is warps_k and split_k).
+  while (!c.wgmma && c.m_tiles * c.n_tiles > 8 && c.n_tiles > 1) c.n_tiles /= 2;
+  return c;
+}
+
 }  // namespace lowbit::wq

@@ -264,6 +264,9 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& problem, cons
 // along K; none elsewhere or where the arch cannot run it.
 std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& problem, const WqGemmConfig& k_order,
                                                  const Arch& arch);
+// `config` with at most 8 accumulator tiles a warp (n_tiles halved), for deterministic problems, whose
+// kernel holds twice the plain one's accumulators (wq_gemm_heuristic_deterministic.cpp).
+WqGemmConfig deterministic_tile_cap(WqGemmConfig config);
 
 // The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2
 // chunks per warp per split (at most 64; deterministic problems at most 8).

@@ -140,3 +140,37 @@ TEST_CASE("deterministic v55 fits every arch and format, keeping the one-row K o
           }
   }
 }
+
+TEST_CASE("deterministic problems cut a similar format's 16 tiles a warp to 8 (registers), every bucket",
+          "[heuristic]") {
+  lowbit::test::TempDir dir;
+  const WqGemmProblem p = det_problem(16384, 16384);
+  WqGemmProblem plain = p;
+  plain.deterministic = false;
+  lowbit::tune::TuningDb db;
+  db.meta.arch = "sm_90a", db.meta.device = "NVIDIA H200", db.meta.sm_count = 132;
+  const nlohmann::json sixteen = {{"config",
+                                   {{"m_tiles", 1},
+                                    {"n_tiles", 16},
+                                    {"warps_n", 1},
+                                    {"warps_k", 4},
+                                    {"split_k", 1},
+                                    {"stages", 3},
+                                    {"x_shared", true}}},
+                                  {"us", 1.0}};
+  for (int64_t bucket : {1, 4}) db.put("wq_gemm", lowbit::wq::tuning_key(plain, bucket), sixteen);
+  db.save(dir.path + "/h200.json");
+  lowbit::RuntimeOptions o = hopper_options(dir.path);
+  o.no_tuning_db = false, o.tuning_dir = dir.path;
+  lowbit::Runtime rt(o);
+  for (int64_t bucket : {1, 4}) {
+    const auto c = lowbit::wq::choose(rt.context(), p, bucket, std::nullopt);
+    INFO(bucket << ": " << c.source);
+    CHECK(shape(c.config) == "1,8,1,4,1,3+xs");
+    CHECK(lowbit::test::contains(c.source, "n_tiles 16 -> 8 (deterministic registers)"));
+  }
+  // The plain problem keeps them; so does a forced config.
+  CHECK(lowbit::wq::choose(rt.context(), plain, 1, std::nullopt).config.n_tiles == 16);
+  const WqGemmConfig forced{1, 16, 1, 4, 1, 3, true};
+  CHECK(lowbit::wq::choose(rt.context(), p, 1, forced).config == forced);
+}
