@@ -12,20 +12,21 @@ std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& pb, const 
   // split_k; the rest of the config does not change a row's arithmetic there: no operand swap, two
   // accumulator chains, the scale after the MMA in every config). Before v55 the other fields came from
   // the plain problem's choice (tuned or heuristic), a block shape sized for its own warps along K: with
-  // the one-row K order's 8 or 16 instead it made blocks of 16 warps capped at 128 registers, spilling
-  // 72-1428 B (ptxas) from 16-32 rows, or, past 128 rows, the wgmma choice cut to mma.sync (deterministic
-  // problems do not run wgmma). H200, 4-bit g128 fp16 (docs/perf-notes.md, sixty-eighth session): a bench
-  // of candidates without spills at 16-1024 rows, no tuning file; then v55 against the choice before,
-  // with the shipped file and without. The shapes, by the one-row K order:
+  // the one-row K order's 8 or 16 instead it made blocks of 16 warps capped at 128 registers or 32
+  // tiles a warp, spilling 72-1868 B (ptxas) at 16-1024 rows, or, past 128 rows, the wgmma choice cut to
+  // mma.sync (deterministic problems do not run wgmma). H200, 4-bit g128 fp16 (docs/perf-notes.md,
+  // sixty-eighth session): a bench of candidates without spills at 16-1024 rows, no tuning file; then v55
+  // against the choice before, with the shipped file and without. The shapes, by the one-row K order:
   // - 16 warps along K (4096², 4096×14336 and the like), from 16 rows: 16 rows × 4 tiles a block, 2
-  //   stages, activations staged per warp, the best candidate at every bucket; 0.27-0.74× the choice
-  //   before (4096² at 64 rows with the shipped file 70.41 → 19.01 µs).
+  //   stages, activations staged per warp, the best candidate at every bucket; 0.27-0.76× the choice
+  //   before in 4-bit fp16, at most 0.82× in other formats (4096² at 64 rows with the shipped file 70.41
+  //   → 19.01 µs).
   // - 8 (8192², 6144×4096), from 32 rows: 2 × 4 tiles, 2 stages, staged; 0.20-0.65× (8192² at 128 rows
   //   471.82 → 95.58 µs). At 16 rows the choice before stays: it does not spill, and the shipped
   //   6144×4096 entry's 6 tiles ran 1.22× faster than 8.
   // - 4 (12288×4096, and 16384² and 28672×4096 with the shipped file), from 32 rows: 8 tiles in
   //   registers, 3 stages; at 64 rows 2 × 4 tiles with 2 warps side by side sharing their staged
-  //   activations, 3 stages (3-5 % faster there on all three layers, 1.20× slower at 32 rows). Within
+  //   activations, 3 stages (3-5.5 % faster there on all three layers, 1.20× slower at 32 rows). Within
   //   1.03× of the best candidate at 32-1024 rows; 0.30-0.77× where the choice before spilled (128-256
   //   rows).
   // - 2 (28672×4096 without the file), from 32 rows: 2 × 4 tiles, 2 warps side by side, staged, 3 stages:
