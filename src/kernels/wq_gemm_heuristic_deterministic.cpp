@@ -63,8 +63,10 @@ WqGemmConfig deterministic_tile_cap(WqGemmConfig c) {
   // (ptxas, 4-bit g128 fp16: (1,16,1,4,1,3) staged 552 B). Plain problems' entries with 16 tiles serve
   // deterministic ones as a similar format in the shipped files: H200, one row (sixty-eighth session),
   // 16384² ran 104.27 µs against the plain problem's 33.82, 28672×4096 31.80 against 16.68. Halving
-  // n_tiles changes no row's arithmetic (the K order is warps_k and split_k).
-  while (!c.wgmma && c.m_tiles * c.n_tiles > 8 && c.n_tiles > 1) c.n_tiles /= 2;
+  // n_tiles changes no row's arithmetic (the K order is warps_k and split_k); 6 tiles go to 4, a count
+  // can_implement takes.
+  while (!c.wgmma && c.m_tiles * c.n_tiles > 8 && c.n_tiles > 1)
+    c.n_tiles = c.n_tiles == 6 ? 4 : c.n_tiles / 2;
   return c;
 }
 

@@ -169,6 +169,15 @@ TEST_CASE("deterministic problems cut a similar format's 16 tiles a warp to 8 (r
     CHECK(shape(c.config) == "1,8,1,4,1,3+xs");
     CHECK(lowbit::test::contains(c.source, "n_tiles 16 -> 8 (deterministic registers)"));
   }
+  // Every count stays one can_implement takes (6 tiles go to 4).
+  for (int mt : {1, 2, 4, 8})
+    for (int nt : {1, 2, 4, 6, 8, 16}) {
+      const WqGemmConfig c = lowbit::wq::deterministic_tile_cap(WqGemmConfig{mt, nt, 1, 4, 1, 2});
+      INFO(mt << " x " << nt << " -> " << c.str());
+      CHECK((c.m_tiles * c.n_tiles <= 8 || c.n_tiles == 1));
+      CHECK((c.n_tiles == 1 || c.n_tiles == 2 || c.n_tiles == 4 || c.n_tiles == 6 || c.n_tiles == 8));
+      CHECK(c.m_tiles == mt);
+    }
   // The plain problem keeps them; so does a forced config.
   CHECK(lowbit::wq::choose(rt.context(), plain, 1, std::nullopt).config.n_tiles == 16);
   const WqGemmConfig forced{1, 16, 1, 4, 1, 3, true};
