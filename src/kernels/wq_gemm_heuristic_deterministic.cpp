@@ -9,14 +9,15 @@ namespace lowbit::wq {
 std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& pb, const WqGemmConfig& k_order,
                                                  const Arch& arch) {
   // Every bucket of a deterministic problem sums K in the one-row choice's order (its warps_k and
-  // split_k; the rest of the config does not change a row's arithmetic there: no operand swap, two
-  // accumulator chains, the scale after the MMA in every config). Before v55 the other fields came from
-  // the plain problem's choice (tuned or heuristic), a block shape sized for its own warps along K: with
-  // the one-row K order's 8 or 16 instead it made blocks of 16 warps capped at 128 registers or 32
-  // tiles a warp, spilling 72-1868 B (ptxas) at 16-1024 rows, or, past 128 rows, the wgmma choice cut to
-  // mma.sync (deterministic problems do not run wgmma). H200, 4-bit g128 fp16 (docs/perf-notes.md,
-  // sixty-eighth session): a bench of candidates without spills at 16-1024 rows, no tuning file; then v55
-  // against the choice before, with the shipped file and without. The shapes, by the one-row K order:
+  // split_k; the rest of the config does not change a row's arithmetic there: no operand swap and two
+  // accumulator chains in every config, the scale before or after the MMA by the format alone). Before v55
+  // the other fields came from the plain problem's choice (tuned or heuristic), a block shape sized for its
+  // own warps along K: with the one-row K order's 8 or 16 instead it made blocks of 16 warps capped at 128
+  // registers or 32 tiles a warp, spilling 72-1868 B (ptxas) at 16-1024 rows, or, past 128 rows, the wgmma
+  // choice cut to mma.sync (deterministic problems do not run wgmma). H200, 4-bit g128 fp16
+  // (docs/perf-notes.md, sixty-eighth session): a bench of candidates (most without spills) at 16-1024 rows,
+  // no tuning file; then v55 against the choice before, with the shipped file and without. The shapes, by the
+  // one-row K order:
   // - 16 warps along K (4096², 4096×14336 and the like), from 16 rows: 16 rows × 4 tiles a block, 2
   //   stages, activations staged per warp, the best candidate at every bucket; 0.27-0.76× the choice
   //   before in 4-bit fp16, at most 0.82× in other formats (4096² at 64 rows with the shipped file 70.41
@@ -32,9 +33,9 @@ std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& pb, const 
   // - 2 (28672×4096 without the file), from 32 rows: 2 × 4 tiles, 2 warps side by side, staged, 3 stages:
   //   within 1.02× of the best, where the choice before ran 2.8-3.3× past 64 rows.
   // Warps along K beyond those counts (a tuned one-row entry may hold 6 or 12) take the next larger
-  // count's shape, so a block's registers stay in its threads' budget. ptxas (sm_90a) of the shapes in 96
-  // formats (bits 2/3/4/8, fp16/bf16, four modes, groups 32/128/per channel): 17 of 576 spill 4-64 B
-  // (8-bit, float zeros, q·s + z, groups of 32); the choices before spilled up to 1.8 KB in 4-bit g128.
+  // count's shape, so a block's registers stay in its threads' budget. ptxas (sm_90a) of the five shapes in
+  // 96 formats (bits 2/3/4/8, fp16/bf16, four modes, groups 32/128/per channel): 13 of 480 spill 4-64 B
+  // (mostly 8-bit); the choices before spilled up to 1.8 KB in 4-bit g128.
   const int wk = k_order.warps_k;
   if (pb.m < 16 || (pb.m <= 16 && wk <= 8)) return std::nullopt;
   WqGemmConfig c;
@@ -59,9 +60,10 @@ std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& pb, const 
 
 WqGemmConfig deterministic_tile_cap(WqGemmConfig c) {
   // A deterministic problem's mma.sync kernel keeps the A/B roles (no operand swap) and two accumulator
-  // chains in every config, so a warp holds 8 fp32 registers per 16 × 8 tile: 16 tiles are 128 and spill
-  // (ptxas, 4-bit g128 fp16: (1,16,1,4,1,3) staged 552 B). Plain problems' entries with 16 tiles serve
-  // deterministic ones as a similar format in the shipped files: H200, one row (sixty-eighth session),
+  // chains in every config, so a warp holds 8 fp32 registers per 16 × 8 tile (12 with per-chunk sums): 16
+  // tiles spill (ptxas, 4-bit g128 fp16: (1,16,1,4,1,3) staged 552 B). Other formats' entries with 16 tiles
+  // serve deterministic problems as a similar format in the shipped files (the bf16 layers' one-row
+  // entries serve fp16): H200, one row (sixty-eighth session),
   // 16384² ran 104.27 µs against the plain problem's 33.82, 28672×4096 31.80 against 16.68. Halving
   // n_tiles changes no row's arithmetic (the K order is warps_k and split_k); 6 tiles go to 4, a count
   // can_implement takes.

@@ -265,7 +265,7 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& problem, cons
 std::optional<WqGemmConfig> deterministic_config(const WqGemmProblem& problem, const WqGemmConfig& k_order,
                                                  const Arch& arch);
 // `config` with at most 8 accumulator tiles a warp (n_tiles halved), for deterministic problems, whose
-// kernel holds twice the plain one's accumulators (wq_gemm_heuristic_deterministic.cpp).
+// kernel keeps two accumulator chains in every config (wq_gemm_heuristic_deterministic.cpp).
 WqGemmConfig deterministic_tile_cap(WqGemmConfig config);
 
 // The smallest power-of-2 split of K that gives the grid at least min_blocks blocks, keeping ≥ 2

@@ -292,7 +292,7 @@ TEST_CASE("wq_gemm deterministic: bitwise equal across 20 runs and across M buck
   // sm_90 splits of up to 8 pieces meet in a cluster, so the 12-way one keeps the workspace's slices
   // tested there).
   // The last three are wide enough (on 132 SMs) for one-row K orders of 8, 4 and 2 warps along K, whose
-  // deterministic blocks from 16 rows (heuristic v55) differ in shape, staging and warps side by side.
+  // deterministic blocks from 32 rows (heuristic v55) differ in shape, staging and warps side by side.
   struct Case {
     int64_t n, k;
     int bits;

@@ -1,5 +1,5 @@
 // Heuristic v55 (docs/perf-notes.md, sixty-eighth session, H200 bench): deterministic problems from 32 rows
-// (16 with 16 warps along K) take their own block shape for the one-row choice's warps along K
+// (16 with more than 8 warps along K) take their own block shape for the one-row choice's warps along K
 // (wq::deterministic_config), in place of the plain problem's, which spilled or, past 128 rows, ran the wgmma
 // choice cut to mma.sync.
 #include <optional>
@@ -88,30 +88,48 @@ TEST_CASE("deterministic v55 leaves forced configs and exact tuning entries", "[
   lowbit::Runtime plain_rt(hopper_options(dir.path));
   CHECK(lowbit::wq::choose(plain_rt.context(), p, 64, forced).config == forced);
 
-  // An entry tuned for this deterministic problem and bucket serves it; an entry of the plain problem
-  // (found as a similar format) does not.
+  // An entry tuned for this deterministic problem and bucket serves it, in the one-row K order (8 warps
+  // along K here, where the entries hold 4) and without the tile cap; any other entry (the same key's at the
+  // nearest M bucket, the plain problem's as a similar format) does not.
   lowbit::tune::TuningDb db;
   db.meta.arch = "sm_90a", db.meta.device = "NVIDIA H200", db.meta.sm_count = 132;
-  const nlohmann::json tuned = {
-      {"config",
-       {{"m_tiles", 1}, {"n_tiles", 2}, {"warps_n", 1}, {"warps_k", 8}, {"split_k", 1}, {"stages", 2}}},
-      {"us", 1.0}};
-  db.put("wq_gemm", lowbit::wq::tuning_key(p, 64), tuned);
+  auto entry = [](int n_tiles) {
+    return nlohmann::json{{"config",
+                           {{"m_tiles", 1},
+                            {"n_tiles", n_tiles},
+                            {"warps_n", 1},
+                            {"warps_k", 4},
+                            {"split_k", 1},
+                            {"stages", 2}}},
+                          {"us", 1.0}};
+  };
+  db.put("wq_gemm", lowbit::wq::tuning_key(p, 64), entry(2));
+  db.put("wq_gemm", lowbit::wq::tuning_key(p, 32), entry(16));
   WqGemmProblem plain = p;
   plain.deterministic = false;
-  db.put("wq_gemm", lowbit::wq::tuning_key(plain, 128), tuned);
+  db.put("wq_gemm", lowbit::wq::tuning_key(plain, 256), entry(2));
   db.save(dir.path + "/h200.json");
   lowbit::RuntimeOptions o = hopper_options(dir.path);
   o.no_tuning_db = false, o.tuning_dir = dir.path;
   lowbit::Runtime rt(o);
+  REQUIRE(lowbit::wq::choose(rt.context(), p, 1, std::nullopt).config.warps_k == 8);
   const auto exact = lowbit::wq::choose(rt.context(), p, 64, std::nullopt);
   INFO(exact.source);
   CHECK(lowbit::test::contains(exact.source, "tuned (exact"));
   CHECK(shape(exact.config) == "1,2,1,8,1,2");
-  const auto similar = lowbit::wq::choose(rt.context(), p, 128, std::nullopt);
-  INFO(similar.source);
-  CHECK(lowbit::test::contains(similar.source, "heuristic (deterministic)"));
-  CHECK(shape(similar.config) == "2,4,1,8,1,2+xs");
+  const auto exact16 = lowbit::wq::choose(rt.context(), p, 32, std::nullopt);
+  INFO(exact16.source);
+  CHECK(shape(exact16.config) == "1,16,1,8,1,2");
+  REQUIRE(lowbit::test::contains(lowbit::wq::choose(rt.context(), plain, 256, std::nullopt).source, "exact"));
+  // (The lookup does find those two for the deterministic key.)
+  CHECK(rt.context().tuning().lookup("wq_gemm", lowbit::wq::tuning_key(p, 128))->step == "nearest M bucket");
+  CHECK(rt.context().tuning().lookup("wq_gemm", lowbit::wq::tuning_key(p, 256))->step == "similar format");
+  for (int64_t bucket : {128, 256}) {  // the det key's 64-row entry as the nearest; the plain one's at 256
+    const auto other = lowbit::wq::choose(rt.context(), p, bucket, std::nullopt);
+    INFO(bucket << ": " << other.source);
+    CHECK(lowbit::test::contains(other.source, "heuristic (deterministic)"));
+    CHECK(shape(other.config) == "2,4,1,8,1,2+xs");
+  }
 }
 
 TEST_CASE("deterministic v55 fits every arch and format, keeping the one-row K order", "[heuristic]") {
