@@ -168,9 +168,12 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
     }
   }
   if (!problem.deterministic) return choice;
-  if (!forced && !choice.exact_entry) {
+  // Forced configs and entries tuned for this very problem keep their shape (and take the K order below);
+  // every other choice may be reshaped for the deterministic kernel.
+  const bool may_reshape = !forced && !choice.exact_entry;
+  if (may_reshape) {
     const WqGemmConfig capped = deterministic_tile_cap(choice.config);
-    if (!(capped == choice.config))
+    if (capped != choice.config)
       choice.source +=
           fmt::format("; n_tiles {} -> {} (deterministic registers)", choice.config.n_tiles, capped.n_tiles);
     choice.config = capped;
@@ -182,8 +185,8 @@ Choice choose(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
   WqGemmProblem pb = problem;
   pb.m = bucket;
   // From 16-32 rows the plain problem's block shapes do not suit the one-row K order (v55): deterministic
-  // mode takes its own, unless forced or tuned for this very problem.
-  if (!forced && !choice.exact_entry)
+  // mode takes its own.
+  if (may_reshape)
     if (auto d = deterministic_config(pb, k_order, ctx.arch()))
       return {*d, "heuristic (deterministic), K split of the M = 1 choice"};
   WqGemmConfig c = choice.config;
