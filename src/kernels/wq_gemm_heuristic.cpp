@@ -75,6 +75,7 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
   WqGemmProblem pb = problem;
   pb.m = bucket;
   const tune::TuningKey key = tuning_key(problem, bucket);
+  std::string passed_over;
   if (auto hit = ctx.tuning().lookup("wq_gemm", key)) {
     // Every config read from a file is checked before use: files outlive code changes. The parse
     // is kept with the entry (plans choose per bucket, often; the checks here are cheap).
@@ -99,20 +100,26 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
         source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
       return {fitted, source};
     }
-    // An entry of another format may hold a wgmma config, which a deterministic or fp16-accumulating
-    // problem cannot run: not a fault of the file, so no warning (any other refusal still warns). The
-    // message names the bucket and the lookup step: an entry found as the nearest M bucket's may fit
-    // its own bucket and not this one (a one-row staged config at 8 rows), which is no fault either
-    // but worth knowing, since this bucket then runs the heuristic's config.
-    if (!(hit->step == "similar format" && c && c->wgmma && !wq::may_run_wgmma(pb)))
+    // An entry of another format may hold what this problem's mode or flags cannot run (a wgmma config in a
+    // deterministic or fp16-accumulating problem, x_sums in a float-zero or deterministic one): not a fault
+    // of the file, so no warning; --explain says it. Any other refusal warns. The message names the bucket
+    // and the lookup step: an entry found as the nearest M bucket's may fit its own bucket and not this one
+    // (a one-row staged config at 8 rows), which is no fault either but worth knowing, since this bucket then
+    // runs the heuristic's config.
+    WqGemmProblem plain = pb;
+    plain.mode = DequantMode::SubZeroThenScale, plain.deterministic = false, plain.accum = DType::F32;
+    if (hit->step == "similar format" && c && can_implement(plain, *c, ctx.arch())) {
+      passed_over = fmt::format(" (the similar format's entry {} cannot serve: {})", hit->key, why);
+    } else {
       warn_once(fmt::format("tuning-entry:{}{}:{}", hit->file, hit->key, bucket),
                 fmt::format("tuning file '{}': entry wq_gemm/{} ({} match) cannot serve M bucket {} ({}); "
                             "using the heuristic",
                             hit->file, hit->key, hit->step, bucket, why));
+    }
   }
   const WqGemmConfig h = choose_config(pb, ctx.arch(), ctx.sm_count());
   std::string why;
-  if (can_implement(pb, h, ctx.arch(), &why)) return {h, "heuristic"};
+  if (can_implement(pb, h, ctx.arch(), &why)) return {h, "heuristic" + passed_over};
   // The last step: the smallest config, which fits every arch this family runs on.
   return {default_config(), fmt::format("default (the heuristic's {} cannot run: {})", h.str(), why)};
 }

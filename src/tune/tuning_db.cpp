@@ -132,6 +132,35 @@ std::string_view format_class(std::string_view format) {
   const auto second = first == std::string_view::npos ? first : format.find('.', first + 1);
   return format.substr(0, second);
 }
+// How far apart two formats of one class are, for the similar-format step: the fields that one has and the
+// other lacks (so another dtype or mode counts 2, a flag such as "det" or "a16" 1), then, as a fraction, the
+// leading fields they do not share (a format's fields run from the most significant: bits, group, dtype,
+// output, mode, flags). Before this the first entry in key order won, so fp16 problems of another mode or
+// flag took the bf16 layer's entry wherever one existed ("w4.g128.bf16.zp" sorts before "w4.g128.f16.zp"):
+// a deterministic fp16 4096² took the bf16 one-row entry's 16 warps along K and ran 1.63× the default at 2
+// and 4 rows (H200; docs/perf-notes.md, sixty-ninth session).
+double format_distance(std::string_view a, std::string_view b) {
+  auto split = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    for (std::size_t at = 0;;) {
+      const std::size_t dot = s.find('.', at);
+      out.push_back(s.substr(at, dot - at));
+      if (dot == std::string_view::npos) return out;
+      at = dot + 1;
+    }
+  };
+  const auto fa = split(a), fb = split(b);
+  auto missing = [](const auto& from, const auto& in) {
+    return std::count_if(from.begin(), from.end(),
+                         [&](std::string_view f) { return std::find(in.begin(), in.end(), f) == in.end(); });
+  };
+  std::size_t shared_lead = 0;
+  while (shared_lead < fa.size() && shared_lead < fb.size() && fa[shared_lead] == fb[shared_lead])
+    ++shared_lead;
+  const std::size_t longest = std::max(fa.size(), fb.size());
+  return static_cast<double>(missing(fa, fb) + missing(fb, fa)) +
+         static_cast<double>(longest - shared_lead) / static_cast<double>(longest + 1);
+}
 // A layer: its fields other than m, by name (so `k4096.n8192` and `n8192.k4096` are one layer and
 // `n4096.k8192` another), written "name=value;" in name order.
 std::string layer_fields(const TuningKey& key) {
@@ -165,6 +194,7 @@ void TuningDb::reindex() {
       e.file = value["file"].get<std::string>();
       e.config = value["entry"]["config"];
       e.format = id(key->format);
+      e.format_str = key->format;
       e.format_class = id(format_class(key->format));
       e.m = key->field("m").value_or(0);
       e.fields = layer_fields(*key);
@@ -209,8 +239,9 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   if (cls < 0) return std::nullopt;  // no entry of a similar format, nor of this one
   const std::string fields = layer_fields(key);
   const double log_m = std::log2(static_cast<double>(*m));
-  // Steps 1..2 below; the first step with any candidate wins, nearest first (ties → the larger M,
-  // then the first entry). Only the same layer can be a candidate (tuning_db.hpp says why).
+  // Steps 1..2 below; the first step with any candidate wins, nearest first (the nearest M: ties → the
+  // larger M; the nearest format: format_distance; then the first entry). Only the same layer can be a
+  // candidate (tuning_db.hpp says why).
   const Indexed* best[2] = {nullptr, nullptr};
   double best_d[2] = {1e300, 1e300};
   auto consider = [&](int step, double d, const Indexed& e) {
@@ -230,7 +261,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       // The same layer (the same fields, equal values) in another format of the class; the same
       // format at this M bucket is the exact key or step 1.
       if (e.format == format || e.format_class != cls || e.fields != fields) continue;
-      consider(1, 0, e);
+      consider(1, format_distance(key.format, e.format_str), e);
     }
   static const char* const kSteps[2] = {"nearest M bucket", "similar format"};
   for (int s = 0; s < 2; ++s)

@@ -1,7 +1,8 @@
 // The tuning database: one JSON file per GPU, a `meta` block and one section per family, entries
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
 // bucket of the same layer (within kMaxBucketDistance, not across kDecodeMaxRows) → the same layer at the
-// same M bucket in a similar format (same bits and group, other dtype or mode) → (the caller's) heuristic.
+// same M bucket in a similar format (same bits and group, other dtype or mode; the one with the fewest
+// fields apart) → (the caller's) heuristic.
 // Other layers' entries never serve (the note above kMaxBucketDistance says why). Keys are indexed when files
 // are loaded, so a lookup is a hash probe plus, on a miss, a pass over the pre-parsed entries of the same
 // layer and of the same M bucket (no parsing, nothing copied: the hit points into the index, and the caller's
@@ -122,6 +123,7 @@ class TuningDb {
     std::string key_str, file;
     // Ids from FamilyIndex::ids; format_class: the first two format fields ("w4.g128").
     int format = -1, format_class = -1;
+    std::string format_str;  // "w4.g128.f16.zp": the similar-format step ranks by it
     nlohmann::json config;
     int64_t m = 0;
     double log_m = 0;

@@ -6,8 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
+#include <set>
+#include <sstream>
 #include <tuple>
 
 #include "jit/context.hpp"
@@ -130,6 +133,25 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   CHECK(similar->step == "similar format");
   CHECK(similar->key == key(16, 4096, 4096).str());
   CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w2.g128.f16.zp|m16.n4096.k4096")).has_value());
+  // Of several similar formats the one with the fewest fields apart serves, whatever the key order ("bf16"
+  // sorts before "f16"): the fp16 entry serves fp16 problems of another mode or flag, the bf16 entry bf16
+  // ones.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n4096.k4096"), entry(2));
+  auto similar_key = [&](const char* format) {
+    return std::string(
+        db.lookup("wq_gemm", *TuningKey::parse(std::string(format) + "|m16.n4096.k4096"))->key);
+  };
+  CHECK(similar_key("w4.g128.f16.zp.det") == "w4.g128.f16.zp|m16.n4096.k4096");
+  CHECK(similar_key("w4.g128.f16.sym") == "w4.g128.f16.zp|m16.n4096.k4096");
+  CHECK(similar_key("w4.g128.f16.sym.det.a16") == "w4.g128.f16.zp|m16.n4096.k4096");
+  CHECK(similar_key("w4.g128.f16.o32.zp") == "w4.g128.f16.zp|m16.n4096.k4096");
+  CHECK(similar_key("w4.g128.bf16.zp.det") == "w4.g128.bf16.zp|m16.n4096.k4096");
+  CHECK(similar_key("w4.g128.bf16.fz") == "w4.g128.bf16.zp|m16.n4096.k4096");
+  // Ties: bf16 symmetric and fp16 zero points are both 3 fields from fp16 symmetric deterministic; the
+  // fp16 entry agrees on more leading fields.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.sym|m16.n4096.k4096"), entry(4));
+  CHECK(similar_key("w4.g128.f16.sym.det") == "w4.g128.f16.zp|m16.n4096.k4096");
+  CHECK(similar_key("w4.g128.bf16.sym.det") == "w4.g128.bf16.sym|m16.n4096.k4096");
   // A layer is its named fields: N = 8192, K = 4096 written k-first is not N = 4096, K = 8192.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m16.k4096.n8192"), entry(2));
   CHECK(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m32.n8192.k4096"))->step ==
@@ -160,6 +182,24 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
     return rest;
   };
   auto cls = [](const std::string& f) { return f.substr(0, f.find('.', f.find('.') + 1)); };
+  // The similar format's rank: the fields in one format only (set difference both ways), then the share of
+  // the longer format's fields after the leading ones they agree on.
+  auto format_distance_by_sets = [](const std::string& a, const std::string& b) {
+    auto fields = [](const std::string& f) {
+      std::vector<std::string> out;
+      std::stringstream ss(f);
+      for (std::string item; std::getline(ss, item, '.');) out.push_back(item);
+      return out;
+    };
+    const auto fa = fields(a), fb = fields(b);
+    const std::set<std::string> sa(fa.begin(), fa.end()), sb(fb.begin(), fb.end());
+    std::vector<std::string> only;
+    std::set_symmetric_difference(sa.begin(), sa.end(), sb.begin(), sb.end(), std::back_inserter(only));
+    const auto [ia, ib] = std::mismatch(fa.begin(), fa.end(), fb.begin(), fb.end());
+    const double longest = static_cast<double>(std::max(fa.size(), fb.size()));
+    return static_cast<double>(only.size()) +
+           (longest - static_cast<double>(ia - fa.begin())) / (longest + 1);
+  };
   int64_t unused = 0;
   const auto rest_q = split(q, &unused);
   const double log_m = std::log2(static_cast<double>(*m));
@@ -177,7 +217,7 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
       if ((em > lowbit::tune::kDecodeMaxRows) != (*m > lowbit::tune::kDecodeMaxRows)) continue;
       step = 0, d = bucket_d - (em > *m ? 1e-9 : 0);
     } else if (em == *m && cls(e.format) == cls(q.format)) {
-      step = 1;
+      step = 1, d = format_distance_by_sets(q.format, e.format);
     }
     if (step >= 0 && d < best_d[step]) best_d[step] = d, best[step] = &k;
   }
@@ -222,7 +262,8 @@ TEST_CASE("tuning lookup picks what a scan over every entry picks (ties included
   REQUIRE(db.size() == keys.size());
   std::map<std::string, int> steps;
   for (const auto& f : {formats[0], formats[1], formats[3], formats[5], std::string("w4.g128.f32.zp"),
-                        std::string("w3.g128.f16.zp")})
+                        std::string("w3.g128.f16.zp"), std::string("w4.g128.f16.zp.det"),
+                        std::string("w4.g128.f16.sym.det"), std::string("w4.g128.bf16.sym")})
     for (const auto& l : {layers[0], layers[3], layers[4], layers[5], layers[6], layers[7], layers[8],
                           std::string("n5120.k4096"), std::string("n12288.k8192"), std::string("n2.k4096"),
                           std::string("n8192.k8192.e4"), std::string("n8192"), std::string("n7168.k8192"),
@@ -318,6 +359,22 @@ TEST_CASE("plans use a valid tuned entry, and skip one that fails can_implement"
   const auto fallback = lowbit::wq::choose(rt.context(), p, 16, std::nullopt);
   CHECK(fallback.source == "heuristic");
   CHECK(fallback.config.n_tiles != 3);
+  // A similar format's entry that this problem's mode cannot run (x_sums with float zeros) hands the bucket
+  // to the heuristic, and --explain says why.
+  nlohmann::json sums = entry(1);
+  sums["config"]["x_shared"] = true, sums["config"]["x_sums"] = true;
+  db.put("wq_gemm", lowbit::wq::tuning_key(p, 32), sums);
+  db.save(dir.path + "/h200.json");
+  lowbit::Runtime rt_sums(o);
+  lowbit::WqGemmProblem float_zeros = p;
+  float_zeros.mode = lowbit::DequantMode::SubFloatZeroThenScale;
+  REQUIRE(lowbit::wq::choose(rt_sums.context(), p, 32, std::nullopt).config.x_sums);
+  const auto passed_over = lowbit::wq::choose(rt_sums.context(), float_zeros, 32, std::nullopt);
+  INFO(passed_over.source);
+  CHECK(passed_over.source.find("heuristic (the similar format's entry w4.g128.f16.zp|m32.n4096.k4096 cannot "
+                                "serve: ") == 0);
+  CHECK(passed_over.source.find("x_sums needs integer zeros") != std::string::npos);
+  CHECK_FALSE(passed_over.config.x_sums);
   lowbit::WqGemmConfig forced;
   CHECK(lowbit::wq::choose(rt.context(), p, 1, forced).source == "forced");
 
