@@ -98,6 +98,8 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
       const WqGemmConfig fitted = hit->step == "similar format" ? fit_registers(pb, *c) : *c;
       if (fitted.m_tiles != c->m_tiles)
         source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
+      if (fitted.n_tiles != c->n_tiles)
+        source += fmt::format("; n_tiles {} -> {} (registers)", c->n_tiles, fitted.n_tiles);
       return {fitted, source};
     }
     // An entry of another format may hold what this problem's mode or flags cannot run (a wgmma config in a

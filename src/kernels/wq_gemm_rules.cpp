@@ -223,12 +223,17 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   // Modes that dequantize every weight before the MMA keep more registers live per tile: past 8 accumulator
   // tiles per warp they spill (ptxas, sm_90a: m_tiles 2 × n_tiles 8 needs 255 registers and 32-76 B of
   // stack). (fp16 accumulation's v48 blocks of warps side by side, wq_gemm_heuristic_fp16_accum.cpp, hold 16
-  // without spills and come after this cut.)
+  // without spills and come after this cut.) One row tile of 16 column tiles (the integer-zero entries of the
+  // widest layers at 1-8 rows, which serve these modes as a similar format) does not spill, yet ran slower
+  // than 8 in 9 of 11 cases (H200, 28672×4096 at one row, 28672×8192 at 4/8 rows, 16384² bf16 at one row;
+  // sixty-ninth session): fp16 accumulation 0.77-0.94×, q·s + z 0.95-0.99×, float zeros 0.90-1.03×.
   const bool full_dequant = dequantizes_every_weight(p);
   // wgmma always dequantizes before the MMA; can_implement caps m_tiles·n_tiles at 16 (a few
   // 8-bit and per-channel configs still spill 4-76 bytes at the 168 registers of 384 threads).
-  if (full_dequant && !c.wgmma)
+  if (full_dequant && !c.wgmma) {
     while (c.m_tiles * c.n_tiles > 8 && c.m_tiles > 1) c.m_tiles /= 2;
+    c.n_tiles = std::min(c.n_tiles, 8);
+  }
   return c;
 }
 
