@@ -249,6 +249,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   auto consider = [&](int step, double d, const Indexed& e) {
     if (d < best_d[step]) best_d[step] = d, best[step] = &e;
   };
+  double nearest_below = 1e300, nearest_above = 1e300;  // bucket distances on either side
   if (const auto same = fi.by_layer.find(layer_of(format, fields)); same != fi.by_layer.end())
     for (std::size_t i : same->second) {
       const Indexed& e = fi.entries[i];
@@ -256,7 +257,20 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       if (bucket_d > kMaxBucketDistance) continue;  // other rows, other decomposition: the heuristic
       if ((e.m > kDecodeMaxRows) != (*m > kDecodeMaxRows)) continue;  // decode and prefill apart
       consider(0, bucket_d - (e.m > *m ? 1e-9 : 0), e);
+      double& side = e.m > *m ? nearest_above : nearest_below;
+      side = std::min(side, bucket_d);
     }
+  // A bucket halfway between two tuned ones (32 rows between 16 and 64) takes a similar format's entry of
+  // its own bucket first, where there is one: the neighbours' configs change the row blocks (a 64-row
+  // entry gives 32 rows half its blocks or half-empty wgmma blocks, a 16-row entry two row blocks that
+  // each stream the weights), the other format's entry was fitted to these rows. H200, `lowbit bench`, 4-bit
+  // bf16 at 32 rows on the six standard layers (the files hold bf16 at 1/16/64/128 rows there): the fp16
+  // 32-row entry ran 0.72-0.88× the bf16 64-row entry (6 of 6), within 0.98-1.06× of the heuristic, where the
+  // 64-row entry ran 1.13-1.48× it (docs/perf-notes.md, sixty-ninth session). At 2 and 8 rows (one tuned
+  // neighbour) the nearest bucket stays first: there it ran 0.99× and 1.00× the heuristic (geomean over bf16,
+  // 2- and 8-bit), the fp16 entry of the bucket 1.05× and 1.00×.
+  const bool between_two =
+      nearest_below <= kMaxBucketDistance && std::fabs(nearest_below - nearest_above) < 1e-9;
   if (const auto same = fi.by_m.find(*m); same != fi.by_m.end())
     for (std::size_t i : same->second) {
       const Indexed& e = fi.entries[i];
@@ -266,6 +280,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       consider(1, format_distance(key.format, e.format_str), e);
     }
   static const char* const kSteps[2] = {"nearest M bucket", "similar format"};
+  if (between_two && best[1]) return hit(*best[1], kSteps[1]);
   for (int s = 0; s < 2; ++s)
     if (best[s]) return hit(*best[s], kSteps[s]);
   return std::nullopt;

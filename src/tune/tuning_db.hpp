@@ -2,7 +2,8 @@
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
 // bucket of the same layer (within kMaxBucketDistance, not across kDecodeMaxRows) → the same layer at the
 // same M bucket in a similar format (same bits and group, other dtype or mode; the one with the fewest
-// fields apart) → (the caller's) heuristic.
+// fields apart) → (the caller's) heuristic. A bucket halfway between two tuned buckets of its format (32 rows
+// between 16 and 64) takes the similar format first, where there is one (lookup() says why).
 // Other layers' entries never serve (the note above kMaxBucketDistance says why). Keys are indexed when files
 // are loaded, so a lookup is a hash probe plus, on a miss, a pass over the pre-parsed entries of the same
 // layer and of the same M bucket (no parsing, nothing copied: the hit points into the index, and the caller's

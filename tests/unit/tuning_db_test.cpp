@@ -147,6 +147,21 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   CHECK(similar_key("w4.g128.f16.o32.zp") == "w4.g128.f16.zp|m16.n4096.k4096");
   CHECK(similar_key("w4.g128.bf16.zp.det") == "w4.g128.bf16.zp|m16.n4096.k4096");
   CHECK(similar_key("w4.g128.bf16.fz") == "w4.g128.bf16.zp|m16.n4096.k4096");
+  // Halfway between two buckets of its own format (16 and 64 around 32), a similar format's entry of the
+  // bucket itself serves first; with one neighbour (8: 16 only, as 4 is not tuned) the nearest bucket does.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n4096.k4096"), entry(2));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m32.n4096.k4096"), entry(1));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m8.n4096.k4096"), entry(1));
+  auto at = [&](const char* k) { return db.lookup("wq_gemm", *TuningKey::parse(k)); };
+  CHECK(at("w4.g128.bf16.zp|m32.n4096.k4096")->key == "w4.g128.f16.zp|m32.n4096.k4096");
+  CHECK(at("w4.g128.bf16.zp|m32.n4096.k4096")->step == "similar format");
+  CHECK(at("w4.g128.bf16.zp|m8.n4096.k4096")->key == "w4.g128.bf16.zp|m16.n4096.k4096");
+  CHECK(at("w4.g128.bf16.zp|m8.n4096.k4096")->step == "nearest M bucket");
+  // Without a similar format's entry of the bucket, the nearest bucket (the larger) still serves.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n2048.k4096"), entry(1));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n2048.k4096"), entry(2));
+  CHECK(at("w4.g128.bf16.zp|m32.n2048.k4096")->key == "w4.g128.bf16.zp|m64.n2048.k4096");
+  CHECK(at("w4.g128.bf16.zp|m32.n2048.k4096")->step == "nearest M bucket");
   // Ties: bf16 symmetric and fp16 zero points are both 3 fields from fp16 symmetric deterministic; the
   // fp16 entry agrees on more leading fields.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.sym|m16.n4096.k4096"), entry(4));
@@ -222,6 +237,19 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
     if (step >= 0 && d < best_d[step]) best_d[step] = d, best[step] = &k;
   }
   const char* const steps[2] = {"nearest M bucket", "similar format"};
+  // Halfway between two buckets of its own format (one on each side, as far): the similar format first.
+  if (best[0] && best[1]) {
+    int64_t em = 0;
+    split(*TuningKey::parse(*best[0]), &em);
+    const int64_t mirror = *m * *m / em;  // the bucket on the other side, as far in log2
+    const bool other_side = std::any_of(sorted_keys.begin(), sorted_keys.end(), [&](const std::string& k) {
+      const TuningKey e = *TuningKey::parse(k);
+      int64_t m2 = 0;
+      return e.format == q.format && split(e, &m2) == rest_q && m2 == mirror && m2 != em &&
+             *m * *m % em == 0 && (m2 > lowbit::tune::kDecodeMaxRows) == (*m > lowbit::tune::kDecodeMaxRows);
+    });
+    if (other_side) return std::pair{*best[1], std::string(steps[1])};
+  }
   for (int s = 0; s < 2; ++s)
     if (best[s]) return std::pair{*best[s], std::string(steps[s])};
   return std::nullopt;
