@@ -561,6 +561,15 @@ TEST_CASE(
           const WqGemmConfig fitted = lowbit::wq::fit_registers(p, wide);
           CHECK(fitted.m_tiles == (full_dequant ? 1 : 2));
           CHECK(fitted.n_tiles == 8);
+          // One row tile of 16 column tiles (the widest layers' integer-zero entries at 1-8 rows) goes to 8
+          // where every weight is dequantized first, and stays elsewhere; a wgmma config of 16 stays.
+          WqGemmConfig sixteen = wide;
+          sixteen.m_tiles = 1, sixteen.n_tiles = 16;
+          CHECK(lowbit::wq::fit_registers(p, sixteen).n_tiles == (full_dequant ? 8 : 16));
+          CHECK(lowbit::wq::fit_registers(p, sixteen).m_tiles == 1);
+          WqGemmConfig wgmma_sixteen = sixteen;
+          wgmma_sixteen.wgmma = true;
+          CHECK(lowbit::wq::fit_registers(p, wgmma_sixteen) == wgmma_sixteen);
         }
     }
   }

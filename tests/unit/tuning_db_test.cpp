@@ -138,8 +138,8 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   // ones.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n4096.k4096"), entry(2));
   auto similar_key = [&](const char* format) {
-    return std::string(
-        db.lookup("wq_gemm", *TuningKey::parse(std::string(format) + "|m16.n4096.k4096"))->key);
+    const auto hit = db.lookup("wq_gemm", *TuningKey::parse(std::string(format) + "|m16.n4096.k4096"));
+    return hit ? std::string(hit->key) : std::string("(none)");
   };
   CHECK(similar_key("w4.g128.f16.zp.det") == "w4.g128.f16.zp|m16.n4096.k4096");
   CHECK(similar_key("w4.g128.f16.sym") == "w4.g128.f16.zp|m16.n4096.k4096");
@@ -403,6 +403,23 @@ TEST_CASE("plans use a valid tuned entry, and skip one that fails can_implement"
                                 "serve: ") == 0);
   CHECK(passed_over.source.find("x_sums needs integer zeros") != std::string::npos);
   CHECK_FALSE(passed_over.config.x_sums);
+  // A refusal the entry meets in its own format is the file's fault: the plain warning path, no reason in the
+  // source (the 16-row entry's 3 column tiles fail for symmetric weights as for integer zeros).
+  lowbit::WqGemmProblem symmetric = p;
+  symmetric.mode = lowbit::DequantMode::Symmetric;
+  const auto bad_similar = lowbit::wq::choose(rt_sums.context(), symmetric, 16, std::nullopt);
+  CHECK(bad_similar.source == "heuristic");
+  // So is an fp16 float-zero entry with x_sums (which float zeros cannot run) serving a deterministic fp16
+  // float-zero problem: its own format refuses it too.
+  db.put("wq_gemm", lowbit::wq::tuning_key(float_zeros, 4), sums);
+  db.save(dir.path + "/h200.json");
+  lowbit::Runtime rt_fz(o);
+  lowbit::WqGemmProblem fz_det = float_zeros;
+  fz_det.deterministic = true;
+  const auto fz_refused = lowbit::wq::choose(rt_fz.context(), fz_det, 4, std::nullopt);
+  INFO(fz_refused.source);
+  CHECK(fz_refused.source.find("heuristic") == 0);
+  CHECK(fz_refused.source.find("cannot serve") == std::string::npos);
   lowbit::WqGemmConfig forced;
   CHECK(lowbit::wq::choose(rt.context(), p, 1, forced).source == "forced");
 
