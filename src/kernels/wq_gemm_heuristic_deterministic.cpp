@@ -63,10 +63,11 @@ WqGemmConfig deterministic_tile_cap(WqGemmConfig c) {
   // chains in every config, so a warp holds 8 fp32 registers per 16 × 8 tile (12 with per-chunk sums): 16
   // tiles spill (ptxas, 4-bit g128 fp16: (1,16,1,4,1,3) staged 552 B). The plain problem's entries serve
   // deterministic problems as a similar format, and some hold 16 tiles (4-bit fp16 28672×4096 at one row,
-  // 28672×8192 at 4-8 rows; bf16 16384² and 28672×4096 at one row; 2-bit 16384² and 28672×4096 at one row).
-  // H200, one row, with the bf16 entries (sixty-eighth session, when those served fp16 too): 16384² ran
-  // 104.27 µs against the plain problem's 33.82, 28672×4096 31.80 against 16.68. Halving n_tiles changes no
-  // row's arithmetic (the K order is warps_k and split_k); 6 tiles go to 4, a count can_implement takes.
+  // 28672×8192 at 4-8 rows; bf16 16384² and 28672×4096 at one row; 2-bit 16384² and 28672×4096 at one row;
+  // and 2 × 6-8 tiles in the 2/8-bit 32-row entries of 6144×4096 and 8192²). H200, one row, with the bf16
+  // entries (sixty-eighth session, when those served fp16 too): 16384² ran 104.27 µs against the plain
+  // problem's 33.82, 28672×4096 31.80 against 16.68. Halving n_tiles changes no row's arithmetic (the K order
+  // is warps_k and split_k); 6 tiles go to 4, a count can_implement takes.
   while (!c.wgmma && c.m_tiles * c.n_tiles > 8 && c.n_tiles > 1)
     c.n_tiles = c.n_tiles == 6 ? 4 : c.n_tiles / 2;
   return c;

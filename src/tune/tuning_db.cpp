@@ -140,7 +140,7 @@ std::string_view format_class(std::string_view format) {
 // a deterministic fp16 4096² took the bf16 one-row entry's 16 warps along K. H200, `lowbit bench` with the
 // shipped file, 4-bit g128 fp16 symmetric, float-zero, deterministic and fp16-accumulating problems on the
 // standard layers, this change alone (docs/perf-notes.md, sixty-ninth session): 32 of 47 changed cases
-// faster, geomean 0.964×, 0.73-1.27× (deterministic 4096² at 2-4 rows 0.73×, at 32-128 rows 0.77-0.80×;
+// faster, geomean 0.964×, 0.74-1.27× (deterministic 4096² at 2-4 rows 0.74×, at 32-128 rows 0.77-0.80×;
 // the 1.27×, fp16 accumulation on 28672×4096 at one row with the fp16 entry's 16 tiles, is fit_registers' 16
 // → 8 cut's case).
 double format_distance(std::string_view a, std::string_view b) {
