@@ -69,28 +69,6 @@ int64_t four_warp_register_blocks_per_sm(const WqGemmProblem& p, int64_t bucket)
 }
 
 namespace {
-// The problem an entry of another format was tuned for: `pb` with the activation dtype, output, mode and
-// flags that the entry's key names ("w4.g128.f16.o32.zp.det.a16"); bits and group stay pb's, as the
-// similar-format step keeps them.
-WqGemmProblem problem_of_entry(WqGemmProblem pb, std::string_view key) {
-  std::string_view format = key.substr(0, key.find('|'));
-  pb.deterministic = false, pb.accum = DType::F32;
-  for (int field = 0; !format.empty(); ++field) {
-    const std::size_t dot = format.find('.');
-    const std::string_view f = format.substr(0, dot);
-    format = dot == std::string_view::npos ? std::string_view() : format.substr(dot + 1);
-    if (field < 2) continue;  // bits, group
-    if (f == "f16" || f == "bf16") pb.act = pb.out = f == "f16" ? DType::F16 : DType::BF16;
-    if (f == "o32") pb.out = DType::F32;
-    for (DequantMode m : {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
-                          DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero})
-      if (f == mode_tag(m)) pb.mode = m;
-    if (f == "det") pb.deterministic = true;
-    if (f == "a16") pb.accum = DType::F16;
-  }
-  return pb;
-}
-
 Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                   const std::optional<WqGemmConfig>& forced) {
   if (forced) return {*forced, "forced"};
@@ -130,7 +108,8 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
     // meets in its own format warns, as any other. The message names the bucket and the lookup step: an entry
     // found as the nearest M bucket's may fit its own bucket and not this one (a one-row staged config at 8
     // rows), which is no fault either but worth knowing, since this bucket then runs the heuristic's config.
-    if (hit->step == "similar format" && c && can_implement(problem_of_entry(pb, hit->key), *c, ctx.arch())) {
+    if (hit->step == "similar format" && c &&
+        can_implement(problem_of_format(pb, hit->key.substr(0, hit->key.find('|'))), *c, ctx.arch())) {
       passed_over = fmt::format(" (the similar format's entry {} cannot serve: {})", hit->key, why);
     } else {
       warn_once(fmt::format("tuning-entry:{}{}:{}", hit->file, hit->key, bucket),

@@ -182,6 +182,10 @@ std::optional<WqGemmConfig> config_from_json(const nlohmann::json& j);
 // The tuning-database key of a problem at an M bucket: "w4.g128.f16.zp|m16.n8192.k8192"
 // ("pc" for per-channel, ".o32" for f32 output, "sym" for symmetric).
 tune::TuningKey tuning_key(const WqGemmProblem& problem, int64_t bucket);
+// The other way: `problem` with the activation dtype, output, mode and flags a key's format names
+// ("w4.g128.f16.o32.zp.det.a16"); its bits and group stay (the tuning lookup's similar-format step keeps
+// them).
+WqGemmProblem problem_of_format(WqGemmProblem problem, std::string_view format);
 
 // Whether the mma.sync kernel dequantizes every weight before the MMA in this format (float zeros, groups
 // under 128, fp16 accumulation), where other formats fold the zero and scale in after it: such formats

@@ -136,6 +136,22 @@ tune::TuningKey tuning_key(const WqGemmProblem& p, int64_t bucket) {
   return k;
 }
 
+WqGemmProblem problem_of_format(WqGemmProblem p, std::string_view format) {
+  p.deterministic = false, p.accum = DType::F32;
+  const auto fields = tune::format_fields(format);
+  for (std::size_t i = 2; i < fields.size(); ++i) {  // after bits and group
+    const std::string_view f = fields[i];
+    if (f == "f16" || f == "bf16") p.act = p.out = f == "f16" ? DType::F16 : DType::BF16;
+    if (f == "o32") p.out = DType::F32;
+    for (DequantMode m : {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
+                          DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero})
+      if (f == mode_tag(m)) p.mode = m;
+    if (f == "det") p.deterministic = true;
+    if (f == "a16") p.accum = DType::F16;
+  }
+  return p;
+}
+
 }  // namespace wq
 
 }  // namespace lowbit

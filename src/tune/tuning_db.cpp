@@ -32,6 +32,16 @@ void append_key(fmt::memory_buffer& out, const TuningKey& k) {
 }
 }  // namespace
 
+std::vector<std::string_view> format_fields(std::string_view format) {
+  std::vector<std::string_view> out;
+  for (std::size_t at = 0;;) {
+    const std::size_t dot = format.find('.', at);
+    out.push_back(format.substr(at, dot - at));
+    if (dot == std::string_view::npos) return out;
+    at = dot + 1;
+  }
+}
+
 std::string TuningKey::str() const {
   fmt::memory_buffer b;
   append_key(b, *this);
@@ -144,16 +154,7 @@ std::string_view format_class(std::string_view format) {
 // the 1.27×, fp16 accumulation on 28672×4096 at one row with the fp16 entry's 16 tiles, is fit_registers' 16
 // → 8 cut's case).
 double format_distance(std::string_view a, std::string_view b) {
-  auto split = [](std::string_view s) {
-    std::vector<std::string_view> out;
-    for (std::size_t at = 0;;) {
-      const std::size_t dot = s.find('.', at);
-      out.push_back(s.substr(at, dot - at));
-      if (dot == std::string_view::npos) return out;
-      at = dot + 1;
-    }
-  };
-  const auto fa = split(a), fb = split(b);
+  const auto fa = format_fields(a), fb = format_fields(b);
   auto missing = [](const auto& from, const auto& in) {
     return std::count_if(from.begin(), from.end(),
                          [&](std::string_view f) { return std::find(in.begin(), in.end(), f) == in.end(); });

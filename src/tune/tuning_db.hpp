@@ -6,8 +6,9 @@
 // between 16 and 64) takes the similar format first, where there is one (lookup() says why).
 // Other layers' entries never serve (the note above kMaxBucketDistance says why). Keys are indexed when files
 // are loaded, so a lookup is a hash probe plus, on a miss, a pass over the pre-parsed entries of the same
-// layer and of the same M bucket (no parsing, nothing copied: the hit points into the index, and the caller's
-// parse of an entry's config is kept there too). Bad files and bad entries are reported and skipped, never
+// layer and of the same M bucket (no key or JSON parsing, nothing copied: the hit points into the index, and
+// the caller's parse of an entry's config is kept there too; the similar-format step splits its candidates'
+// format strings at the dots). Bad files and bad entries are reported and skipped, never
 // fatal: a file for another arch is ignored; a file written by another lowbit version, NVRTC or template set
 // keeps its entries, and every entry is re-validated by the caller.
 //
@@ -71,6 +72,10 @@ struct TuningKey {
   static std::optional<TuningKey> parse(const std::string& s);  // nullopt when malformed
   std::optional<int64_t> field(const std::string& name) const;
 };
+
+// A key's format split at its dots, most significant first ("w4.g128.f16.zp" → w4, g128, f16, zp): views into
+// `format`.
+std::vector<std::string_view> format_fields(std::string_view format);
 
 // What a caller parsed from one entry's config (TuningHit::parsed); shared by copies of the db.
 struct TuningParsed {
