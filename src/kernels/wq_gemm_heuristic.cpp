@@ -277,7 +277,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // of the H200 but 8192×14336's (wgmma there, 1.03× on the H100): H100 8192² 18.89 µs against
     // 20.65 for (1,8,1,4), 8192×7168 17.02 against 18.44 (tuner times); H200 bench (call 8) 8192×14336
     // 29.90 against 33.14 for (1,8,1,4) (call 4), 1.06× its tuned wgmma config.
-    if (tiles_per_sm > 6 && tiles_per_sm <= 8 && chunks >= 16 && p.bits == 4 && bucket == 32) c.m_tiles = 2;
+    if (tiles_per_sm > 6 && tiles_per_sm <= 8 && chunks >= 16 && bucket == 32 &&
+        (p.bits == 4 || (sm90a && (p.bits == 2 || p.bits == 8))))
+      c.m_tiles = 2;
     // Heuristic v26 (forty-third session): up to 2 tiles per SM with 64 chunks or more, 16 warps along
     // K (as at one row). Tuner times only (not benched as such): within 1.03× of the best on both GPUs
     // on 1280×8192 (shipped files) and 2048×11008 (out of sample), where 8 warps ran 1.07-1.11×; the
@@ -298,6 +300,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // such blocks, keeps its 4 tiles: both files' best.) Not from 64 chunks, where v26's 16 warps along K
     // apply (unmeasured together); 4-bit weights as measured (3 follows).
     if (v26 && 2 * ceil_div(tiles, 2) < sms && chunks < 64) c.n_tiles = 2, c.stages = 3;
+    // CANDIDATE: 8-bit, 4 warps along K, over 2 blocks per SM: 2 stages (3 take 100 KB, 2 blocks a SM).
+    const int64_t blocks32 = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
+    if (sm90a && p.bits == 8 && c.warps_k == 4 && c.n_tiles == 4 && blocks32 > 2LL * sms) c.stages = 2;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave

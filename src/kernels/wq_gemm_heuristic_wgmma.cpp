@@ -164,7 +164,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 26.15 µs for the staged mma.sync against 20.90 for this rule's (2,2,8,1) stream K with the image;
   // H100 bench 28.36 against 21.18 for its tuned (2,4,8,1) stream K, which the tune put 0.4 % ahead of
   // this rule's config). No layer of the shipped files lies between 8.5 and 9.
-  const bool wide_32 = bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 144) && bits == 4;
+  const bool wide_32 = bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 96);
   // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
   // and their grid.
   WqGemmConfig c32 = make(2, 4, 1, 3);
@@ -177,7 +177,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // of sample. H200 bench, v24's per-warp mma.sync → v25: 5120×13824 26.38 → 22.00 µs, 5120×17920
   // 33.51 → 26.19, 2304×16384 20.16 → 14.71; in-sample 2560×8192 and 5120×8192 (1.00-1.06× before).
   // Where the split makes 0.7-1 wave (3584 and 4096 columns) it stays as it was (split 8 or mma.sync).
-  const bool narrow_32 = bucket == 32 && bits == 4 && tiles_per_sm >= 2 && tiles_per_sm < 5 && chunks >= 64 &&
+  const bool narrow_32 = bucket == 32 && tiles_per_sm >= 2 && tiles_per_sm < 5 && chunks >= 64 &&
                          c32_blocks < 0.7 * sms;
   // Heuristic v51 (sixty-sixth session): over 128 rows (buckets from 256: prefill) no rule above applied,
   // and the mma.sync rules' blocks of 32-64 rows ran 1.31-1.80× a plain wgmma config (H200 bench, 4-bit g128
@@ -215,7 +215,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   }
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32;
-  const bool measured_format = bits == 4 || ((bits == 2 || bits == 8) && g128 && bucket >= 64);
+  const bool measured_format = bits == 4 || ((bits == 2 || bits == 8) && g128 && bucket >= 32);
   if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows)) return std::nullopt;
   // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
   // the seven best configs of both GPUs' tunes all take the 128 rows per block, stream K first: 27.7
