@@ -277,9 +277,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // of the H200 but 8192×14336's (wgmma there, 1.03× on the H100): H100 8192² 18.89 µs against
     // 20.65 for (1,8,1,4), 8192×7168 17.02 against 18.44 (tuner times); H200 bench (call 8) 8192×14336
     // 29.90 against 33.14 for (1,8,1,4) (call 4), 1.06× its tuned wgmma config.
+    // v56 (seventieth session), on sm_90a: 2- and 8-bit weights too (1 follows 2). H200 bench, (1,8,1,4) →
+    // (2,8,1,4), µs, W2 / W8: 8192² 18.89 → 17.53 / 35.49 → 20.25, 7168×8192 18.89 → 17.56 / 31.17 → 19.33
+    // (8-bit: the 32-row block keeps one block a SM where two 16-row ones of 150 KB made two waves).
     if (tiles_per_sm > 6 && tiles_per_sm <= 8 && chunks >= 16 && bucket == 32 &&
-        (p.bits == 4 || (sm90a && (p.bits == 2 || p.bits == 8))))
+        (p.bits == 4 || (sm90a && (p.bits <= 2 || p.bits == 8))))
       c.m_tiles = 2;
+    // v56, 2-bit weights (1 follows) at 32 rows over 4.2 up to 6 tiles per SM: one 32-row block of 6 tiles ×
+    // 8 warps along K, 2 stages (the H200 tune's best on 6144×4096). H200 bench, (1,4,1,4,1,3) → this, µs:
+    // 6144×4096 9.99 → 8.36, out of sample 5120×4096 9.90 → 8.40, 4608×3584 8.88 → 7.57, 5120×3072 7.97 →
+    // 6.99, 5120×5120 11.84 → 9.79, 5632×2048 (16 chunks) 6.03 → 5.58 (4 warps along K 5.42).
+    if (sm90a && bucket == 32 && p.bits <= 2 && tiles_per_sm > 4.2 && tiles_per_sm <= 6) {
+      c = make(2, 6, 8, 2);
+      c.x_shared = true;
+    }
     // Heuristic v26 (forty-third session): up to 2 tiles per SM with 64 chunks or more, 16 warps along
     // K (as at one row). Tuner times only (not benched as such): within 1.03× of the best on both GPUs
     // on 1280×8192 (shipped files) and 2048×11008 (out of sample), where 8 warps ran 1.07-1.11×; the
@@ -300,9 +311,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // such blocks, keeps its 4 tiles: both files' best.) Not from 64 chunks, where v26's 16 warps along K
     // apply (unmeasured together); 4-bit weights as measured (3 follows).
     if (v26 && 2 * ceil_div(tiles, 2) < sms && chunks < 64) c.n_tiles = 2, c.stages = 3;
-    // CANDIDATE: 8-bit, 4 warps along K, over 2 blocks per SM: 2 stages (3 take 100 KB, 2 blocks a SM).
-    const int64_t blocks32 = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
-    if (sm90a && p.bits == 8 && c.warps_k == 4 && c.n_tiles == 4 && blocks32 > 2LL * sms) c.stages = 2;
+    // v56 (seventieth session), as v32 at 64 rows: 8-bit weights in blocks of 4 tiles × 4 warps along K over
+    // 2 blocks per SM take 2 stages. Three stages of their 1 KiB tile-chunks per warp take 100 KB of shared
+    // memory, 2 blocks a SM, so a second wave ran where 2 stages (67 KB) fit 3. H200 bench, 3 → 2 stages, µs:
+    // 6144×4096 15.77 → 12.28 (the tune's best), out of sample 5120×4096 14.86 → 11.08, 4608×3584 12.82
+    // → 10.00.
+    const int64_t blocks_32 = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
+    if (sm90a && p.bits == 8 && c.n_tiles == 4 && c.warps_k == 4 && blocks_32 > 2LL * sms) c.stages = 2;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave

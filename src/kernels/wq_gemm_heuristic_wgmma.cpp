@@ -164,6 +164,14 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 26.15 µs for the staged mma.sync against 20.90 for this rule's (2,2,8,1) stream K with the image;
   // H100 bench 28.36 against 21.18 for its tuned (2,4,8,1) stream K, which the tune put 0.4 % ahead of
   // this rule's config). No layer of the shipped files lies between 8.5 and 9.
+  // v56 (seventieth session): 2- and 8-bit weights too (v41: every group size; 1-bit follows 2), which ran
+  // block-shared mma.sync at 1.18-1.77× the tuned best on the standard layers (H200 tune, § 69.9), and from
+  // 96 chunks (was 144). H200 bench, mma.sync → this rule, µs: W2 16384² 76.44 → 51.02, 28672×4096 38.99 →
+  // 26.88, 57344×8192 126.94 → 96.89; W8 16384² 80.30 → 69.01, 8192×28672 111.08 → 63.20, 28672×8192 80.45
+  // → 60.36. From 96 chunks (4096×12288 up to 8.5 tiles per SM), out of sample: W4 8192×14336 29.92 →
+  // 28.25, 6144×16384 31.03 → 30.66; W8 6144×16384 53.02 → 33.06; and on 3-4 tiles per SM without the
+  // image (below) W4 4096×14336 18.46 → 17.31, bf16 18.90 → 18.35, W2 17.93 → 15.96, W8 27.50 → 22.03;
+  // 4096×12288 W4 16.05 → 15.70, bf16 16.53 → 16.72, W2 15.79 → 14.62.
   const bool wide_32 = bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 96);
   // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
   // and their grid.
@@ -177,8 +185,11 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // of sample. H200 bench, v24's per-warp mma.sync → v25: 5120×13824 26.38 → 22.00 µs, 5120×17920
   // 33.51 → 26.19, 2304×16384 20.16 → 14.71; in-sample 2560×8192 and 5120×8192 (1.00-1.06× before).
   // Where the split makes 0.7-1 wave (3584 and 4096 columns) it stays as it was (split 8 or mma.sync).
-  const bool narrow_32 = bucket == 32 && tiles_per_sm >= 2 && tiles_per_sm < 5 && chunks >= 64 &&
-                         c32_blocks < 0.7 * sms;
+  // v56: 2- and 8-bit weights too. H200 bench, v55's mma.sync → v25's stream K, µs, W2 / W8: 5120×8192 17.66
+  // → 15.13 / 26.31 → 17.98, 5120×13824 28.34 → 20.83 / 42.30 → 25.94, 2304×16384 19.36 → 13.88 / 23.83 →
+  // 16.62, 2560×8192 10.75 → 9.92 / 12.99 → 12.53.
+  const bool narrow_32 =
+      bucket == 32 && tiles_per_sm >= 2 && tiles_per_sm < 5 && chunks >= 64 && c32_blocks < 0.7 * sms;
   // Heuristic v51 (sixty-sixth session): over 128 rows (buckets from 256: prefill) no rule above applied,
   // and the mma.sync rules' blocks of 32-64 rows ran 1.31-1.80× a plain wgmma config (H200 bench, 4-bit g128
   // fp16, µs: 8192² M = 256 120.1 → 66.7, M = 1024 486.0 → 305.2, M = 4096 1927.5 → 1203.1; 28672×4096
@@ -215,7 +226,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   }
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32;
-  const bool measured_format = bits == 4 || ((bits == 2 || bits == 8) && g128 && bucket >= 32);
+  const bool measured_format =
+      bits == 4 || ((bits == 2 || bits == 8) && g128 && bucket >= 32);  // v56: from 32
   if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows)) return std::nullopt;
   // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
   // the seven best configs of both GPUs' tunes all take the 128 rows per block, stream K first: 27.7
@@ -338,8 +350,14 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v25: nor at 32 rows under 5 tiles per SM (H200 tunes, stream K without the image against with it:
   // 2304×16384 15.1 µs / 15.9, 2560×8192 11.1 / 12.1, with 4 tiles a warp 5120×13824 22.7 / 23.3 and
   // 5120×27648 36.6 / 37.4).
-  const bool image =
-      bucket == 32 ? tiles_per_sm >= 5 : !few_blocks_wgmma || few_blocks_128 || tiles_per_sm >= 4;
+  // v56 (seventieth session): at 32 rows the K splits too, and 2-bit weights not at all. H200 bench, with →
+  // without, µs: split 8 on 3-4 tiles per SM, W4 / bf16 / W2 / W8: 4096×14336 18.30 → 17.31 / 19.44 → 18.35
+  // / 17.10 → 15.96 / 22.27 → 22.03, 3584×18944 21.77 → 20.83 / 23.38 → 22.37 / 20.79 → 19.47 / 25.50
+  // → 25.43; W2 from 5 tiles per SM: 16384² (split 2) 51.02 → 49.31, 14336×8192 27.99 → 26.47,
+  // 28672×4096 26.88 → 25.57, 8192×28672 46.89 → 45.80 (the tunes of W2: without, 1.03-1.06× ahead; of W4 and
+  // W8: with).
+  const bool image = bucket == 32 ? tiles_per_sm >= 5 && bits != 2
+                                  : !few_blocks_wgmma || few_blocks_128 || tiles_per_sm >= 4;
   // v25: stream K at 32 rows keeps 4 tiles a warp from 4 tiles per SM and 96 chunks (5120×13824,
   // ×17920, ×27648: the tuned best of both GPUs; H200 bench 22.00 / 26.19 / 35.86 µs against 22.38 /
   // 26.93 / 37.84 with 2 tiles), else 2 (5120×8192, 64 chunks: 16.27 against 16.62).
@@ -368,7 +386,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     if (w_blocks < 0.7 * sms) s.n_tiles = stream_k_tiles_32;
     if (can_implement(p, s, arch)) return s;
   }
-  w.x_image = true;
+  w.x_image = !rows_32 || image;
   if (can_implement(p, w, arch)) return w;
   return std::nullopt;
 }

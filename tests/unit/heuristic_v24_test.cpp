@@ -57,11 +57,11 @@ TEST_CASE("choose_config v24: 32 rows on large layers from 9 tiles per SM or 160
   CHECK(wgmma_shape(choose_hopper(14336, 8192, 32)) == "2,4,8,1 sk2 img");  // the split makes 0.85 wave
   CHECK(wgmma_shape(choose_hopper(10240, 8192, 32)) == "2,2,8,1 sK img");   // ... 0.6: stream K
   CHECK(wgmma_shape(choose_hopper(8192, 28672, 32)) == "2,4,8,1 sk4 img");
-  // mma.sync where it won: 8192×K up to 159 chunks, the narrow and the small layers, 2- and 8-bit.
-  for (auto [n, k] : {std::pair{8192, 8192}, {8192, 14336}, {4096, 14336}, {6144, 4096}})
-    CHECK_FALSE(choose_hopper(n, k, 32).wgmma);
-  CHECK_FALSE(choose_hopper(28672, 4096, 32, 2).wgmma);
-  CHECK_FALSE(choose_hopper(28672, 4096, 32, 8).wgmma);
+  // mma.sync where it won: 8192×K under 96 chunks (v56: was 144), the small layers.
+  for (auto [n, k] : {std::pair{8192, 8192}, {6144, 4096}}) CHECK_FALSE(choose_hopper(n, k, 32).wgmma);
+  // v56: 2- and 8-bit weights too (heuristic_v56_test.cpp).
+  CHECK(wgmma_shape(choose_hopper(28672, 4096, 32, 2)) == "2,4,8,1 sk1");
+  CHECK(wgmma_shape(choose_hopper(28672, 4096, 32, 8)) == "2,4,8,1 sk1 img");
 }
 
 TEST_CASE("choose_config v24: more than two 8-warp blocks per SM at 8-16 rows take 4 warps along K",
@@ -124,11 +124,11 @@ TEST_CASE("choose_config v24: where the new rules stop", "[config][heuristic]") 
   CHECK(w2.n_tiles == 6);
   CHECK(w2.warps_k == 8);
   // 32 rows: from 144 chunks on narrow layers too (3584×18944; 5120×27648 out of sample), stream K where
-  // the split leaves under 0.7 wave (5120×27648: 20 blocks split 4); 4096×14336 (112 chunks) stays.
-  // (v25: without the image at 32 rows under 5 tiles per SM.)
-  CHECK(wgmma_shape(choose_hopper(3584, 18944, 32)) == "2,4,8,1 sk8 img");
+  // the split leaves under 0.7 wave (5120×27648: 20 blocks split 4); v56: from 96 chunks (4096×14336).
+  // (v25: without the image at 32 rows under 5 tiles per SM; v56: the K splits there too.)
+  CHECK(wgmma_shape(choose_hopper(3584, 18944, 32)) == "2,4,8,1 sk8");
   CHECK(wgmma_shape(choose_hopper(5120, 27648, 32)) == "2,4,8,1 sK");  // v25: 4 tiles a warp kept
-  CHECK_FALSE(choose_hopper(4096, 14336, 32).wgmma);
+  CHECK(wgmma_shape(choose_hopper(4096, 14336, 32)) == "2,4,8,1 sk8");
   // ... and at 64 rows the same (v23: (4,4,8,1) split 4); v25 at 128 rows too.
   CHECK(wgmma_shape(choose_hopper(5120, 27648, 64)) == "4,2,8,1 sK img");
   CHECK(wgmma_shape(choose_hopper(5120, 27648, 128)) == "8,2,8,1 sK img");

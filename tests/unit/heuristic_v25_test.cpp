@@ -20,15 +20,18 @@ TEST_CASE("choose_config v25: 32 rows on narrow K-heavy layers take wgmma stream
   CHECK(wgmma_shape(choose_hopper(5120, 8192, 32)) == "2,2,8,1 sK");  // 64 chunks
   CHECK(wgmma_shape(choose_hopper(2304, 16384, 32)) == "2,2,8,1 sK");
   CHECK(wgmma_shape(choose_hopper(2560, 8192, 32)) == "2,2,8,1 sK");
-  // Where the split makes 0.7-1 wave it stays: split 8 from 144 chunks (v24), else mma.sync.
-  CHECK(wgmma_shape(choose_hopper(3584, 18944, 32)) == "2,4,8,1 sk8 img");
-  CHECK_FALSE(choose_hopper(4096, 14336, 32).wgmma);
-  CHECK_FALSE(choose_hopper(3584, 14336, 32).wgmma);
+  // Where the split makes 0.7-1 wave it stays: split 8 from 144 chunks (v24; v56: from 96, and without the
+  // image under 5 tiles per SM), else mma.sync.
+  CHECK(wgmma_shape(choose_hopper(3584, 18944, 32)) == "2,4,8,1 sk8");
+  CHECK(wgmma_shape(choose_hopper(4096, 14336, 32)) == "2,4,8,1 sk8");
+  CHECK(wgmma_shape(choose_hopper(3584, 14336, 32)) == "2,4,8,1 sk8");
   // Edges: under 2 tiles per SM, under 64 chunks, 5 tiles per SM or more (5632 columns: 88 blocks
-  // split 4, under 0.7 wave, so only the tiles bound stops it), 3-bit weights.
+  // split 4, under 0.7 wave, so only the tiles bound stops it; v56 takes it from 96 chunks, with the
+  // image there), 3-bit weights.
   CHECK_FALSE(choose_hopper(1280, 8192, 32).wgmma);
   CHECK_FALSE(choose_hopper(5120, 7936, 32).wgmma);  // 62 chunks
-  CHECK_FALSE(choose_hopper(5632, 16384, 32).wgmma);
+  CHECK_FALSE(choose_hopper(5632, 8192, 32).wgmma);
+  CHECK(wgmma_shape(choose_hopper(5632, 16384, 32)) == "2,4,8,1 sK img");
 }
 
 TEST_CASE("choose_config v25: 128 rows take stream K where the K split leaves under 0.7 wave",

@@ -751,9 +751,9 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
   big.n = 16384, big.k = 16384;
   CHECK_FALSE(lowbit::choose_config(p, hopper, 132).wgmma);  // 4096², 64 rows
-  WqGemmProblem k_heavy = p;                                 // 32 rows, K-heavy: no longer wgmma either
+  WqGemmProblem k_heavy = p;                                 // 32 rows, K-heavy: wgmma again (v56)
   k_heavy.m = 32, k_heavy.n = 4096, k_heavy.k = 14336;
-  CHECK_FALSE(lowbit::choose_config(k_heavy, hopper, 132).wgmma);
+  CHECK(lowbit::choose_config(k_heavy, hopper, 132).wgmma);
   big.m = 64, big.bits = 8;
   CHECK(lowbit::choose_config(big, hopper, 132).wgmma);  // measured for 2, 4 and 8 bits
   big.bits = 3;  // v39: 3-bit as 4-bit, 8-bit per channel as g128 (tests/unit/heuristic_v39_test.cpp)
@@ -762,8 +762,8 @@ TEST_CASE("wgmma: rules, JSON round trip, name, shared memory, and the fallback 
   CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
   big.group_size = 64;  // v41: every 8-bit group
   CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
-  big.group_size = 128, big.m = 32;  // 2 and 8 bits: measured at 64 and 128 rows only
-  CHECK_FALSE(lowbit::choose_config(big, hopper, 132).wgmma);
+  big.group_size = 128, big.m = 32;  // 2 and 8 bits at 32 rows: v56
+  CHECK(lowbit::choose_config(big, hopper, 132).wgmma);
   // Heuristic v10. 128 rows from 48 M weights: all 128 rows per block, 128 columns, every format.
   for (int bits : {2, 4, 8}) {
     big.bits = bits, big.m = 128;

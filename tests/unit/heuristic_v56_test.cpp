@@ -1,0 +1,72 @@
+// Heuristic v56 (docs/perf-notes.md, seventieth session): 32 rows in 2- and 8-bit weights, fitted to the
+// H200's tune of the standard layers at 32 rows and benched in and out of sample.
+#include <cstdint>
+#include <utility>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_bf16_hopper;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
+using lowbit::test::staged;
+using lowbit::test::wgmma_shape;
+
+TEST_CASE("choose_config v56: 2- and 8-bit weights at 32 rows take v24's and v25's wgmma rules",
+          "[config][heuristic]") {
+  // Large layers from 9 tiles per SM or 96 chunks: 32-row blocks of two warpgroups; 2-bit weights without
+  // the activation image, 8-bit ones with it from 5 tiles per SM, as 4-bit ones.
+  CHECK(wgmma_shape(choose_hopper(16384, 16384, 32, 2)) == "2,4,8,1 sk2");
+  CHECK(wgmma_shape(choose_hopper(16384, 16384, 32, 8)) == "2,4,8,1 sk2 img");
+  CHECK(wgmma_shape(choose_hopper(16384, 16384, 32, 4)) == "2,4,8,1 sk2 img");
+  CHECK(wgmma_shape(choose_hopper(8192, 28672, 32, 2)) == "2,4,8,1 sk4");
+  CHECK(wgmma_shape(choose_hopper(10240, 8192, 32, 8)) == "2,2,8,1 sK img");
+  CHECK(wgmma_shape(choose_hopper(10240, 8192, 32, 2)) == "2,2,8,1 sK");
+  // 96 chunks on 3-4 tiles per SM: split 8, no image in any width.
+  for (int bits : {2, 4, 8}) CHECK(wgmma_shape(choose_hopper(4096, 14336, 32, bits)) == "2,4,8,1 sk8");
+  CHECK(wgmma_shape(choose_bf16_hopper(4096, 12288, 32)) == "2,4,8,1 sk8");
+  // Under 96 chunks below 9 tiles per SM: mma.sync (4096×12160 is 95 chunks).
+  CHECK_FALSE(choose_hopper(4096, 12160, 32, 2).wgmma);
+  // Narrow K-heavy layers under 0.7 wave: v25's stream K.
+  CHECK(wgmma_shape(choose_hopper(5120, 8192, 32, 2)) == "2,2,8,1 sK");
+  CHECK(wgmma_shape(choose_hopper(5120, 13824, 32, 8)) == "2,4,8,1 sK");
+  // Every group size of 2 and 8 bits (v41); 1 bit follows 2 and 3 follows 4.
+  WqGemmProblem per_channel = g128_problem(28672, 4096, 32, 8);
+  per_channel.group_size = 0;
+  CHECK(wgmma_shape(choose_hopper(per_channel)) == "2,4,8,1 sk1 img");
+  CHECK(wgmma_shape(choose_hopper(28672, 4096, 32, 1)) == "2,4,8,1 sk1");
+  CHECK(wgmma_shape(choose_hopper(28672, 4096, 32, 3)) == "2,4,8,1 sk1 img");
+  // Not at 16 rows, not off sm_90a.
+  CHECK_FALSE(choose_hopper(16384, 16384, 16, 2).wgmma);
+  CHECK_FALSE(lowbit::choose_config(g128_problem(16384, 16384, 32, 8), kSm80, 108).wgmma);
+}
+
+TEST_CASE("choose_config v56: 32-row mma.sync blocks in 2- and 8-bit weights", "[config][heuristic]") {
+  // 6-8 tiles per SM: one 32-row block (v24's 4-bit rule).
+  for (int bits : {1, 2, 4, 8}) {
+    INFO(bits << "-bit");
+    CHECK(staged(choose_hopper(8192, 8192, 32, bits)) == "2,8,1,4,1,3+xs");
+    CHECK(staged(choose_hopper(7168, 8192, 32, bits)) == "2,8,1,4,1,3+xs");
+  }
+  // 2-bit weights over 4.2 up to 6 tiles per SM: 6 tiles × 8 warps along K, one 32-row block, 2 stages.
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {5120, 4096}, {4608, 3584}, {5632, 2048}}) {
+    INFO(n << "x" << k);
+    CHECK(staged(choose_hopper(n, k, 32, 2)) == "2,6,1,8,1,2+xs");
+    CHECK(staged(choose_hopper(n, k, 32, 1)) == "2,6,1,8,1,2+xs");
+    CHECK(staged(choose_hopper(n, k, 32, 4)) == "1,4,1,4,1,3+xs");  // 4-bit keeps two 16-row blocks
+    // 8-bit: 2 stages (over 2 blocks of 100 KB per SM with 3).
+    CHECK(staged(choose_hopper(n, k, 32, 8)) == "1,4,1,4,1,2+xs");
+  }
+  // The bounds: 4.2 tiles per SM (4435 columns on 132 SMs) is out, 6 (6336) in.
+  CHECK(staged(choose_hopper(4432, 4096, 32, 2)) == "1,8,1,8,1,3+xs");
+  CHECK(staged(choose_hopper(6336, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
+  CHECK(staged(choose_hopper(6344, 4096, 32, 2)) == "2,8,1,4,1,3+xs");
+  // Up to 4.2 tiles per SM 8-bit keeps 3 stages (one block of 150 KB per SM, one wave).
+  CHECK(staged(choose_hopper(4096, 4096, 32, 8)) == "1,8,1,4,1,3+xs");
+  // sm_80 keeps its rules.
+  const lowbit::WqGemmConfig ampere = lowbit::choose_config(g128_problem(6144, 4096, 32, 2), kSm80, 108);
+  CHECK_FALSE((ampere.m_tiles == 2 && ampere.n_tiles == 6));
+}
