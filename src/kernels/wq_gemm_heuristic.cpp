@@ -286,8 +286,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // v56, 2-bit weights (1 follows) at 32 rows over 4.2 up to 6 tiles per SM: one 32-row block of 6 tiles ×
     // 8 warps along K, 2 stages (the H200 tune's best on 6144×4096). H200 bench, (1,4,1,4,1,3) → this, µs:
     // 6144×4096 9.99 → 8.36, out of sample 5120×4096 9.90 → 8.40, 4608×3584 8.88 → 7.57, 5120×3072 7.97 →
-    // 6.99, 5120×5120 11.84 → 9.79, 5632×2048 (16 chunks) 6.03 → 5.58 (4 warps along K 5.42).
-    if (sm90a && bucket == 32 && p.bits <= 2 && tiles_per_sm > 4.2 && tiles_per_sm <= 6) {
+    // 6.99, 5120×5120 11.84 → 9.79, 5632×2048 (16 chunks) 6.03 → 5.58 (4 warps along K 5.42); bf16 6144×4096
+    // 10.03 → 8.42. Not where every weight is dequantized before the MMA: fit_registers leaves one row tile
+    // of those 6 (2-bit g64 6144×4096 10.75 → 11.66 µs, float zeros 11.86 → 13.18).
+    const bool two_bit_32 = sm90a && bucket == 32 && p.bits <= 2 && !wq::dequantizes_every_weight(p);
+    if (two_bit_32 && tiles_per_sm > 4.2 && tiles_per_sm <= 6) {
       c = make(2, 6, 8, 2);
       c.x_shared = true;
     }

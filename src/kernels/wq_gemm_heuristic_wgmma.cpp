@@ -350,14 +350,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v25: nor at 32 rows under 5 tiles per SM (H200 tunes, stream K without the image against with it:
   // 2304×16384 15.1 µs / 15.9, 2560×8192 11.1 / 12.1, with 4 tiles a warp 5120×13824 22.7 / 23.3 and
   // 5120×27648 36.6 / 37.4).
-  // v56 (seventieth session): at 32 rows the K splits too, and 2-bit weights not at all. H200 bench, with →
-  // without, µs: split 8 on 3-4 tiles per SM, W4 / bf16 / W2 / W8: 4096×14336 18.30 → 17.31 / 19.44 → 18.35
-  // / 17.10 → 15.96 / 22.27 → 22.03, 3584×18944 21.77 → 20.83 / 23.38 → 22.37 / 20.79 → 19.47 / 25.50
-  // → 25.43; W2 from 5 tiles per SM: 16384² (split 2) 51.02 → 49.31, 14336×8192 27.99 → 26.47,
-  // 28672×4096 26.88 → 25.57, 8192×28672 46.89 → 45.80 (the tunes of W2: without, 1.03-1.06× ahead; of W4 and
-  // W8: with).
-  const bool image = bucket == 32 ? tiles_per_sm >= 5 && bits != 2
-                                  : !few_blocks_wgmma || few_blocks_128 || tiles_per_sm >= 4;
+  const bool image =
+      bucket == 32 ? tiles_per_sm >= 5 : !few_blocks_wgmma || few_blocks_128 || tiles_per_sm >= 4;
   // v25: stream K at 32 rows keeps 4 tiles a warp from 4 tiles per SM and 96 chunks (5120×13824,
   // ×17920, ×27648: the tuned best of both GPUs; H200 bench 22.00 / 26.19 / 35.86 µs against 22.38 /
   // 26.93 / 37.84 with 2 tiles), else 2 (5120×8192, 64 chunks: 16.27 against 16.62).
@@ -386,7 +380,14 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     if (w_blocks < 0.7 * sms) s.n_tiles = stream_k_tiles_32;
     if (can_implement(p, s, arch)) return s;
   }
-  w.x_image = !rows_32 || image;
+  // v56 (seventieth session): at 32 rows the K splits and the unsplit blocks follow v25's rule too, and with
+  // 2-bit weights take no image at all. H200 bench, with → without, µs: split 8 on 3-4 tiles per SM, W4 /
+  // bf16 / W2 / W8: 4096×14336 18.30 → 17.31 / 19.44 → 18.35 / 17.10 → 15.96 / 22.27 → 22.03,
+  // 3584×18944 21.77 → 20.83 / 23.38 → 22.37 / 20.79 → 19.47 / 25.50 → 25.43; W2 from 5 tiles per SM: 16384²
+  // (split 2) 51.02 → 49.31, 14336×8192 27.99 → 26.47, 28672×4096 26.88 → 25.57, 28672×8192 49.64 → 48.27,
+  // 8192×28672 46.89 → 45.80 (the tunes of W2: without, 1.03-1.06× ahead; of W4 and W8: with). Not W2's
+  // stream K (10240×8192: 23.40 with, 24.28 without).
+  w.x_image = !rows_32 || (image && bits != 2);
   if (can_implement(p, w, arch)) return w;
   return std::nullopt;
 }

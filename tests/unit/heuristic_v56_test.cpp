@@ -18,13 +18,13 @@ using lowbit::test::wgmma_shape;
 TEST_CASE("choose_config v56: 2- and 8-bit weights at 32 rows take v24's and v25's wgmma rules",
           "[config][heuristic]") {
   // Large layers from 9 tiles per SM or 96 chunks: 32-row blocks of two warpgroups; 2-bit weights without
-  // the activation image, 8-bit ones with it from 5 tiles per SM, as 4-bit ones.
+  // the activation image (but in stream K), 8-bit ones with it from 5 tiles per SM, as 4-bit ones.
   CHECK(wgmma_shape(choose_hopper(16384, 16384, 32, 2)) == "2,4,8,1 sk2");
   CHECK(wgmma_shape(choose_hopper(16384, 16384, 32, 8)) == "2,4,8,1 sk2 img");
   CHECK(wgmma_shape(choose_hopper(16384, 16384, 32, 4)) == "2,4,8,1 sk2 img");
   CHECK(wgmma_shape(choose_hopper(8192, 28672, 32, 2)) == "2,4,8,1 sk4");
   CHECK(wgmma_shape(choose_hopper(10240, 8192, 32, 8)) == "2,2,8,1 sK img");
-  CHECK(wgmma_shape(choose_hopper(10240, 8192, 32, 2)) == "2,2,8,1 sK");
+  CHECK(wgmma_shape(choose_hopper(10240, 8192, 32, 2)) == "2,2,8,1 sK img");
   // 96 chunks on 3-4 tiles per SM: split 8, no image in any width.
   for (int bits : {2, 4, 8}) CHECK(wgmma_shape(choose_hopper(4096, 14336, 32, bits)) == "2,4,8,1 sk8");
   CHECK(wgmma_shape(choose_bf16_hopper(4096, 12288, 32)) == "2,4,8,1 sk8");
@@ -60,6 +60,11 @@ TEST_CASE("choose_config v56: 32-row mma.sync blocks in 2- and 8-bit weights", "
     // 8-bit: 2 stages (over 2 blocks of 100 KB per SM with 3).
     CHECK(staged(choose_hopper(n, k, 32, 8)) == "1,4,1,4,1,2+xs");
   }
+  // Not where every weight is dequantized before the MMA (groups under 128, float zeros).
+  WqGemmProblem g64 = g128_problem(6144, 4096, 32, 2), float_zeros = g64;
+  g64.group_size = 64, float_zeros.mode = lowbit::DequantMode::SubFloatZeroThenScale;
+  CHECK(staged(choose_hopper(g64)) == "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(float_zeros)) == "1,4,1,4,1,3+xs");
   // The bounds: 4.2 tiles per SM (4435 columns on 132 SMs) is out, 6 (6336) in.
   CHECK(staged(choose_hopper(4432, 4096, 32, 2)) == "1,8,1,8,1,3+xs");
   CHECK(staged(choose_hopper(6336, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
