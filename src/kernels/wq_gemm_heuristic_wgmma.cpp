@@ -165,13 +165,14 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // H100 bench 28.36 against 21.18 for its tuned (2,4,8,1) stream K, which the tune put 0.4 % ahead of
   // this rule's config). No layer of the shipped files lies between 8.5 and 9.
   // v56 (seventieth session): 2- and 8-bit weights too (v41: every group size; 1-bit follows 2), which ran
-  // block-shared mma.sync at 1.18-1.77× the tuned best on the standard layers (H200 tune, § 69.9), and from
+  // block-shared mma.sync at 1.18-1.77× the tuned best on the standard layers (H200 bench, § 69.9), and from
   // 96 chunks (was 144). H200 bench, mma.sync → this rule, µs: W2 16384² 76.44 → 51.02, 28672×4096 38.99 →
   // 26.88, 57344×8192 126.94 → 96.89; W8 16384² 80.30 → 69.01, 8192×28672 111.08 → 63.20, 28672×8192 80.45
   // → 60.36. From 96 chunks (4096×12288 up to 8.5 tiles per SM), out of sample: W4 8192×14336 29.92 →
   // 28.25, 6144×16384 31.03 → 30.66; W8 6144×16384 53.02 → 33.06; and on 3-4 tiles per SM without the
-  // image (below) W4 4096×14336 18.46 → 17.31, bf16 18.90 → 18.35, W2 17.93 → 15.96, W8 27.50 → 22.03;
-  // 4096×12288 W4 16.05 → 15.70, bf16 16.53 → 16.72, W2 15.79 → 14.62.
+  // image (below) W4 4096×14336 18.46 → 17.31, bf16 18.90 → 18.35, W2 17.93 → 15.96, W8 22.04-27.50 →
+  // 22.03 (the mma.sync config's spread over two calls); 4096×12288 W4 16.05 → 15.70, bf16 16.53 → 16.72, W2
+  // 15.79 → 14.62, W8 19.25-23.85 → 19.95.
   const bool wide_32 = bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 96);
   // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
   // and their grid.
@@ -385,8 +386,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // bf16 / W2 / W8: 4096×14336 18.30 → 17.31 / 19.44 → 18.35 / 17.10 → 15.96 / 22.27 → 22.03,
   // 3584×18944 21.77 → 20.83 / 23.38 → 22.37 / 20.79 → 19.47 / 25.50 → 25.43; W2 from 5 tiles per SM: 16384²
   // (split 2) 51.02 → 49.31, 14336×8192 27.99 → 26.47, 28672×4096 26.88 → 25.57, 28672×8192 49.64 → 48.27,
-  // 8192×28672 46.89 → 45.80 (the tunes of W2: without, 1.03-1.06× ahead; of W4 and W8: with). Not W2's
-  // stream K (10240×8192: 23.40 with, 24.28 without).
+  // 8192×28672 46.89 → 45.80 (the W2 tune's bests all without, with it 1.03-1.06× behind; W4's and W8's tunes
+  // differ by layer). Not W2's stream K (10240×8192: 23.40 with, 24.28 without).
   w.x_image = !rows_32 || (image && bits != 2);
   if (can_implement(p, w, arch)) return w;
   return std::nullopt;
