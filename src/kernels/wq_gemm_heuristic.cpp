@@ -276,7 +276,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // one 32-row block instead of two 16-row ones, the tuned best of every such entry of the H100 and
     // of the H200 but 8192×14336's (wgmma there, 1.03× on the H100): H100 8192² 18.89 µs against
     // 20.65 for (1,8,1,4), 8192×7168 17.02 against 18.44 (tuner times); H200 bench (call 8) 8192×14336
-    // 29.90 against 33.14 for (1,8,1,4) (call 4), 1.06× its tuned wgmma config.
+    // 29.90 against 33.14 for (1,8,1,4) (call 4), 1.06× its tuned wgmma config (v56 sends it to wgmma: 96
+    // chunks or more).
     // v56 (seventieth session), on sm_90a: 2- and 8-bit weights too (1 follows 2). H200 bench, (1,8,1,4) →
     // (2,8,1,4), µs, W2 / W8: 8192² 18.89 → 17.53 / 35.49 → 20.25, 7168×8192 18.89 → 17.56 / 31.17 → 19.33
     // (8-bit: the 32-row block keeps one block a SM where two 16-row ones of 150 KB made two waves).
@@ -288,9 +289,10 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 6144×4096 9.99 → 8.36, out of sample 5120×4096 9.90 → 8.40, 4608×3584 8.88 → 7.57, 5120×3072 7.97 →
     // 6.99, 5120×5120 11.84 → 9.79, 5632×2048 (16 chunks) 6.03 → 5.58 (4 warps along K 5.42); bf16 6144×4096
     // 10.03 → 8.42. Not where every weight is dequantized before the MMA: fit_registers leaves one row tile
-    // of those 6 (2-bit g64 6144×4096 10.75 → 11.66 µs, float zeros 11.86 → 13.18).
+    // of those 6 (2-bit g64 6144×4096 10.75 → 11.66 µs, float zeros 11.86 → 13.18). From 16 chunks, as
+    // measured.
     const bool two_bit_32 = sm90a && bucket == 32 && p.bits <= 2 && !wq::dequantizes_every_weight(p);
-    if (two_bit_32 && tiles_per_sm > 4.2 && tiles_per_sm <= 6) {
+    if (two_bit_32 && tiles_per_sm > 4.2 && tiles_per_sm <= 6 && chunks >= 16) {
       c = make(2, 6, 8, 2);
       c.x_shared = true;
     }
@@ -314,13 +316,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // such blocks, keeps its 4 tiles: both files' best.) Not from 64 chunks, where v26's 16 warps along K
     // apply (unmeasured together); 4-bit weights as measured (3 follows).
     if (v26 && 2 * ceil_div(tiles, 2) < sms && chunks < 64) c.n_tiles = 2, c.stages = 3;
-    // v56 (seventieth session), as v32 at 64 rows: 8-bit weights in blocks of 4 tiles × 4 warps along K over
-    // 2 blocks per SM take 2 stages. Three stages of their 1 KiB tile-chunks per warp take 100 KB of shared
-    // memory, 2 blocks a SM, so a second wave ran where 2 stages (67 KB) fit 3. H200 bench, 3 → 2 stages, µs:
-    // 6144×4096 15.77 → 12.28 (the tune's best), out of sample 5120×4096 14.86 → 11.08, 4608×3584 12.82
-    // → 10.00.
-    const int64_t blocks_32 = ceil_div(tiles, c.n_tiles * c.warps_n) * ceil_div(bucket, 16 * c.m_tiles);
-    if (sm90a && p.bits == 8 && c.n_tiles == 4 && c.warps_k == 4 && blocks_32 > 2LL * sms) c.stages = 2;
+    // v56 (seventieth session), as v32 at 64 rows: 8-bit weights over 4.2 up to 6 tiles per SM (blocks of 4
+    // tiles × 4 warps along K, two row blocks: over 2.1 blocks per SM) take 2 stages. Three stages of their
+    // 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks a SM, so a second wave ran where 2
+    // stages (67 KB) fit 3. H200 bench, 3 → 2 stages, µs: 6144×4096 15.77 → 12.28 (the tune's best), out of
+    // sample 5120×4096 14.86 → 11.08, 4608×3584 12.82 → 10.00. fp32 accumulation, as measured.
+    if (sm90a && p.bits == 8 && p.accum == DType::F32 && tiles_per_sm > 4.2 && tiles_per_sm <= 6)
+      c.stages = 2;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave

@@ -60,7 +60,8 @@ std::optional<WqGemmConfig> fp16_accum_config(const WqGemmProblem& p, const Heur
   if (h.bucket == 32) {
     // v48: 4-bit at 6-8 tiles a SM: two warps side by side of 4 tiles, one 32-row block, split in two, 3
     // stages (v24's 32-row block, which fit_registers cut to 16 rows). 8192² 1.14× → the best, 8192×28672
-    // 1.23× → 1.01×. 2/3/8-bit weights unmeasured here (v24 is 4-bit only).
+    // 1.23× → 1.01×. 2/3/8-bit weights unmeasured here (v24 was 4-bit only; v56's 1/2/8-bit
+    // blocks are cut back to 16 rows by fit_registers with fp16 accumulation).
     if (p.bits == 4 && t > 6 && t <= 8) {
       WqGemmConfig c = block_shared(2, 4, 2, 2, 2);
       c.stages = 3;

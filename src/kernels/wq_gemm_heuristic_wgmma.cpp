@@ -28,7 +28,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // - 4-bit weights; 2- and 8-bit with groups of 128 at 64 and 128 rows only: 1.1-1.7× faster than
   //   x_shared there (H200; 16384² M=128 W8 251 µs against 427). Per-channel scales and other group
   //   sizes spilled registers at 8 bits then (no longer: v39 and v41 below take 3-bit and 1-bit weights and
-  //   every 2/8-bit group size).
+  //   every 2/8-bit group size; v56 takes 2/8-bit at 32 rows too).
   // - 128 rows below 48 M weights: from 8 M weights at 7-10 tiles per SM (8192×1024…4096) with 2
   //   tiles per warp, a 128-column block (one wave of blocks, K unsplit): 14-28 % faster than
   //   x_shared on both GPUs (tune-day heuristic; 12-17 % than the best x_shared config); K ≥ 2N from 16 M
@@ -227,9 +227,9 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   }
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32;
-  const bool measured_format =
-      bits == 4 || ((bits == 2 || bits == 8) && g128 && bucket >= 32);  // v56: from 32
-  if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p) && measured_format && wgmma_rows)) return std::nullopt;
+  // (v56: every width from 32 rows, so no format check is left here: 1/3-bit map to 2/4, and 2/8-bit weights
+  // of every group follow g128's rules, v41.)
+  if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p) && wgmma_rows)) return std::nullopt;
   // v24: all 128 rows per block also on the few-block layers from 4 tiles per SM (5120×8192 M = 128:
   // the seven best configs of both GPUs' tunes all take the 128 rows per block, stream K first: 27.7
   // µs on the H200, 64-row blocks over 1.13× that).

@@ -50,7 +50,7 @@ TEST_CASE("choose_config v24: wgmma grids of one wave, or stream K", "[config][h
   CHECK(wgmma_shape(choose_hopper(57344, 8192, 64)) == "4,4,8,1 sk1 img");
 }
 
-TEST_CASE("choose_config v24: 32 rows on large layers from 9 tiles per SM or 160 chunks run wgmma",
+TEST_CASE("choose_config v24: 32 rows on large layers from 9 tiles per SM or 96 chunks (v56) run wgmma",
           "[config][heuristic]") {
   CHECK(wgmma_shape(choose_hopper(28672, 4096, 32)) == "2,4,8,1 sk1 img");
   CHECK(wgmma_shape(choose_hopper(16384, 16384, 32)) == "2,4,8,1 sk2 img");

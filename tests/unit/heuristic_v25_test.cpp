@@ -27,7 +27,7 @@ TEST_CASE("choose_config v25: 32 rows on narrow K-heavy layers take wgmma stream
   CHECK(wgmma_shape(choose_hopper(3584, 14336, 32)) == "2,4,8,1 sk8");
   // Edges: under 2 tiles per SM, under 64 chunks, 5 tiles per SM or more (5632 columns: 88 blocks
   // split 4, under 0.7 wave, so only the tiles bound stops it; v56 takes it from 96 chunks, with the
-  // image there), 3-bit weights.
+  // image there).
   CHECK_FALSE(choose_hopper(1280, 8192, 32).wgmma);
   CHECK_FALSE(choose_hopper(5120, 7936, 32).wgmma);  // 62 chunks
   CHECK_FALSE(choose_hopper(5632, 8192, 32).wgmma);

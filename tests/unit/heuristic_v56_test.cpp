@@ -1,6 +1,7 @@
 // Heuristic v56 (docs/perf-notes.md, seventieth session): 32 rows in 2- and 8-bit weights, fitted to the
 // H200's tune of the standard layers at 32 rows and benched in and out of sample.
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "lowbit/lowbit.hpp"
@@ -32,6 +33,8 @@ TEST_CASE("choose_config v56: 2- and 8-bit weights at 32 rows take v24's and v25
   CHECK_FALSE(choose_hopper(4096, 12160, 32, 2).wgmma);
   // Narrow K-heavy layers under 0.7 wave: v25's stream K.
   CHECK(wgmma_shape(choose_hopper(5120, 8192, 32, 2)) == "2,2,8,1 sK");
+  CHECK(wgmma_shape(choose_hopper(5120, 8192, 32, 8)) == "2,2,8,1 sK");
+  CHECK(wgmma_shape(choose_hopper(2304, 16384, 32, 8)) == "2,2,8,1 sK");
   CHECK(wgmma_shape(choose_hopper(5120, 13824, 32, 8)) == "2,4,8,1 sK");
   // Every group size of 2 and 8 bits (v41); 1 bit follows 2 and 3 follows 4.
   WqGemmProblem per_channel = g128_problem(28672, 4096, 32, 8);
@@ -65,13 +68,28 @@ TEST_CASE("choose_config v56: 32-row mma.sync blocks in 2- and 8-bit weights", "
   g64.group_size = 64, float_zeros.mode = lowbit::DequantMode::SubFloatZeroThenScale;
   CHECK(staged(choose_hopper(g64)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(float_zeros)) == "1,4,1,4,1,3+xs");
-  // The bounds: 4.2 tiles per SM (4435 columns on 132 SMs) is out, 6 (6336) in.
-  CHECK(staged(choose_hopper(4432, 4096, 32, 2)) == "1,8,1,8,1,3+xs");
-  CHECK(staged(choose_hopper(6336, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
-  CHECK(staged(choose_hopper(6344, 4096, 32, 2)) == "2,8,1,4,1,3+xs");
-  // Up to 4.2 tiles per SM 8-bit keeps 3 stages (one block of 150 KB per SM, one wave).
-  CHECK(staged(choose_hopper(4096, 4096, 32, 8)) == "1,8,1,4,1,3+xs");
-  // sm_80 keeps its rules.
-  const lowbit::WqGemmConfig ampere = lowbit::choose_config(g128_problem(6144, 4096, 32, 2), kSm80, 108);
-  CHECK_FALSE((ampere.m_tiles == 2 && ampere.n_tiles == 6));
+  // The bounds on 132 SMs: 4432 columns (554 tiles, 4.197 per SM) are out, 4440 (555, 4.205) in; 6336 (6.0)
+  // in, 6344 (6.008) out; under 16 chunks out (5632×1920 is 15).
+  for (int bits : {2, 8}) {
+    INFO(bits << "-bit");
+    CHECK(staged(choose_hopper(4432, 4096, 32, bits)).find(",3+xs") != std::string::npos);
+    CHECK(staged(choose_hopper(4440, 4096, 32, bits)) == (bits == 2 ? "2,6,1,8,1,2+xs" : "1,4,1,4,1,2+xs"));
+    CHECK(staged(choose_hopper(6336, 4096, 32, bits)) == (bits == 2 ? "2,6,1,8,1,2+xs" : "1,4,1,4,1,2+xs"));
+    CHECK(staged(choose_hopper(6344, 4096, 32, bits)) == "2,8,1,4,1,3+xs");
+  }
+  CHECK(staged(choose_hopper(5632, 2048, 32, 2)) == "2,6,1,8,1,2+xs");
+  CHECK(staged(choose_hopper(5632, 1920, 32, 2)) == "1,4,1,4,1,3+xs");
+  // 8-bit with fp16 accumulation keeps 3 stages (unmeasured there).
+  WqGemmProblem w8_f16_accum = g128_problem(6144, 4096, 32, 8);
+  w8_f16_accum.accum = lowbit::DType::F16;
+  CHECK(choose_hopper(w8_f16_accum).stages == 3);
+  // sm_80 keeps its rules: no 6-tile 32-row block, 3 stages for 8-bit, two 16-row blocks at 6-8 tiles per SM
+  // (on 108 SMs: 5120 columns are 5.9 tiles per SM, 6144 are 7.1).
+  auto ampere = [](int64_t n, int64_t k, int bits) {
+    return staged(lowbit::choose_config(g128_problem(n, k, 32, bits), kSm80, 108));
+  };
+  CHECK(ampere(5120, 4096, 2).rfind("2,6,", 0) != 0);
+  CHECK(ampere(5120, 4096, 8).find(",3+xs") != std::string::npos);
+  CHECK(ampere(6144, 8192, 2).rfind("1,", 0) == 0);
+  CHECK(ampere(6144, 8192, 8).rfind("1,", 0) == 0);
 }
