@@ -388,7 +388,12 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // (split 2) 51.02 → 49.31, 14336×8192 27.99 → 26.47, 28672×4096 26.88 → 25.57, 28672×8192 49.64 → 48.27,
   // 8192×28672 46.89 → 45.80 (the W2 tune's bests all without, with it 1.03-1.06× behind; W4's and W8's tunes
   // differ by layer). Not W2's stream K (10240×8192: 23.40 with, 24.28 without).
-  w.x_image = !rows_32 || (image && bits != 2);
+  // v56, call 9: nor with 3/4-bit weights and bf16 activations (the bf16 tune at 32 rows put its 16384² and
+  // 28672×4096 bests without the image). H200 bench, with → without, µs: 16384² 59.24 → 57.57,
+  // 28672×4096 31.28 → 30.28, 14336×8192 32.19 → 30.92, 8192×14336 30.94 → 29.88, 6144×16384 33.64 → 32.30,
+  // 28672×8192 57.67 → 55.87 (fp16 activations: 0.97-1.04×, kept).
+  const bool bf16_4bit = bits == 4 && p.act == DType::BF16;
+  w.x_image = !rows_32 || (image && bits != 2 && !bf16_4bit);
   if (can_implement(p, w, arch)) return w;
   return std::nullopt;
 }

@@ -26,6 +26,12 @@ TEST_CASE("choose_config v56: 2- and 8-bit weights at 32 rows take v24's and v25
   CHECK(wgmma_shape(choose_hopper(8192, 28672, 32, 2)) == "2,4,8,1 sk4");
   CHECK(wgmma_shape(choose_hopper(10240, 8192, 32, 8)) == "2,2,8,1 sK img");
   CHECK(wgmma_shape(choose_hopper(10240, 8192, 32, 2)) == "2,2,8,1 sK img");
+  // 3/4-bit weights with bf16 activations: no image either (but in stream K); 8-bit ones keep it.
+  CHECK(wgmma_shape(choose_bf16_hopper(16384, 16384, 32)) == "2,4,8,1 sk2");
+  CHECK(wgmma_shape(choose_bf16_hopper(28672, 4096, 32, 3)) == "2,4,8,1 sk1");
+  CHECK(wgmma_shape(choose_bf16_hopper(10240, 8192, 32)) == "2,2,8,1 sK img");
+  CHECK(wgmma_shape(choose_bf16_hopper(16384, 16384, 32, 8)) == "2,4,8,1 sk2 img");
+  CHECK(wgmma_shape(choose_bf16_hopper(16384, 16384, 64)).find(" img") != std::string::npos);  // 32 rows only
   // 96 chunks on 3-4 tiles per SM: split 8, no image in any width.
   for (int bits : {2, 4, 8}) CHECK(wgmma_shape(choose_hopper(4096, 14336, 32, bits)) == "2,4,8,1 sk8");
   CHECK(wgmma_shape(choose_bf16_hopper(4096, 12288, 32)) == "2,4,8,1 sk8");
