@@ -266,6 +266,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // (3584², 4096², 2560×8192), 4 × 4 up to 6, 8 × 4 up to 8 (7168×8192, 8192²), 4 × 8 and 2
     // stages above (10240×8192: H200 best; the H100's is 8 × 4 in registers). Re-tunes of both
     // GPUs: 4096² 9.0 µs against 12.2 with the v5 choice.
+    // v56 refines the 4 × 4 band's choice for 2- and 8-bit weights (below).
+    const bool four_by_four_band = tiles_per_sm > 4.2 && tiles_per_sm <= 6;
     c = tiles_per_sm <= 2     ? make(1, 4, 8, 2)
         : tiles_per_sm <= 4.2 ? make(1, 8, 8, 3)
         : tiles_per_sm <= 6   ? make(1, 4, 4, 3)
@@ -292,7 +294,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // of those 6 (2-bit g64 6144×4096 10.75 → 11.66 µs, float zeros 11.86 → 13.18). From 16 chunks, as
     // measured.
     const bool two_bit_32 = sm90a && bucket == 32 && p.bits <= 2 && !wq::dequantizes_every_weight(p);
-    if (two_bit_32 && tiles_per_sm > 4.2 && tiles_per_sm <= 6 && chunks >= 16) {
+    if (two_bit_32 && four_by_four_band && chunks >= 16) {
       c = make(2, 6, 8, 2);
       c.x_shared = true;
     }
@@ -321,8 +323,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks a SM, so a second wave ran where 2
     // stages (67 KB) fit 3. H200 bench, 3 → 2 stages, µs: 6144×4096 15.77 → 12.28 (the tune's best), out of
     // sample 5120×4096 14.86 → 11.08, 4608×3584 12.82 → 10.00. fp32 accumulation, as measured.
-    if (sm90a && p.bits == 8 && p.accum == DType::F32 && tiles_per_sm > 4.2 && tiles_per_sm <= 6)
-      c.stages = 2;
+    if (sm90a && p.bits == 8 && p.accum == DType::F32 && four_by_four_band) c.stages = 2;
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave
