@@ -46,6 +46,19 @@ tune::TuningMeta meta_of(Runtime& rt) {
           date,   d.sm_count};
 }
 
+// ", served 12.34 (similar format <key>)": what the library ran before the tune, when it was not the
+// heuristic's config (a tuning entry), with its time in this tune ("not timed" when the budget ran out
+// first).
+std::string served_note(const tune::WqTuneResult& r) {
+  if (r.served == r.heuristic) return "";
+  // "tuned (similar format <key>, <file>)" → "similar format <key>"
+  std::string by = r.served_by;
+  if (const auto open = by.find(" ("); open != std::string::npos)
+    by = by.substr(open + 2, by.rfind(", ") > open ? by.rfind(", ") - open - 2 : std::string::npos);
+  if (r.served_us <= 0) return fmt::format(", served not timed ({})", by);
+  return fmt::format(", served {:8.2f} ({})", r.served_us, by);
+}
+
 }  // namespace
 
 int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path, double budget_s,
@@ -130,13 +143,17 @@ int run_tune(const CommonFlags& f, const WqFlags& w, const std::string& db_path,
                          {"best", wq::to_json(r.best)},
                          {"best_us", r.best_us},
                          {"heuristic_us", r.heuristic_us},
+                         {"served", wq::to_json(r.served)},
+                         {"served_by", r.served_by},
+                         {"served_us", r.served_us},
                          {"tried", r.tried},
                          {"failed", r.failed},
                          {"refined", r.refined},
                          {"finalists", r.finalists}});
           if (f.json) return;
-          std::printf("%s%-36s best %8.2f us (heuristic %8.2f, %2d tried, %d failed%s%s)  %s%s\n",
-                      tty ? "\r\033[K" : "", r.key.c_str(), r.best_us, r.heuristic_us, r.tried, r.failed,
+          std::printf("%s%-36s best %8.2f us (heuristic %8.2f%s, %2d tried, %d failed%s%s)  %s%s\n",
+                      tty ? "\r\033[K" : "", r.key.c_str(), r.best_us, r.heuristic_us, served_note(r).c_str(),
+                      r.tried, r.failed,
                       r.refined ? fmt::format(", {} by neighbours", r.refined).c_str() : "",
                       r.finalists ? fmt::format(", median of {} finalists", r.finalists).c_str() : "",
                       r.best.str().c_str(),

@@ -273,6 +273,7 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   // modules: a candidate's plan for bucket b also builds buckets 1 .. b/2 with the same config
   // (the kernels of buckets 1 and ≤ 8 differ from b's where they skip rows).
   std::vector<std::pair<int64_t, std::vector<WqGemmConfig>>> plan;
+  std::vector<wq::Choice> served;  // per bucket, what the library runs today
   for (int64_t b : buckets) {
     WqGemmProblem pb = base;
     pb.m = b;
@@ -281,9 +282,10 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     // re-tune never loses the config it replaces (candidates follow the current heuristic). Second,
     // right after the heuristic (which stays first: heuristic_us is its time), so a --budget that
     // stops the list early still times it.
-    const WqGemmConfig current = wq::choose(ctx, base, b, std::nullopt).config;
-    if (std::find(cands.begin(), cands.end(), current) == cands.end())
-      cands.insert(cands.begin() + 1, current);
+    const auto current = wq::choose(ctx, base, b, std::nullopt);
+    if (std::find(cands.begin(), cands.end(), current.config) == cands.end())
+      cands.insert(cands.begin() + 1, current.config);
+    served.push_back(current);
     plan.emplace_back(b, std::move(cands));
   }
   {
@@ -305,7 +307,8 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   auto timing_s = [&] { return seconds_since(start) - compile_s; };
   std::vector<WqTuneResult> results;
   std::size_t buckets_left = plan.size();
-  for (const auto& [plan_bucket, candidates] : plan) {
+  for (std::size_t bi = 0; bi < plan.size(); ++bi) {
+    const auto& [plan_bucket, candidates] = plan[bi];
     const int64_t bucket = plan_bucket;  // a plain variable: lambdas below capture it
     // The layer's budget left, shared evenly by the buckets still to tune (what one leaves goes to
     // the next): one deadline for the whole layer let the last buckets time 1-2 configs (H100 out-of-
@@ -315,6 +318,8 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     WqTuneResult r;
     r.key = wq::tuning_key(base, bucket).str();
     r.heuristic = candidates.front();
+    r.served = served[bi].config;
+    r.served_by = served[bi].source;
     r.best_us = 1e300;
     std::vector<std::pair<double, WqGemmConfig>> timed;
     std::vector<WqGemmConfig> seen;  // timed or failed
@@ -416,6 +421,8 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
       r.best = winner->config, r.best_us = winner->median;
       r.finalists = static_cast<int>(finalists.size());
     }
+    for (const auto& [us, tc] : timed)
+      if (tc == r.served) r.served_us = us;
     if (r.best_us < 1e300) {
       // Runners-up, for people and for fitting the heuristic; the lookup reads only "config".
       std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

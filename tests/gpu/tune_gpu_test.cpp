@@ -80,8 +80,8 @@ TEST_CASE("lowbit tune: neighbour rounds and re-timed finalists agree with the f
   const std::string cli = LOWBIT_CLI_PATH;
   TempDir dir;
   const std::string db = dir.path + "/tuned.json", out = dir.path + "/out.json", err = dir.path + "/err.txt";
-  const std::string tune = cli + " tune wq_gemm --n 520 --k 2048 --m 1 --refine 2 --final 2 --json --db " + db +
-                           " > " + out + " 2> " + err;
+  const std::string tune = cli + " tune wq_gemm --n 520 --k 2048 --m 1 --refine 2 --final 2 --json --db " +
+                           db + " > " + out + " 2> " + err;
   const int rc = std::system(tune.c_str());
   const std::string text = read_all(out);
   INFO(tune << "\n" << text << "\n" << read_all(err));
@@ -105,4 +105,19 @@ TEST_CASE("lowbit tune: neighbour rounds and re-timed finalists agree with the f
     CHECK(ru["config"] != entry["config"]);  // the winner is not its own runner-up
     CHECK(ru["us"].get<double>() <= 1.2 * entry["us"].get<double>());
   }
+  // The first run served the heuristic (the layer is in no shipped file); a second run with that
+  // file loaded serves its entry, times it beside the heuristic and reports both.
+  CHECK(r["served_by"].get<std::string>().rfind("heuristic", 0) == 0);
+  const std::string again = "LOWBIT_TUNING_DB=" + db + " " + cli +
+                            " tune wq_gemm --n 520 --k 2048 --m 1 --json --db " + dir.path +
+                            "/again.json > " + out + " 2> " + err;
+  const int rc2 = std::system(again.c_str());
+  const std::string text2 = read_all(out);
+  INFO(again << "\n" << text2 << "\n" << read_all(err));
+  REQUIRE(rc2 == 0);
+  const auto report2 = nlohmann::json::parse(text2);
+  const auto& r2 = report2["results"][0];
+  CHECK(r2["served"] == entry["config"]);
+  CHECK(r2["served_by"].get<std::string>().rfind("tuned (exact, ", 0) == 0);
+  CHECK(r2["served_us"].get<double>() > 0);
 }
