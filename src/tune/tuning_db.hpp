@@ -1,9 +1,9 @@
 // The tuning database: one JSON file per GPU, a `meta` block and one section per family, entries
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
-// bucket of the same layer (within kMaxBucketDistance, not across kDecodeMaxRows) → the same layer at the
-// same M bucket in a similar format (same bits and group, other dtype or mode; the one with the fewest
-// fields apart) → (the caller's) heuristic. A bucket halfway between two tuned buckets of its format (32 rows
-// between 16 and 64) takes the similar format first, where there is one (lookup() says why).
+// bucket of the same layer (within kMaxBucketDistance, not across kDecodeMaxRows or kOneTileMaxRows) → the
+// same layer at the same M bucket in a similar format (same bits and group, other dtype or mode; the one with
+// the fewest fields apart) → (the caller's) heuristic. A bucket halfway between two tuned buckets of its
+// format (32 rows between 16 and 64) takes the similar format first, where there is one (lookup() says why).
 // Other layers' entries never serve (the note above kMaxBucketDistance says why). Keys are indexed when files
 // are loaded, so a lookup is a hash probe plus, on a miss, a pass over the pre-parsed entries of the same
 // layer and of the same M bucket (no key or JSON parsing, nothing copied: the hit points into the index, and
@@ -56,6 +56,14 @@ inline constexpr double kMaxBucketDistance = 1.0;
 // 1.31× the heuristic's 128 × 128 image blocks there (H200 `lowbit bench`, 4096² 23.97 µs against 18.28,
 // 4096×14336 60.85 against 51.20, 6144×4096 34.14 against 27.92; sixty-seventh session).
 inline constexpr int64_t kDecodeMaxRows = 128;
+
+// Nor across kOneTileMaxRows: the entries of buckets up to it are fitted to one 16-row tile a block, and at
+// 32 rows run two row blocks that each stream the weights. H200 `lowbit bench`, W4 bf16 at 32 rows on ten
+// preset layers whose bf16 entries were tuned at 1 and 16 rows only: the 16-row entry ran 1.15-1.35× the
+// fp16 32-row entry (similar format) on 7 of 9 (8192×28672 73.10 µs against 54.67, 28672×8192 78.81 against
+// 58.19), 0.98-1.01× on the other two (docs/perf-notes.md, seventy-first session). The other way (a 32-row
+// entry at 16 rows: half-empty row blocks) is not measured and kept apart by the same rule.
+inline constexpr int64_t kOneTileMaxRows = 16;
 
 inline constexpr int kTuningSchema = 1;
 

@@ -162,6 +162,24 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n2048.k4096"), entry(2));
   CHECK(at("w4.g128.bf16.zp|m32.n2048.k4096")->key == "w4.g128.bf16.zp|m64.n2048.k4096");
   CHECK(at("w4.g128.bf16.zp|m32.n2048.k4096")->step == "nearest M bucket");
+  // One 16-row tile and more rows never serve each other: 32 rows with its format tuned at 16 (and 1)
+  // only takes the similar format's entry of its bucket, or nothing; 16 rows with only 32 tuned likewise.
+  // A 16-row neighbour still makes 32 a bucket between two (16 and 64): the similar format first, else 64.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n1024.k4096"), entry(1));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m1.n1024.k4096"), entry(1));
+  CHECK_FALSE(at("w4.g128.bf16.zp|m32.n1024.k4096").has_value());
+  CHECK(at("w4.g128.bf16.zp|m8.n1024.k4096")->key == "w4.g128.bf16.zp|m16.n1024.k4096");
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m32.n1024.k4096"), entry(2));
+  CHECK(at("w4.g128.bf16.zp|m32.n1024.k4096")->key == "w4.g128.f16.zp|m32.n1024.k4096");
+  CHECK(at("w4.g128.bf16.zp|m32.n1024.k4096")->step == "similar format");
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m32.n512.k4096"), entry(1));
+  CHECK_FALSE(at("w4.g128.bf16.zp|m16.n512.k4096").has_value());
+  CHECK(at("w4.g128.bf16.zp|m64.n512.k4096")->key == "w4.g128.bf16.zp|m32.n512.k4096");
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n1024.k4096"), entry(2));
+  CHECK(at("w4.g128.bf16.zp|m32.n1024.k4096")->step == "similar format");
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n2560.k4096"), entry(1));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n2560.k4096"), entry(2));
+  CHECK(at("w4.g128.bf16.zp|m32.n2560.k4096")->key == "w4.g128.bf16.zp|m64.n2560.k4096");
   // Ties: bf16 symmetric and fp16 zero points are both 3 fields from fp16 symmetric deterministic; the
   // fp16 entry agrees on more leading fields.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.sym|m16.n4096.k4096"), entry(4));
@@ -169,9 +187,8 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   CHECK(similar_key("w4.g128.bf16.sym.det") == "w4.g128.bf16.sym|m16.n4096.k4096");
   // A layer is its named fields: N = 8192, K = 4096 written k-first is not N = 4096, K = 8192.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m16.k4096.n8192"), entry(2));
-  CHECK(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m32.n8192.k4096"))->step ==
-        "nearest M bucket");
-  CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m32.n4096.k8192")).has_value());
+  CHECK(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m8.n8192.k4096"))->step == "nearest M bucket");
+  CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m8.n4096.k8192")).has_value());
   // ... of the same layer only.
   CHECK_FALSE(db.lookup("wq_gemm", *TuningKey::parse("w4.g128.bf16.sym|m16.n4608.k4096")).has_value());
   CHECK_FALSE(db.lookup("fp8_block_gemm", key(1)).has_value());
@@ -231,6 +248,7 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
       const double bucket_d = std::fabs(std::log2(static_cast<double>(em)) - log_m);
       if (bucket_d > lowbit::tune::kMaxBucketDistance) continue;
       if ((em > lowbit::tune::kDecodeMaxRows) != (*m > lowbit::tune::kDecodeMaxRows)) continue;
+      if ((em > lowbit::tune::kOneTileMaxRows) != (*m > lowbit::tune::kOneTileMaxRows)) continue;
       step = 0, d = bucket_d - (em > *m ? 1e-9 : 0);
     } else if (em == *m && cls(e.format) == cls(q.format)) {
       step = 1, d = format_distance_by_sets(q.format, e.format);
