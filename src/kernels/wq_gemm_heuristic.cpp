@@ -448,6 +448,26 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     while (s.split_k < wq::kMaxMmaClusterSplit && unsplit_blocks * s.split_k < 1.5 * sms) ++s.split_k;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }
+  // v57 (seventy-first session): bf16 activations at 9-16 rows where the config's own blocks fill under 0.7
+  // of the SMs (under a quarter fill_split has split K already) and v25/v28 leave the layer unsplit (64
+  // chunks, or 2-tile blocks): 6 tiles × 4 warps along K, K in 4 pieces that meet in a cluster, 2 stages.
+  // bf16's heavier dequantization gains more from the split than fp16's (the H200's fp16 tunes ran
+  // 1.06-1.07× behind their bests there, the H100 ran fp16 2560×8192 best unsplit: fp16 keeps v25's
+  // bounds). H200 tune of the preset layers in W4 bf16 at 16 rows: 1280×8192 (1,2,1,8,1,3) 6.18 µs and
+  // 2560×8192 (1,4,1,8,1,3) 8.64 against their bests (1,6,1,8,4,2) 5.22 and (1,6,1,4,4,2) 7.30 (tuner
+  // times). Bench (file off), µs: 1280×8192 6.11 → 5.23, 2560×8192 8.16 → 6.91, and out of sample
+  // 2304×8192 8.12 → 6.79, 2816×8192 8.20 → 6.98, 1280×16384 10.51 → 7.67; but 1536×8192 6.15 → 6.49 and
+  // 2048×8192 6.22 → 6.67, whose 2-tile blocks fill 0.73 and 0.97 of the SMs (2048×16384 10.67 → 10.66):
+  // hence the 0.7, drawn after that bench (docs/perf-notes.md, seventy-first session). Integer-zero or
+  // symmetric groups of 128 (3-bit g256 too, as v43) and 4-bit weights as measured (3 follows); the H100
+  // unmeasured.
+  if (sm90a && bucket > 8 && bucket <= 16 && p.act == DType::BF16 && (p.bits == 3 || p.bits == 4) &&
+      wq::eight_tile_groups(p) && !wq::dequantizes_every_weight(p) && !p.deterministic && c.x_shared &&
+      c.warps_n == 1 && c.split_k == 1 && chunks >= 64 && unsplit_blocks < 0.7 * sms) {
+    WqGemmConfig s = c;
+    s.n_tiles = 6, s.warps_k = 4, s.split_k = 4, s.stages = 2;
+    if (wq::mma_cluster_split(s, arch)) c = s;
+  }
   // fp16 accumulation's rules at 32-128 rows (v47-v48, wq_gemm_heuristic_fp16_accum.cpp). They come after
   // fill_split and v25, which would replace their splits.
   if (auto f = wq::fp16_accum_config(p, h, sm90a)) c = *f;
