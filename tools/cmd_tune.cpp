@@ -12,6 +12,7 @@
 #include <ctime>
 #include <exception>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "cli.hpp"
@@ -46,17 +47,18 @@ tune::TuningMeta meta_of(Runtime& rt) {
           date,   d.sm_count};
 }
 
-// ", served 12.34 (similar format <key>)": what the library ran before the tune, when it was not the
-// heuristic's config (a tuning entry), with its time in this tune ("not timed" when the budget ran out
-// first).
+// ", served 42.04 (similar format <key>)": what the library ran before the tune where a tuning entry
+// chose it (not for the heuristic's choice, which a deterministic problem may reshape, nor the safe
+// default), with its time in this tune ("not timed" when the budget ran out first or it failed).
 std::string served_note(const tune::WqTuneResult& r) {
-  if (r.served == r.heuristic) return "";
-  // "tuned (similar format <key>, <file>)" → "similar format <key>"
-  std::string by = r.served_by;
-  if (const auto open = by.find(" ("); open != std::string::npos)
-    by = by.substr(open + 2, by.rfind(", ") > open ? by.rfind(", ") - open - 2 : std::string::npos);
-  if (r.served_us <= 0) return fmt::format(", served not timed ({})", by);
-  return fmt::format(", served {:8.2f} ({})", r.served_us, by);
+  constexpr std::string_view kTuned = "tuned (";
+  if (!r.served_by.starts_with(kTuned)) return "";
+  // "tuned (similar format <key>, <file>)…" → "similar format <key>" (keys hold no ", "; paths may)
+  const std::size_t from = kTuned.size();
+  const std::size_t to = r.served_by.find(", ", from);
+  const std::string by = r.served_by.substr(from, to == std::string::npos ? std::string::npos : to - from);
+  if (r.served_us <= 0) return fmt::format(", served not timed or failed ({})", by);
+  return fmt::format(", served {:.2f} ({})", r.served_us, by);
 }
 
 }  // namespace

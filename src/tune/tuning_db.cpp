@@ -259,8 +259,8 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       const double bucket_d = std::fabs(e.log_m - log_m);
       if (bucket_d > kMaxBucketDistance) continue;  // other rows, other decomposition: the heuristic
       if ((e.m > kDecodeMaxRows) != (*m > kDecodeMaxRows)) continue;  // decode and prefill apart
-      // One 16-row tile and more rows apart too (kOneTileMaxRows), but such a neighbour still makes
-      // the bucket one between two tuned ones (below).
+      // Nor across 16 rows (kOneTileMaxRows: one 16-row tile a block against more); such a neighbour
+      // still counts for between_two below.
       if ((e.m > kOneTileMaxRows) == (*m > kOneTileMaxRows)) consider(0, bucket_d - (e.m > *m ? 1e-9 : 0), e);
       double& side = e.m > *m ? nearest_above : nearest_below;
       side = std::min(side, bucket_d);

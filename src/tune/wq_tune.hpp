@@ -36,9 +36,10 @@ struct WqTuneResult {
   std::string key;
   WqGemmConfig best, heuristic;
   double best_us = 0, heuristic_us = 0;
-  // What the library ran before this tune (a loaded tuning entry, else the heuristic: then the same
-  // as `heuristic`), and its time in this tune (0: not timed, out of budget or failed), so that a
-  // tune says what it gains over what it replaces, measured in one process.
+  // What the library ran before this tune (wq::choose: a loaded tuning entry, else the heuristic's choice,
+  // which in a deterministic problem may differ from `heuristic`), and its time in this tune (0: not
+  // timed, out of budget or failed), so that a tune says what it gains over what it replaces, measured
+  // in one process.
   WqGemmConfig served;
   std::string served_by;  // the lookup's source line ("tuned (similar format …)", "heuristic", …)
   double served_us = 0;

@@ -116,6 +116,7 @@ TEST_CASE("lowbit tune: neighbour rounds and re-timed finalists agree with the f
   INFO(again << "\n" << text2 << "\n" << read_all(err));
   REQUIRE(rc2 == 0);
   const auto report2 = nlohmann::json::parse(text2);
+  REQUIRE(report2["results"].size() == 1);
   const auto& r2 = report2["results"][0];
   CHECK(r2["served"] == entry["config"]);
   CHECK(r2["served_by"].get<std::string>().rfind("tuned (exact, ", 0) == 0);

@@ -177,6 +177,13 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   CHECK(at("w4.g128.bf16.zp|m64.n512.k4096")->key == "w4.g128.bf16.zp|m32.n512.k4096");
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n1024.k4096"), entry(2));
   CHECK(at("w4.g128.bf16.zp|m32.n1024.k4096")->step == "similar format");
+  // Between two means the nearest on each side as far: 16 rows with 8, 20 and 32 tuned is not (20 is nearer
+  // than 8), and 20 cannot serve across 16 rows, so 8 does.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m8.n768.k4096"), entry(1));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m20.n768.k4096"), entry(2));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m32.n768.k4096"), entry(4));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m16.n768.k4096"), entry(8));
+  CHECK(at("w4.g128.bf16.zp|m16.n768.k4096")->key == "w4.g128.bf16.zp|m8.n768.k4096");
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n2560.k4096"), entry(1));
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n2560.k4096"), entry(2));
   CHECK(at("w4.g128.bf16.zp|m32.n2560.k4096")->key == "w4.g128.bf16.zp|m64.n2560.k4096");
@@ -238,6 +245,7 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
   const double log_m = std::log2(static_cast<double>(*m));
   const std::string* best[2] = {nullptr, nullptr};
   double best_d[2] = {1e300, 1e300};
+  double below = 1e300, above = 1e300;  // the nearest bucket of the same format on either side, any rows
   for (const auto& k : sorted_keys) {
     const TuningKey e = *TuningKey::parse(k);
     int64_t em = 0;
@@ -248,6 +256,8 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
       const double bucket_d = std::fabs(std::log2(static_cast<double>(em)) - log_m);
       if (bucket_d > lowbit::tune::kMaxBucketDistance) continue;
       if ((em > lowbit::tune::kDecodeMaxRows) != (*m > lowbit::tune::kDecodeMaxRows)) continue;
+      double& side = em > *m ? above : below;
+      side = std::min(side, bucket_d);
       if ((em > lowbit::tune::kOneTileMaxRows) != (*m > lowbit::tune::kOneTileMaxRows)) continue;
       step = 0, d = bucket_d - (em > *m ? 1e-9 : 0);
     } else if (em == *m && cls(e.format) == cls(q.format)) {
@@ -257,20 +267,9 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
   }
   const char* const steps[2] = {"nearest M bucket", "similar format"};
   // Halfway between two buckets of its own format (one on each side, as far): the similar format first.
-  if (best[0] && best[1]) {
-    int64_t em = 0;
-    split(*TuningKey::parse(*best[0]), &em);
-    const int64_t mirror = *m * *m / em;  // the bucket on the other side, as far in log2
-    const bool other_side = std::any_of(sorted_keys.begin(), sorted_keys.end(), [&](const std::string& k) {
-      const TuningKey e = *TuningKey::parse(k);
-      int64_t m2 = 0;
-      return e.format == q.format && split(e, &m2) == rest_q && m2 == mirror && m2 != em &&
-             *m * *m % em == 0 && (m2 > lowbit::tune::kDecodeMaxRows) == (*m > lowbit::tune::kDecodeMaxRows);
-    });
-    if (other_side) {
-      ++scan_between_two;
-      return std::pair{*best[1], std::string(steps[1])};
-    }
+  if (below <= lowbit::tune::kMaxBucketDistance && std::fabs(below - above) < 1e-9 && best[1]) {
+    ++scan_between_two;
+    return std::pair{*best[1], std::string(steps[1])};
   }
   for (int s = 0; s < 2; ++s)
     if (best[s]) return std::pair{*best[s], std::string(steps[s])};
