@@ -26,17 +26,22 @@ def format_args(fmt):
         ["--accum", "f16"] if f[7] else [])
 
 
-def heuristic_config(lowbit, arch, sm_count, n, k, m, fmt="w4.g128.f16.zp"):
-    out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", arch, "--sm-count", str(sm_count), "--n", str(n),
-                          "--k", str(k), "--m", str(m), "--explain", *format_args(fmt)], capture_output=True,
-                         text=True, env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
+def parse_config(text):
+    """The first WqGemmConfig(...) printed in `text`, as a dict with the fields of a tuning-file config."""
     f = re.search(r"m_tiles=(\d+), n_tiles=(\d+), warps_n=(\d+), warps_k=(\d+), split_k=(\d+), stages=(\d+)"
-                  r"(, x_shared)?(, wgmma)?(, stream_k)?(, x_image)?(, x_sums)?", out)
+                  r"(, x_shared)?(, wgmma)?(, stream_k)?(, x_image)?(, x_sums)?", text)
     c = {name: int(v) for name, v in zip(FIELDS, f.groups()[:6])}
     for group, flag in enumerate(FLAGS, 7):
         if f[group]:
             c[flag] = True
     return c
+
+
+def heuristic_config(lowbit, arch, sm_count, n, k, m, fmt="w4.g128.f16.zp"):
+    out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", arch, "--sm-count", str(sm_count), "--n", str(n),
+                          "--k", str(k), "--m", str(m), "--explain", *format_args(fmt)], capture_output=True,
+                         text=True, env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
+    return parse_config(out)
 
 
 def short(c):
