@@ -272,8 +272,12 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   // Compile every candidate of every bucket first, in parallel, so the timing loop only loads
   // modules: a candidate's plan for bucket b also builds buckets 1 .. b/2 with the same config
   // (the kernels of buckets 1 and ≤ 8 differ from b's where they skip rows).
-  std::vector<std::pair<int64_t, std::vector<WqGemmConfig>>> plan;
-  std::vector<wq::Choice> served;  // per bucket, what the library runs today
+  struct BucketPlan {
+    int64_t bucket;
+    std::vector<WqGemmConfig> candidates;
+    wq::Choice served;  // what the library runs today
+  };
+  std::vector<BucketPlan> plan;
   for (int64_t b : buckets) {
     WqGemmProblem pb = base;
     pb.m = b;
@@ -285,13 +289,12 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     const auto current = wq::choose(ctx, base, b, std::nullopt);
     if (std::find(cands.begin(), cands.end(), current.config) == cands.end())
       cands.insert(cands.begin() + 1, current.config);
-    served.push_back(current);
-    plan.emplace_back(b, std::move(cands));
+    plan.push_back({b, std::move(cands), current});
   }
   {
     std::vector<jit::KernelSpec> specs;
-    for (const auto& [b, cands] : plan)
-      for (const auto& c : cands) add_plan_specs(specs, base, c, b, ctx.arch());
+    for (const auto& bp : plan)
+      for (const auto& c : bp.candidates) add_plan_specs(specs, base, c, bp.bucket, ctx.arch());
     ctx.compile_all(specs);  // repeats are compiled once; failures are reported when timed
   }
   WqBenchSetup setup(rt, base, buckets.back());
@@ -307,9 +310,9 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
   auto timing_s = [&] { return seconds_since(start) - compile_s; };
   std::vector<WqTuneResult> results;
   std::size_t buckets_left = plan.size();
-  for (std::size_t bi = 0; bi < plan.size(); ++bi) {
-    const auto& [plan_bucket, candidates] = plan[bi];
-    const int64_t bucket = plan_bucket;  // a plain variable: lambdas below capture it
+  for (const BucketPlan& bp : plan) {
+    const int64_t bucket = bp.bucket;  // a plain variable: lambdas below capture it
+    const std::vector<WqGemmConfig>& candidates = bp.candidates;
     // The layer's budget left, shared evenly by the buckets still to tune (what one leaves goes to
     // the next): one deadline for the whole layer let the last buckets time 1-2 configs (H100 out-of-
     // sample tune, forty-second session).
@@ -318,8 +321,8 @@ std::vector<WqTuneResult> tune_wq_gemm(Runtime& rt, const WqGemmProblem& base, c
     WqTuneResult r;
     r.key = wq::tuning_key(base, bucket).str();
     r.heuristic = candidates.front();
-    r.served = served[bi].config;
-    r.served_by = served[bi].source;
+    r.served = bp.served.config;
+    r.served_by = bp.served.source;
     r.best_us = 1e300;
     std::vector<std::pair<double, WqGemmConfig>> timed;
     std::vector<WqGemmConfig> seen;  // timed or failed
