@@ -259,14 +259,16 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       const double bucket_d = std::fabs(e.log_m - log_m);
       if (bucket_d > kMaxBucketDistance) continue;  // other rows, other decomposition: the heuristic
       if ((e.m > kDecodeMaxRows) != (*m > kDecodeMaxRows)) continue;  // decode and prefill apart
-      // Nor across 16 rows (kOneTileMaxRows: one 16-row tile a block against more); such a neighbour
+      // Nor over 16 rows up to 128 (nearest_bucket_may_serve: the row blocks change); such a neighbour
       // still counts for between_two below.
-      if ((e.m > kOneTileMaxRows) == (*m > kOneTileMaxRows)) consider(0, bucket_d - (e.m > *m ? 1e-9 : 0), e);
+      if (nearest_bucket_may_serve(e.m, *m)) consider(0, bucket_d - (e.m > *m ? 1e-9 : 0), e);
       double& side = e.m > *m ? nearest_above : nearest_below;
       side = std::min(side, bucket_d);
     }
-  // A bucket halfway between two tuned ones (32 rows between 16 and 64) takes a similar format's entry of
-  // its own bucket first, where there is one: the neighbours' configs change the row blocks (a 64-row
+  // A bucket halfway between two tuned ones takes a similar format's entry of its own bucket first, where
+  // there is one. Measured at 32 rows between 16 and 64, which since the seventy-second session take no
+  // neighbour at all (nearest_bucket_may_serve); the rule stands up to 16 rows and over 128, unmeasured
+  // there. At 32 rows the neighbours' configs changed the row blocks (a 64-row
   // entry gives 32 rows half its blocks or half-empty wgmma blocks, a 16-row entry two row blocks that
   // each stream the weights), the other format's entry was fitted to these rows. H200, `lowbit bench`, 4-bit
   // bf16 at 32 rows on the six standard layers (the files hold bf16 at 1/16/64/128 rows there): the fp16

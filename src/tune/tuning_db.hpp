@@ -1,9 +1,10 @@
 // The tuning database: one JSON file per GPU, a `meta` block and one section per family, entries
 // keyed by named fields (`w4.g128.f16.zp|m16.n8192.k8192`). Lookup order: exact key → nearest M
-// bucket of the same layer (within kMaxBucketDistance, not across kDecodeMaxRows or kOneTileMaxRows) → the
-// same layer at the same M bucket in a similar format (same bits and group, other dtype or mode; the one with
-// the fewest fields apart) → (the caller's) heuristic. A bucket halfway between two tuned buckets of its
-// format (32 rows between 16 and 64) takes the similar format first, where there is one (lookup() says why).
+// bucket of the same layer (within kMaxBucketDistance, only up to kOneTileMaxRows or over kDecodeMaxRows:
+// nearest_bucket_may_serve) → the same layer at the same M bucket in a similar format (same bits and group,
+// other dtype or mode; the one with the fewest fields apart) → (the caller's) heuristic. A bucket halfway
+// between two tuned buckets of its format (8 rows between 4 and 16) takes the similar format first, where
+// there is one (lookup() says why).
 // Other layers' entries never serve (the note above kMaxBucketDistance says why). Keys are indexed when files
 // are loaded, so a lookup is a hash probe plus, on a miss, a pass over the pre-parsed entries of the same
 // layer and of the same M bucket (no key or JSON parsing, nothing copied: the hit points into the index, and
@@ -57,13 +58,26 @@ inline constexpr double kMaxBucketDistance = 1.0;
 // 4096×14336 60.85 against 51.20, 6144×4096 34.14 against 27.92; sixty-seventh session).
 inline constexpr int64_t kDecodeMaxRows = 128;
 
-// Nor across kOneTileMaxRows: the entries of buckets up to it are fitted to one 16-row tile a block, and at
-// 32 rows run two row blocks that each stream the weights. H200 `lowbit bench`, W4 bf16 at 32 rows on ten
-// preset layers whose bf16 entries were tuned at 1 and 16 rows only: the 16-row entry ran 1.15-1.35× the
-// fp16 32-row entry (similar format) on 7 of 9 (8192×28672 73.10 µs against 54.67, 28672×8192 78.81 against
-// 58.19), 0.98-1.01× on the other two (docs/perf-notes.md, seventy-first session). The other way (a 32-row
-// entry at 16 rows: half-empty row blocks) is not measured and kept apart by the same rule.
+// Nor between buckets over kOneTileMaxRows, up to kDecodeMaxRows (17-128 rows): there a bucket's config
+// is fitted to its rows' blocks (m_tiles 16-row tiles a block), and a neighbour's runs twice the row
+// blocks, each streaming the weights, or half-empty ones. H200 `lowbit bench`, W4 bf16 on the preset
+// layers (docs/perf-notes.md, seventy-first and seventy-second sessions):
+// - a 16-row entry at 32 rows: 1.15-1.35× the fp16 32-row entry (similar format) on 7 of 9 layers
+//   (28672×8192 78.81 µs against 58.19);
+// - a 32-row entry at 64 rows: 1.10-1.67× the layer's own 64-row entry on 10 of 10 (28672×8192 110.32
+//   against 68.06), where the heuristic ran 0.99-1.05× and the fp16 64-row entry 1.00-1.04×;
+// - a 64-row entry at 128 rows (tuner times): 1.00-1.44× the best on 18 layers (1.2× or more on 14), the
+//   heuristic 0.96-1.13×;
+// - a 64-row entry at 32 rows: 1.13-1.48× the heuristic (sixty-ninth session, the six standard layers).
+// Up to 16 rows every bucket's blocks hold one 16-row tile, and the nearest bucket served within 0.99-1.03×
+// (geomean) of the alternatives (sixty-ninth and seventy-first sessions).
 inline constexpr int64_t kOneTileMaxRows = 16;
+
+// Whether an entry tuned at entry_m rows may serve m rows through the nearest-bucket step (the caller
+// checks the distance and never crosses kDecodeMaxRows).
+constexpr bool nearest_bucket_may_serve(int64_t entry_m, int64_t m) {
+  return (entry_m <= kOneTileMaxRows && m <= kOneTileMaxRows) || (entry_m > kDecodeMaxRows && m > kDecodeMaxRows);
+}
 
 inline constexpr int kTuningSchema = 1;
 

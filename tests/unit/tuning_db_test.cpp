@@ -101,13 +101,14 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   auto exact = db.lookup("wq_gemm", key(64));
   REQUIRE(exact.has_value());
   CHECK(exact->step == "exact");
-  // The same layer at another M bucket beats any other layer: 32 is one doubling from 64, five from 1.
-  auto near = db.lookup("wq_gemm", key(32));
+  // The same layer at another M bucket beats any other layer: 2 is one doubling from 1.
+  auto near = db.lookup("wq_gemm", key(2));
   REQUIRE(near.has_value());
   CHECK(near->step == "nearest M bucket");
-  CHECK(near->key == key(64).str());
-  CHECK(db.lookup("wq_gemm", key(2))->key == key(1).str());
-  CHECK(db.lookup("wq_gemm", key(128))->key == key(64).str());
+  CHECK(near->key == key(1).str());
+  // Over 16 rows up to 128 a bucket's row blocks are its own: 32 and 128, one doubling from 64, take nothing.
+  CHECK_FALSE(db.lookup("wq_gemm", key(32)).has_value());
+  CHECK_FALSE(db.lookup("wq_gemm", key(128)).has_value());
   // Two doublings or more from every bucket of the layer: nothing (4 and 8 are 2 and 3 from 1, 4 and
   // 3 from 64), so the heuristic chooses.
   CHECK_FALSE(db.lookup("wq_gemm", key(4)).has_value());
@@ -157,14 +158,19 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   CHECK(at("w4.g128.bf16.zp|m32.n4096.k4096")->step == "similar format");
   CHECK(at("w4.g128.bf16.zp|m8.n4096.k4096")->key == "w4.g128.bf16.zp|m16.n4096.k4096");
   CHECK(at("w4.g128.bf16.zp|m8.n4096.k4096")->step == "nearest M bucket");
-  // Without a similar format's entry of the bucket, the nearest bucket (the larger) still serves.
+  // Without a similar format's entry of the bucket, nothing: over 16 rows up to 128 no neighbour serves.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n2048.k4096"), entry(1));
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n2048.k4096"), entry(2));
-  CHECK(at("w4.g128.bf16.zp|m32.n2048.k4096")->key == "w4.g128.bf16.zp|m64.n2048.k4096");
-  CHECK(at("w4.g128.bf16.zp|m32.n2048.k4096")->step == "nearest M bucket");
+  CHECK_FALSE(at("w4.g128.bf16.zp|m32.n2048.k4096").has_value());
+  // ... nor a 32-row entry 64 rows, nor 64 rows 128 (or 32), while 2 rows take 1 and 512 rows take 256.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m1.n2048.k4096"), entry(1));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m256.n2048.k4096"), entry(4));
+  CHECK_FALSE(at("w4.g128.bf16.zp|m128.n2048.k4096").has_value());
+  CHECK(at("w4.g128.bf16.zp|m2.n2048.k4096")->key == "w4.g128.bf16.zp|m1.n2048.k4096");
+  CHECK(at("w4.g128.bf16.zp|m512.n2048.k4096")->key == "w4.g128.bf16.zp|m256.n2048.k4096");
+  CHECK(at("w4.g128.bf16.zp|m512.n2048.k4096")->step == "nearest M bucket");
   // One 16-row tile and more rows never serve each other: 32 rows with its format tuned at 16 (and 1)
   // only takes the similar format's entry of its bucket, or nothing; 16 rows with only 32 tuned likewise.
-  // A 16-row neighbour still makes 32 a bucket between two (16 and 64): the similar format first, else 64.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n1024.k4096"), entry(1));
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m1.n1024.k4096"), entry(1));
   CHECK_FALSE(at("w4.g128.bf16.zp|m32.n1024.k4096").has_value());
@@ -174,7 +180,7 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   CHECK(at("w4.g128.bf16.zp|m32.n1024.k4096")->step == "similar format");
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m32.n512.k4096"), entry(1));
   CHECK_FALSE(at("w4.g128.bf16.zp|m16.n512.k4096").has_value());
-  CHECK(at("w4.g128.bf16.zp|m64.n512.k4096")->key == "w4.g128.bf16.zp|m32.n512.k4096");
+  CHECK_FALSE(at("w4.g128.bf16.zp|m64.n512.k4096").has_value());
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n1024.k4096"), entry(2));
   CHECK(at("w4.g128.bf16.zp|m32.n1024.k4096")->step == "similar format");
   // Between two means the nearest on each side as far: 16 rows with 8, 20 and 32 tuned is not (20 is nearer
@@ -184,9 +190,12 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m32.n768.k4096"), entry(4));
   db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m16.n768.k4096"), entry(8));
   CHECK(at("w4.g128.bf16.zp|m16.n768.k4096")->key == "w4.g128.bf16.zp|m8.n768.k4096");
-  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n2560.k4096"), entry(1));
-  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n2560.k4096"), entry(2));
-  CHECK(at("w4.g128.bf16.zp|m32.n2560.k4096")->key == "w4.g128.bf16.zp|m64.n2560.k4096");
+  // 8 rows between 4 and 16 takes the similar format's 8-row entry first.
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m4.n2560.k4096"), entry(1));
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n2560.k4096"), entry(2));
+  CHECK(at("w4.g128.bf16.zp|m8.n2560.k4096")->key == "w4.g128.bf16.zp|m16.n2560.k4096");
+  db.put("wq_gemm", *TuningKey::parse("w4.g128.f16.zp|m8.n2560.k4096"), entry(4));
+  CHECK(at("w4.g128.bf16.zp|m8.n2560.k4096")->key == "w4.g128.f16.zp|m8.n2560.k4096");
   // Ties: bf16 symmetric and fp16 zero points are both 3 fields from fp16 symmetric deterministic; the
   // fp16 entry agrees on more leading fields.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.sym|m16.n4096.k4096"), entry(4));
@@ -258,7 +267,9 @@ std::optional<std::pair<std::string, std::string>> lookup_by_scan(const std::vec
       if ((em > lowbit::tune::kDecodeMaxRows) != (*m > lowbit::tune::kDecodeMaxRows)) continue;
       double& side = em > *m ? above : below;
       side = std::min(side, bucket_d);
-      if ((em > lowbit::tune::kOneTileMaxRows) != (*m > lowbit::tune::kOneTileMaxRows)) continue;
+      // The nearest bucket serves only where both hold one 16-row tile a block, or both are prefill.
+      const bool one_tile = em <= 16 && *m <= 16, prefill = em > 128 && *m > 128;
+      if (!one_tile && !prefill) continue;
       step = 0, d = bucket_d - (em > *m ? 1e-9 : 0);
     } else if (em == *m && cls(e.format) == cls(q.format)) {
       step = 1, d = format_distance_by_sets(q.format, e.format);
