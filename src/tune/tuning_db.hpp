@@ -76,7 +76,8 @@ inline constexpr int64_t kOneTileMaxRows = 16;
 // Whether an entry tuned at entry_m rows may serve m rows through the nearest-bucket step (the caller
 // checks the distance and never crosses kDecodeMaxRows).
 constexpr bool nearest_bucket_may_serve(int64_t entry_m, int64_t m) {
-  return (entry_m <= kOneTileMaxRows && m <= kOneTileMaxRows) || (entry_m > kDecodeMaxRows && m > kDecodeMaxRows);
+  return (entry_m <= kOneTileMaxRows && m <= kOneTileMaxRows) ||
+         (entry_m > kDecodeMaxRows && m > kDecodeMaxRows);
 }
 
 inline constexpr int kTuningSchema = 1;

@@ -105,6 +105,7 @@ TEST_CASE("deterministic v55 leaves forced configs and exact tuning entries", "[
   };
   db.put("wq_gemm", lowbit::wq::tuning_key(p, 64), entry(2));
   db.put("wq_gemm", lowbit::wq::tuning_key(p, 32), entry(16));
+  db.put("wq_gemm", lowbit::wq::tuning_key(p, 1024), entry(2));
   WqGemmProblem plain = p;
   plain.deterministic = false;
   db.put("wq_gemm", lowbit::wq::tuning_key(plain, 256), entry(2));
@@ -122,12 +123,12 @@ TEST_CASE("deterministic v55 leaves forced configs and exact tuning entries", "[
   CHECK(shape(exact16.config) == "1,16,1,8,1,2");
   REQUIRE(lowbit::test::contains(lowbit::wq::choose(rt.context(), plain, 256, std::nullopt).source, "exact"));
   // (The lookup does find those two for the deterministic key.)
-  const auto nearest = rt.context().tuning().lookup("wq_gemm", lowbit::wq::tuning_key(p, 128));
+  const auto nearest = rt.context().tuning().lookup("wq_gemm", lowbit::wq::tuning_key(p, 512));
   const auto similar = rt.context().tuning().lookup("wq_gemm", lowbit::wq::tuning_key(p, 256));
   REQUIRE((nearest && similar));
   CHECK(nearest->step == "nearest M bucket");
   CHECK(similar->step == "similar format");
-  for (int64_t bucket : {128, 256}) {  // the det key's 64-row entry as the nearest; the plain one's at 256
+  for (int64_t bucket : {512, 256}) {  // the det key's 1024-row entry as the nearest; the plain one's at 256
     const auto other = lowbit::wq::choose(rt.context(), p, bucket, std::nullopt);
     INFO(bucket << ": " << other.source);
     CHECK(lowbit::test::contains(other.source, "heuristic (deterministic)"));
