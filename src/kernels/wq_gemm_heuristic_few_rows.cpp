@@ -379,6 +379,33 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
     c.warps_k = 4, c.stages = 2;
     c.x_shared = true;
   }
+  // Heuristic v58 (seventy-second session): bf16, 4-bit g128 integer zeros or symmetric, 2-8 rows, where
+  // the rules above leave 4 tiles a warp (v5's registers past bf16's 6-block wave, v36's 4 warps inside it,
+  // or staged), K of 32 chunks or more: 16 tiles a warp × 4 warps along K, staged per warp, 2 stages,
+  // where those blocks all fit at once (at most 2 a SM: 186 registers, 86 KB of rings) and the busiest SM
+  // holds at most 1.3× the mean tiles. One warp streams four times the columns of v5's, and bf16's Σ MMAs
+  // after the zero (v21) are shared by 16 tiles. H200 bench, file off, µs, the choice before → this:
+  // - tuned (the tunes had it within 1.01-1.05× of each best, the heuristic before 1.07-1.16×): 28672×8192
+  //   at 4 / 8 rows 36.41 → 32.66 / 38.29 → 33.20, 14336×8192 at 4 20.14 → 18.30, 16384² at 2 37.55 → 35.04,
+  //   28672×4096 at 2 19.90 → 18.08;
+  // - out of sample, 2 / 8 rows: 27648×5120 0.904 / 0.884, 32768×8192 0.944 / 0.899, 29696×5120 0.936 /
+  //   0.885, 30720×8192 0.937 / 0.877 (symmetric at 4 rows 0.923), 33792×8192 0.960 / 0.914, 27648×8192
+  //   0.887 / 0.859, 26624×8192 at 8 0.843 (busiest SM 1.27× the mean), 31744×4096 0.966 / 0.994, and at 2
+  //   rows 13824×5120 0.927, 14336×4096 0.930, 15360×8192 0.931, 15360×4096 0.933, 16384×4096 0.939,
+  //   16384×8192 0.937 (0.915 at 4 rows); at 8 rows those take 8 tiles staged (v7), and this ran 0.98-1.01×.
+  // - lost where the busiest SM holds 1.37× the mean or more (24576×8192 1.05-1.10×, 20480×8192 1.20-1.26×,
+  //   18432×16384 1.19-1.29×, 22016×4096, 11008×4096, 12288×4096, 10240×8192 1.08-1.10×), with 3 blocks a SM
+  //   (40960×7168 1.03-1.12×, 37888×3584 1.09×) and at 28 chunks (32768×3584 1.007×).
+  // fp16 (7 blocks of v36 a SM, one wave to 28672 columns) ran this 1.03-1.05× its v36 choice in the tunes.
+  const bool v58 = sm90a && stage_per_warp && bucket >= 2 && p.act == DType::BF16 && p.bits == 4 &&
+                   p.group_size == 128 &&
+                   (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric) &&
+                   c.n_tiles == 4 && c.warps_n == 1 && chunks >= 32 && blocks16 <= 2LL * sms &&
+                   10 * wq::busiest_sm_tiles(h, 16) <= 13 * tiles_per_sm;
+  if (v58) {
+    c = make(1, 16, 4, 2);
+    c.x_shared = true;
+  }
   return c;
 }
 

@@ -1,0 +1,66 @@
+// Heuristic v58 (docs/perf-notes.md, seventy-second session): bf16 at 2-8 rows on wide layers whose 16-tile
+// blocks all fit at once and spread evenly, fitted to the H200's W4 bf16 tunes and benched out of sample.
+#include <cstdint>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+
+using lowbit::DType;
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_bf16_hopper;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
+using lowbit::test::staged;
+
+TEST_CASE(
+    "choose_config v58: bf16 at 2-8 rows takes 16 tiles x 4 warps where those blocks fit evenly at once",
+    "[config][heuristic]") {
+  // One or two 16-tile blocks a SM, the busiest SM at most 1.3x the mean: 13312-16384 and 26624-33792
+  // columns on 132 SMs, from 32 chunks; 2, 4 and 8 rows where the rules before left 4 tiles a warp.
+  for (int64_t n : {26624, 27648, 28672, 30720, 33792}) {
+    for (int64_t m : {2, 3, 4, 8}) {
+      INFO(n << " " << m);
+      CHECK(staged(choose_bf16_hopper(n, 8192, m)) == "1,16,1,4,1,2+xs");
+    }
+  }
+  CHECK(staged(choose_bf16_hopper(28672, 4096, 2)) == "1,16,1,4,1,2+xs");
+  CHECK(staged(choose_bf16_hopper(16384, 16384, 4)) == "1,16,1,4,1,2+xs");
+  CHECK(staged(choose_bf16_hopper(13312, 8192, 2)) == "1,16,1,4,1,2+xs");
+  // At 8 rows 13824-16384 columns take 8 tiles staged (v7) before it: unchanged.
+  CHECK(staged(choose_bf16_hopper(14336, 8192, 8)) == "1,8,1,4,1,2+xs");
+  WqGemmProblem p = g128_problem(30720, 8192, 4);
+  p.act = DType::BF16, p.out = DType::BF16, p.mode = lowbit::DequantMode::Symmetric;
+  CHECK(staged(choose_hopper(p)) == "1,16,1,4,1,2+xs");
+  // The busiest SM over 1.3x the mean (25600: 1.32, 24576: 1.37, 12288: 1.38), 3 blocks a SM (34816 on),
+  // 28 chunks, one row: unchanged.
+  CHECK(choose_bf16_hopper(25600, 8192, 4).n_tiles == 4);
+  CHECK(choose_bf16_hopper(24576, 8192, 8).n_tiles == 4);
+  CHECK(choose_bf16_hopper(12288, 4096, 2).n_tiles == 4);
+  CHECK(choose_bf16_hopper(34816, 8192, 8).n_tiles == 4);
+  CHECK(choose_bf16_hopper(40960, 7168, 2).n_tiles == 4);
+  CHECK(choose_bf16_hopper(32768, 3584, 8).n_tiles == 4);
+  CHECK(choose_bf16_hopper(28672, 8192, 1).n_tiles == 4);
+  // fp16, 3- and 8-bit weights, other groups and modes, fp16 accumulation, deterministic problems, other
+  // arches, 16 rows: unchanged.
+  CHECK(choose_hopper(28672, 8192, 8).n_tiles != 16);
+  CHECK(choose_bf16_hopper(28672, 8192, 8, 3).n_tiles != 16);
+  CHECK(choose_bf16_hopper(28672, 8192, 8, 8).n_tiles != 16);
+  CHECK(choose_bf16_hopper(28672, 8192, 16).n_tiles != 16);
+  p = g128_problem(28672, 8192, 8);
+  p.act = DType::BF16, p.out = DType::BF16;
+  for (int group : {64, 0}) {
+    p.group_size = group;
+    CHECK(choose_hopper(p).n_tiles != 16);
+  }
+  p.group_size = 128, p.mode = lowbit::DequantMode::SubFloatZeroThenScale;
+  CHECK(choose_hopper(p).n_tiles != 16);
+  p.mode = lowbit::DequantMode::ScaleThenAddZero;
+  CHECK(choose_hopper(p).n_tiles != 16);
+  p.mode = lowbit::DequantMode::SubZeroThenScale, p.deterministic = true;
+  CHECK(lowbit::choose_config(p, lowbit::Arch::parse("sm_90a"), 132).n_tiles != 16);
+  p.deterministic = false;
+  CHECK(lowbit::choose_config(p, kSm80, 108).n_tiles != 16);
+  CHECK(staged(choose_hopper(p)) == "1,16,1,4,1,2+xs");
+}
