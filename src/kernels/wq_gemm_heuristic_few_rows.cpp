@@ -393,10 +393,11 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
   //   0.887 / 0.859, 26624×8192 at 8 0.843 (busiest SM 1.27× the mean), 31744×4096 0.966 / 0.994, and at 2
   //   rows 13824×5120 0.927, 14336×4096 0.930, 15360×8192 0.931, 15360×4096 0.933, 16384×4096 0.939,
   //   16384×8192 0.937 (0.915 at 4 rows); at 8 rows those take 8 tiles staged (v7), and this ran 0.98-1.01×.
-  // - lost where the busiest SM holds 1.37× the mean or more (24576×8192 1.05-1.10×, 20480×8192 1.20-1.26×,
+  // - lost where the busiest SM holds 1.375× the mean or more (24576×8192 1.05-1.10×, 20480×8192 1.20-1.26×,
   //   18432×16384 1.19-1.29×, 22016×4096, 11008×4096, 12288×4096, 10240×8192 1.08-1.10×), with 3 blocks a SM
   //   (40960×7168 1.03-1.12×, 37888×3584 1.09×) and at 28 chunks (32768×3584 1.007×).
-  // fp16 (7 blocks of v36 a SM, one wave to 28672 columns) ran this 1.03-1.05× its v36 choice in the tunes.
+  // Not fp16: in the H200 tunes this config ran 1.02-1.05× the best on its wide layers at 2-8 rows, where the
+  // choice there (v36's 4 warps fit 7 blocks a SM) runs 1.00-1.05×.
   const bool v58 = sm90a && stage_per_warp && bucket >= 2 && p.act == DType::BF16 && p.bits == 4 &&
                    p.group_size == 128 &&
                    (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric) &&

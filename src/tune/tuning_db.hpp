@@ -67,7 +67,7 @@ inline constexpr int64_t kDecodeMaxRows = 128;
 // - a 32-row entry at 64 rows: 1.10-1.67× the layer's own 64-row entry on 10 of 10 (28672×8192 110.32
 //   against 68.06), where the heuristic ran 0.99-1.05× and the fp16 64-row entry 1.00-1.04×;
 // - a 64-row entry at 128 rows: 1.08-1.46× the layer's own 128-row entry on 7 of 7, the heuristic 0.99-1.06×
-//   (in the tune of 18 layers 1.00-1.44× the best, 1.2× or more on 14; the heuristic 0.96-1.13×);
+//   (in the tune of 18 layers 1.00-1.44× the best, 1.2× or more on 14; the heuristic 0.95-1.13×);
 // - a 64-row entry at 32 rows: 1.13-1.48× the heuristic (sixty-ninth session, the six standard layers).
 // Up to 16 rows every bucket's blocks hold one 16-row tile, and the nearest bucket served within 0.99-1.03×
 // (geomean) of the alternatives (sixty-ninth and seventy-first sessions).
