@@ -106,7 +106,7 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
     // weight is dequantized before the MMA or in a deterministic problem; wgmma in a deterministic or
     // fp16-accumulating one): not a fault of the file, so no warning; --explain says it. A refusal the entry
     // meets in its own format warns, as any other. The message names the bucket and the lookup step: an entry
-    // found as the nearest M bucket's may fit its own bucket and not this one (a one-row staged config at 8
+    // found as the nearest M bucket's may fit its own bucket and not this one (a one-row staged config at 2
     // rows), which is no fault either but worth knowing, since this bucket then runs the heuristic's config.
     if (hit->step == "similar format" && c &&
         can_implement(problem_of_format(pb, hit->key.substr(0, hit->key.find('|'))), *c, ctx.arch())) {

@@ -380,11 +380,11 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
     c.x_shared = true;
   }
   // Heuristic v58 (seventy-second session): bf16, 4-bit g128 integer zeros or symmetric, 2-8 rows, where
-  // the rules above leave 4 tiles a warp (v5's registers past bf16's 6-block wave, v36's 4 warps inside it,
-  // or staged), K of 32 chunks or more: 16 tiles a warp × 4 warps along K, staged per warp, 2 stages,
-  // where those blocks all fit at once (at most 2 a SM: 186 registers, 86 KB of rings) and the busiest SM
-  // holds at most 1.3× the mean tiles. One warp streams four times the columns of v5's, and bf16's Σ MMAs
-  // after the zero (v21) are shared by 16 tiles. H200 bench, file off, µs, the choice before → this:
+  // the rules above leave 4 tiles a warp (v5's registers, 2 warps along K past bf16's 6-block wave and 4
+  // inside it, or staged), K of 32 chunks or more: 16 tiles a warp × 4 warps along K, staged per warp, 2
+  // stages, where those blocks all fit at once (at most 2 a SM: 186 registers, 86 KB of rings) and the
+  // busiest SM holds at most 1.3× the mean tiles. One warp streams four times the columns of v5's, and bf16's
+  // Σ MMAs after the zero (v21) are shared by 16 tiles. H200 bench, file off, µs, the choice before → this:
   // - tuned (the tunes had it within 1.01-1.05× of each best, the heuristic before 1.07-1.16×): 28672×8192
   //   at 4 / 8 rows 36.41 → 32.66 / 38.29 → 33.20, 14336×8192 at 4 20.14 → 18.30, 16384² at 2 37.55 → 35.04,
   //   28672×4096 at 2 19.90 → 18.08;
@@ -392,12 +392,14 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
   //   0.885, 30720×8192 0.937 / 0.877 (symmetric at 4 rows 0.923), 33792×8192 0.960 / 0.914, 27648×8192
   //   0.887 / 0.859, 26624×8192 at 8 0.843 (busiest SM 1.27× the mean), 31744×4096 0.966 / 0.994, and at 2
   //   rows 13824×5120 0.927, 14336×4096 0.930, 15360×8192 0.931, 15360×4096 0.933, 16384×4096 0.939,
-  //   16384×8192 0.937 (0.915 at 4 rows); at 8 rows those take 8 tiles staged (v7), and this ran 0.98-1.01×.
+  //   16384×8192 0.937 (0.915 at 4 rows); at 8 rows those take 8 tiles staged (v24), and this ran 0.98-1.01×.
   // - lost where the busiest SM holds 1.375× the mean or more (24576×8192 1.05-1.10×, 20480×8192 1.20-1.26×,
   //   18432×16384 1.19-1.29×, 22016×4096, 11008×4096, 12288×4096, 10240×8192 1.08-1.10×), with 3 blocks a SM
   //   (40960×7168 1.03-1.12×, 37888×3584 1.09×) and at 28 chunks (32768×3584 1.007×).
   // Not fp16: in the H200 tunes this config ran 1.02-1.05× the best on its wide layers at 2-8 rows, where the
-  // choice there (v36's 4 warps fit 7 blocks a SM) runs 1.00-1.05×.
+  // choice there (v36's 4 warps fit 7 blocks a SM) runs 1.00-1.05×. The H100 is unmeasured but for two of its
+  // tunes (28672×5120 and 32768×6144 at 4 / 8 rows): 1.027-1.030× the best where timed, the choice before
+  // 1.041-1.060×.
   const bool v58 = sm90a && stage_per_warp && bucket >= 2 && p.act == DType::BF16 && p.bits == 4 &&
                    p.group_size == 128 &&
                    (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric) &&

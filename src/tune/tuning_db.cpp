@@ -268,14 +268,14 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   // A bucket halfway between two tuned ones takes a similar format's entry of its own bucket first, where
   // there is one. Measured at 32 rows between 16 and 64, which since the seventy-second session take no
   // neighbour at all (nearest_bucket_may_serve); the rule stands up to 16 rows and over 128, unmeasured
-  // there. At 32 rows the neighbours' configs changed the row blocks (a 64-row
-  // entry gives 32 rows half its blocks or half-empty wgmma blocks, a 16-row entry two row blocks that
-  // each stream the weights), the other format's entry was fitted to these rows. H200, `lowbit bench`, 4-bit
-  // bf16 at 32 rows on the six standard layers (the files hold bf16 at 1/16/64/128 rows there): the fp16
-  // 32-row entry ran 0.72-0.88× the bf16 64-row entry (6 of 6), within 0.98-1.06× of the heuristic, where the
-  // 64-row entry ran 1.13-1.48× it (docs/perf-notes.md, sixty-ninth session). At 2 and 8 rows (one tuned
-  // neighbour) the nearest bucket stays first: there it ran 0.99× and 1.00× the heuristic (geomean over bf16,
-  // 2- and 8-bit), the fp16 entry of the bucket 1.05× and 1.00×.
+  // there. At 32 rows the neighbours' configs changed the row blocks (a 64-row entry gives 32 rows half its
+  // blocks or half-empty wgmma blocks, a 16-row entry two row blocks that each stream the weights), the other
+  // format's entry was fitted to these rows. H200, `lowbit bench`, 4-bit bf16 at 32 rows on the six standard
+  // layers (the files hold bf16 at 1/16/64/128 rows there): the fp16 32-row entry ran 0.72-0.88× the bf16
+  // 64-row entry (6 of 6), within 0.98-1.06× of the heuristic, where the 64-row entry ran 1.13-1.48× it
+  // (docs/perf-notes.md, sixty-ninth session). At 2 and 8 rows (one tuned neighbour) the nearest bucket stays
+  // first: there it ran 0.99× and 1.00× the heuristic (geomean over bf16, 2- and 8-bit), the fp16 entry of
+  // the bucket 1.05× and 1.00×.
   const bool between_two =
       nearest_below <= kMaxBucketDistance && std::fabs(nearest_below - nearest_above) < 1e-9;
   if (const auto same = fi.by_m.find(*m); same != fi.by_m.end())

@@ -58,7 +58,7 @@ inline constexpr double kMaxBucketDistance = 1.0;
 // 4096×14336 60.85 against 51.20, 6144×4096 34.14 against 27.92; sixty-seventh session).
 inline constexpr int64_t kDecodeMaxRows = 128;
 
-// Nor between buckets over kOneTileMaxRows, up to kDecodeMaxRows (17-128 rows): there a bucket's config
+// Nor to or from 17-128 rows (over kOneTileMaxRows, up to kDecodeMaxRows): there a bucket's config
 // is fitted to its rows' blocks (m_tiles 16-row tiles a block), and a neighbour's runs twice the row
 // blocks, each streaming the weights, or half-empty ones. H200 `lowbit bench`, W4 bf16 on the preset
 // layers (docs/perf-notes.md, seventy-first and seventy-second sessions):
@@ -73,8 +73,8 @@ inline constexpr int64_t kDecodeMaxRows = 128;
 // (geomean) of the alternatives (sixty-ninth and seventy-first sessions).
 inline constexpr int64_t kOneTileMaxRows = 16;
 
-// Whether an entry tuned at entry_m rows may serve m rows through the nearest-bucket step (the caller
-// checks the distance and never crosses kDecodeMaxRows).
+// Whether an entry tuned at entry_m rows may serve m rows through the nearest-bucket step (the caller checks
+// the distance; its own kDecodeMaxRows check also keeps such entries out of the between-two count).
 constexpr bool nearest_bucket_may_serve(int64_t entry_m, int64_t m) {
   return (entry_m <= kOneTileMaxRows && m <= kOneTileMaxRows) ||
          (entry_m > kDecodeMaxRows && m > kDecodeMaxRows);

@@ -33,7 +33,7 @@ TEST_CASE("choose_config v36: one wave of 4-warp register blocks takes 4 warps a
     CHECK(v5_registers(choose_hopper(38016, 16384, m), past_wave));
     CHECK(v5_registers(choose_hopper(38024, 16384, m), 2));
     CHECK(v5_registers(choose_hopper(40960, 7168, m), 2));
-    // (bf16 from 2 rows on 26624-33792 columns: v58's 16 tiles, heuristic_v58_test.cpp.)
+    // (bf16 from 2 rows on 26112-33792 columns: v58's 16 tiles, heuristic_v58_test.cpp.)
     if (m == 1) CHECK(v5_registers(choose_bf16_hopper(32768, 6144, m), 2));
     // Up to 32 chunks v27 stages these layers (28672×4096): not this rule's.
     CHECK(choose_hopper(28672, 4096, m).x_shared);

@@ -13,11 +13,12 @@ using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
 using lowbit::test::staged;
+using lowbit::test::v5_registers;
 
 TEST_CASE(
     "choose_config v58: bf16 at 2-8 rows takes 16 tiles x 4 warps where those blocks fit evenly at once",
     "[config][heuristic]") {
-  // One or two 16-tile blocks a SM, the busiest SM at most 1.3x the mean: 13312-16384 and 26624-33792
+  // One or two 16-tile blocks a SM, the busiest SM at most 1.3x the mean: 13056-16896 and 26112-33792
   // columns on 132 SMs, from 32 chunks; 2, 4 and 8 rows where the rules before left 4 tiles a warp.
   for (int64_t n : {26624, 27648, 28672, 30720, 33792}) {
     for (int64_t m : {2, 3, 4, 8}) {
@@ -28,12 +29,12 @@ TEST_CASE(
   CHECK(staged(choose_bf16_hopper(28672, 4096, 2)) == "1,16,1,4,1,2+xs");
   CHECK(staged(choose_bf16_hopper(16384, 16384, 4)) == "1,16,1,4,1,2+xs");
   CHECK(staged(choose_bf16_hopper(13312, 8192, 2)) == "1,16,1,4,1,2+xs");
-  // At 8 rows 13824-16384 columns take 8 tiles staged (v7) before it: unchanged.
+  // At 8 rows 12-16 tiles a SM take 8 tiles staged (v24) before it: unchanged.
   CHECK(staged(choose_bf16_hopper(14336, 8192, 8)) == "1,8,1,4,1,2+xs");
   WqGemmProblem p = g128_problem(30720, 8192, 4);
   p.act = DType::BF16, p.out = DType::BF16, p.mode = lowbit::DequantMode::Symmetric;
   CHECK(staged(choose_hopper(p)) == "1,16,1,4,1,2+xs");
-  // The busiest SM over 1.3x the mean (25600: 1.32, 24576: 1.37, 12288: 1.38), 3 blocks a SM (34816 on),
+  // The busiest SM over 1.3x the mean (25600: 1.32, 24576 and 12288: 1.375), 3 blocks a SM (34816 on),
   // 28 chunks, one row: unchanged.
   CHECK(choose_bf16_hopper(25600, 8192, 4).n_tiles == 4);
   CHECK(choose_bf16_hopper(24576, 8192, 8).n_tiles == 4);
@@ -42,25 +43,26 @@ TEST_CASE(
   CHECK(choose_bf16_hopper(40960, 7168, 2).n_tiles == 4);
   CHECK(choose_bf16_hopper(32768, 3584, 8).n_tiles == 4);
   CHECK(choose_bf16_hopper(28672, 8192, 1).n_tiles == 4);
-  // fp16, 3- and 8-bit weights, other groups and modes, fp16 accumulation, deterministic problems, other
-  // arches, 16 rows: unchanged.
+  // fp16, 3- and 8-bit weights (8-bit at 2 rows: from 8 it takes the 16-row rules), other groups and modes
+  // (v5's registers, 4 warps along K, as before: 16 tiles cut to 8 would pass a tile count), deterministic
+  // problems, other arches, 16 rows: unchanged.
   CHECK(choose_hopper(28672, 8192, 8).n_tiles != 16);
   CHECK(choose_bf16_hopper(28672, 8192, 8, 3).n_tiles != 16);
-  CHECK(choose_bf16_hopper(28672, 8192, 8, 8).n_tiles != 16);
+  CHECK(v5_registers(choose_bf16_hopper(28672, 8192, 2, 8), 2));
   CHECK(choose_bf16_hopper(28672, 8192, 16).n_tiles != 16);
   p = g128_problem(28672, 8192, 8);
   p.act = DType::BF16, p.out = DType::BF16;
   for (int group : {64, 0}) {
     p.group_size = group;
-    CHECK(choose_hopper(p).n_tiles != 16);
+    CHECK(v5_registers(choose_hopper(p), 4));
   }
   p.group_size = 128, p.mode = lowbit::DequantMode::SubFloatZeroThenScale;
-  CHECK(choose_hopper(p).n_tiles != 16);
+  CHECK(v5_registers(choose_hopper(p), 4));
   p.mode = lowbit::DequantMode::ScaleThenAddZero;
-  CHECK(choose_hopper(p).n_tiles != 16);
+  CHECK(v5_registers(choose_hopper(p), 4));
   p.mode = lowbit::DequantMode::SubZeroThenScale, p.deterministic = true;
   CHECK(lowbit::choose_config(p, lowbit::Arch::parse("sm_90a"), 132).n_tiles != 16);
   p.deterministic = false;
-  CHECK(lowbit::choose_config(p, kSm80, 108).n_tiles != 16);
+  CHECK(lowbit::choose_config(p, kSm80, 132).n_tiles != 16);
   CHECK(staged(choose_hopper(p)) == "1,16,1,4,1,2+xs");
 }

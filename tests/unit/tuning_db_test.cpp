@@ -162,7 +162,7 @@ TEST_CASE("tuning lookup: exact, nearest M bucket, similar format, then nothing"
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m16.n2048.k4096"), entry(1));
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m64.n2048.k4096"), entry(2));
   CHECK_FALSE(at("w4.g128.bf16.zp|m32.n2048.k4096").has_value());
-  // ... nor a 32-row entry 64 rows, nor 64 rows 128 (or 32), while 2 rows take 1 and 512 rows take 256.
+  // ... nor 64 rows 128 (nor 32; a 32-row entry 64 rows: below), while 2 rows take 1 and 512 rows take 256.
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m1.n2048.k4096"), entry(1));
   db.put("wq_gemm", *TuningKey::parse("w4.g128.bf16.zp|m256.n2048.k4096"), entry(4));
   CHECK_FALSE(at("w4.g128.bf16.zp|m128.n2048.k4096").has_value());
