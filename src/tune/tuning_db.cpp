@@ -259,7 +259,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
       const double bucket_d = std::fabs(e.log_m - log_m);
       if (bucket_d > kMaxBucketDistance) continue;  // other rows, other decomposition: the heuristic
       if ((e.m > kDecodeMaxRows) != (*m > kDecodeMaxRows)) continue;  // decode and prefill apart
-      // Nor over 16 rows up to 128 (nearest_bucket_may_serve: the row blocks change); such a neighbour
+      // Nor to or from 17-128 rows (nearest_bucket_may_serve: the row blocks change); such a neighbour
       // still counts for between_two below.
       if (nearest_bucket_may_serve(e.m, *m)) consider(0, bucket_d - (e.m > *m ? 1e-9 : 0), e);
       double& side = e.m > *m ? nearest_above : nearest_below;

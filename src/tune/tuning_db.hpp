@@ -69,8 +69,9 @@ inline constexpr int64_t kDecodeMaxRows = 128;
 // - a 64-row entry at 128 rows: 1.08-1.46× the layer's own 128-row entry on 7 of 7, the heuristic 0.99-1.06×
 //   (in the tune of 18 layers 1.00-1.44× the best, 1.2× or more on 14; the heuristic 0.95-1.13×);
 // - a 64-row entry at 32 rows: 1.13-1.48× the heuristic (sixty-ninth session, the six standard layers).
-// Up to 16 rows every bucket's blocks hold one 16-row tile, and the nearest bucket served within 0.99-1.03×
-// (geomean) of the alternatives (sixty-ninth and seventy-first sessions).
+// Up to 16 rows every bucket's blocks hold one 16-row tile, and the nearest bucket served at 0.99-1.03× the
+// alternatives as a geomean (sixty-ninth and seventy-first sessions; 0.89-1.27× case by case, the worst an
+// x_sums 16-row entry at 8 rows).
 inline constexpr int64_t kOneTileMaxRows = 16;
 
 // Whether an entry tuned at entry_m rows may serve m rows through the nearest-bucket step (the caller checks
