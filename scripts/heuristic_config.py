@@ -37,11 +37,16 @@ def parse_config(text):
     return c
 
 
+def inspect_explain(lowbit, n, k, m, args, arch="sm_90a", sm_count=132, env=None):
+    """The output of `lowbit inspect wq_gemm --explain` for one layer and M (`args`: format and other flags)."""
+    return subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", arch, "--sm-count", str(sm_count), "--n", str(n),
+                           "--k", str(k), "--m", str(m), "--explain", *args], capture_output=True, text=True,
+                          env=env).stdout
+
+
 def heuristic_config(lowbit, arch, sm_count, n, k, m, fmt="w4.g128.f16.zp"):
-    out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", arch, "--sm-count", str(sm_count), "--n", str(n),
-                          "--k", str(k), "--m", str(m), "--explain", *format_args(fmt)], capture_output=True,
-                         text=True, env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")).stdout
-    return parse_config(out)
+    return parse_config(inspect_explain(lowbit, n, k, m, format_args(fmt), arch, sm_count,
+                                        env=dict(os.environ, LOWBIT_NO_TUNING_DB="1")))
 
 
 def short(c):

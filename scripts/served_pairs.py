@@ -7,15 +7,13 @@ offline, for the named device). Run it before the change; the device runs the pa
 config served and its source (exact, nearest M bucket, similar format, heuristic) go to stderr.
 Usage: [LOWBIT=./build/lowbit] [DEVICE="NVIDIA H200"] scripts/served_pairs.py "FLAGS" M[,M...] NxK[,NxK...] > bench.txt
   FLAGS: lowbit format flags, e.g. "--act bf16" or "--bits 2" ("" for W4 g128 f16)"""
-import os, subprocess, sys
+import os, sys
 
-from heuristic_config import config_arg, parse_config
+from heuristic_config import config_arg, inspect_explain, parse_config
 
 
 def served(lowbit, device, flags, m, n, k):
-    out = subprocess.run([lowbit, "inspect", "wq_gemm", "--arch", "sm_90a", "--sm-count", "132", "--device-name",
-                          device, "--n", str(n), "--k", str(k), "--m", str(m), "--explain", *flags.split()],
-                         capture_output=True, text=True).stdout
+    out = inspect_explain(lowbit, n, k, m, ["--device-name", device, *flags.split()])
     source = next((line.split("chosen by: ", 1)[1] for line in out.splitlines() if "chosen by: " in line), "?")
     return parse_config(out), source
 
