@@ -24,9 +24,10 @@ fi
 step "bench"
 [ $# -eq 0 ] && set -- --cases standard --m 1,16,64
 "$B/lowbit" bench wq_gemm "$@" --save "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt" | tee -a "$S"
-# FORMATS=1: the same cases for the other formats the closing table of issue 3 asks for.
+# FORMATS=1: the same cases for the other formats the closing table of issue 3 asks for (fp16 and bf16,
+# bits 2/4/8; W2/W8 bf16 since the seventy-third session).
 if [ "${FORMATS:-0}" = 1 ]; then
-  for fmt in "--act bf16" "--bits 2" "--bits 8"; do
+  for fmt in "--act bf16" "--bits 2" "--bits 8" "--bits 2 --act bf16" "--bits 8 --act bf16"; do
     step "bench $fmt"
     "$B/lowbit" bench wq_gemm "$@" $fmt 2>&1 | tee -a "$OUT/bench.txt" | tee -a "$S"
   done

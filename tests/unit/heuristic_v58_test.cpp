@@ -1,5 +1,6 @@
 // Heuristic v58 (docs/perf-notes.md, seventy-second session): bf16 at 2-8 rows on wide layers whose 16-tile
-// blocks all fit at once and spread evenly, fitted to the H200's W4 bf16 tunes and benched out of sample.
+// blocks all fit at once and spread evenly, fitted to the H200's W4 bf16 tunes and benched out of sample;
+// v59 (seventy-third session) takes 3-bit weights and groups of 256 too.
 #include <cstdint>
 
 #include "lowbit/lowbit.hpp"
@@ -34,6 +35,16 @@ TEST_CASE(
   WqGemmProblem p = g128_problem(30720, 8192, 4);
   p.act = DType::BF16, p.out = DType::BF16, p.mode = lowbit::DequantMode::Symmetric;
   CHECK(staged(choose_hopper(p)) == "1,16,1,4,1,2+xs");
+  // v59: 3-bit weights and groups of 256 too, with integer zeros or none.
+  CHECK(staged(choose_bf16_hopper(28672, 8192, 8, 3)) == "1,16,1,4,1,2+xs");
+  for (int bits : {3, 4}) {
+    for (auto mode : {lowbit::DequantMode::SubZeroThenScale, lowbit::DequantMode::Symmetric}) {
+      p = g128_problem(28672, 8192, 2);
+      p.act = DType::BF16, p.out = DType::BF16, p.bits = bits, p.mode = mode, p.group_size = 256;
+      INFO(bits << " " << static_cast<int>(mode));
+      CHECK(staged(choose_hopper(p)) == "1,16,1,4,1,2+xs");
+    }
+  }
   // The busiest SM over 1.3x the mean (25600: 1.32, 24576 and 12288: 1.375), 3 blocks a SM (34816 on),
   // 28 chunks, one row: unchanged.
   CHECK(choose_bf16_hopper(25600, 8192, 4).n_tiles == 4);
@@ -43,11 +54,10 @@ TEST_CASE(
   CHECK(choose_bf16_hopper(40960, 7168, 2).n_tiles == 4);
   CHECK(choose_bf16_hopper(32768, 3584, 8).n_tiles == 4);
   CHECK(choose_bf16_hopper(28672, 8192, 1).n_tiles == 4);
-  // fp16, 3- and 8-bit weights (8-bit at 2 rows: from 8 it takes the 16-row rules), other groups and modes
+  // fp16, 8-bit weights (at 2 rows: from 8 it takes the 16-row rules), other groups and modes
   // (v5's registers, 4 warps along K, as before: 16 tiles cut to 8 would pass a tile count), deterministic
   // problems, other arches, 16 rows: unchanged.
   CHECK(choose_hopper(28672, 8192, 8).n_tiles != 16);
-  CHECK(choose_bf16_hopper(28672, 8192, 8, 3).n_tiles != 16);
   CHECK(v5_registers(choose_bf16_hopper(28672, 8192, 2, 8), 2));
   CHECK(choose_bf16_hopper(28672, 8192, 16).n_tiles != 16);
   p = g128_problem(28672, 8192, 8);
