@@ -400,16 +400,19 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
   // choice there (v36's 4 warps fit 7 blocks a SM) runs 1.00-1.05×. The H100 is unmeasured but for two of its
   // tunes (28672×5120 and 32768×6144 at 4 / 8 rows): 1.027-1.030× the best where timed, the choice before
   // 1.041-1.060×.
-  // v59 (seventy-third session): 3-bit weights and groups of 256 too (their Σ MMAs as 4-bit g128's). H200
-  // bench, file off, 28672×8192 at 2 / 8 rows, the choice before → this: 4-bit g256 0.866 / 0.844, 3-bit
-  // g128 0.879 / 0.823 (27648×5120 at 4 rows 0.885). Not where the format dequantizes every weight before
-  // the MMA (float zeros 1.04-1.12×, q·s + z 1.05-1.09×, g64 0.97-1.04×), nor per channel (1.15-1.18×).
-  const bool sixteen_tile_format = p.act == DType::BF16 && (p.bits == 3 || p.bits == 4) &&
+  // v59 (seventy-third session): 3-bit weights and groups of 256 too (their Σ MMAs as 4-bit g128's); 3-bit
+  // only over one 16-tile block a SM (a 3-bit tile is 12 bytes a lane: one 4-warp block a SM keeps too few in
+  // flight). H200 bench, file off, the choice before → this, µs or ×: 4-bit g256 at 2-8 rows 0.822-0.965 on
+  // nine layers (28672×8192 at 8 rows 39.17 → 33.05; symmetric 0.872-0.965); 3-bit g128 over one block a SM
+  // 0.813-0.904 (32768×8192 at 8 rows 40.32 → 32.77; symmetric and g256 0.818-0.845), at one a SM 1.035-1.075
+  // (14336-16384 columns). Not where the format dequantizes every weight before the MMA (float zeros
+  // 1.04-1.12×, q·s + z 1.05-1.09×, g64 0.97-1.04×), nor per channel (1.15-1.18×).
+  const bool sixteen_tile_format = p.act == DType::BF16 &&
+                                   (p.bits == 4 || (p.bits == 3 && blocks16 > sms)) &&
                                    (p.group_size == 128 || p.group_size == 256) &&
                                    (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric);
-  const bool v58 = sm90a && stage_per_warp && bucket >= 2 && sixteen_tile_format &&
-                   c.n_tiles == 4 && c.warps_n == 1 && chunks >= 32 && blocks16 <= 2LL * sms &&
-                   10 * wq::busiest_sm_tiles(h, 16) <= 13 * tiles_per_sm;
+  const bool v58 = sm90a && stage_per_warp && bucket >= 2 && sixteen_tile_format && c.n_tiles == 4 &&
+                   c.warps_n == 1 && wq::sixteen_tile_blocks_fit_evenly(h);
   if (v58) {
     c = make(1, 16, 4, 2);
     c.x_shared = true;

@@ -179,6 +179,18 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& p, const HeuristicS
                    !wq::dequantizes_every_weight(p) && c.warps_n == 1 && c.n_tiles == 4 && c.warps_k == 8 &&
                    wq::blocks_fill_within(h, 8, 70, 100) && chunks >= 48;
   if (v43) c.n_tiles = 8;
+  // Heuristic v60 (seventy-third session): 2-bit weights at 2-8 rows (which take these rules) in groups of
+  // 128 or 256 with integer zeros or none, where v13 leaves 8 tiles × 4 warps along K, over one 16-tile block
+  // a SM and where v58's blocks fit evenly at once: v58's 16 tiles a warp, both dtypes (a 2-bit zero comes
+  // after the MMA in both). H200 bench, file off, (1,8,1,4,1,2) → (1,16,1,4,1,2), staged: bf16 0.931-0.955×
+  // (28672×8192 at 8 rows 27.71 → 25.81 µs; 27648×5120, 32768×8192, 26624×8192, 28672×4096), fp16 0.926-0.935×
+  // (32768×8192, 28672×4096); at one block a SM 0.990-1.029× (14336-16384 columns), so not there.
+  const bool v60 = sm90a && bucket >= 2 && bucket <= 8 && p.bits == 2 && p.accum == DType::F32 &&
+                   (p.group_size == 128 || p.group_size == 256) &&
+                   (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric) &&
+                   c.warps_n == 1 && c.n_tiles == 8 && c.warps_k == 4 && blocks16 > sms &&
+                   wq::sixteen_tile_blocks_fit_evenly(h);
+  if (v60) c = make(1, 16, 4, 2);
   c.x_shared = true;
   return c;
 }

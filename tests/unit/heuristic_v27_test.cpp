@@ -71,8 +71,10 @@ TEST_CASE("choose_config v27: 1-8 rows stage per warp on wide layers up to 32 ch
   CHECK(w2.warps_k == 4);
   // 28672×4096 (32 chunks) at 1-8 rows.
   for (int64_t m : {1, 2, 4, 8}) CHECK(choose_hopper(28672, 4096, m).x_shared);
-  // 2-bit weights at 2-8 rows: not this rule's (M = 1 only); since v33 they take the 16-row rules.
-  CHECK(staged(choose_hopper(28672, 4096, 4, 2)) == staged(choose_hopper(28672, 4096, 16, 2)));
+  // 2-bit weights at 2-8 rows: not this rule's (M = 1 only); since v33 they take the 16-row rules (there
+  // 8 tiles, v13), and since v60 16 tiles on this layer.
+  CHECK(staged(choose_hopper(28672, 4096, 16, 2)) == "1,8,1,4,1,2+xs");
+  CHECK(staged(choose_hopper(28672, 4096, 4, 2)) == "1,16,1,4,1,2+xs");
   // Not over 32 chunks (28672×4224: 33; 10240×8192: 64), nor 8-bit weights, nor on sm_80.
   CHECK_FALSE(choose_hopper(28672, 4224, 1).x_shared);
   CHECK_FALSE(choose_hopper(10240, 8192, 2).x_shared);  // 64 chunks

@@ -35,8 +35,11 @@ TEST_CASE(
   WqGemmProblem p = g128_problem(30720, 8192, 4);
   p.act = DType::BF16, p.out = DType::BF16, p.mode = lowbit::DequantMode::Symmetric;
   CHECK(staged(choose_hopper(p)) == "1,16,1,4,1,2+xs");
-  // v59: 3-bit weights and groups of 256 too, with integer zeros or none.
+  // v59: 3-bit weights over one 16-tile block a SM, and groups of 256 too, with integer zeros or none.
   CHECK(staged(choose_bf16_hopper(28672, 8192, 8, 3)) == "1,16,1,4,1,2+xs");
+  CHECK(staged(choose_bf16_hopper(16384, 8192, 2, 3)) != "1,16,1,4,1,2+xs");
+  CHECK(staged(choose_bf16_hopper(16896, 8192, 2, 3)) != "1,16,1,4,1,2+xs");
+  CHECK(staged(choose_bf16_hopper(16384, 8192, 2, 4)) == "1,16,1,4,1,2+xs");
   for (int bits : {3, 4}) {
     for (auto mode : {lowbit::DequantMode::SubZeroThenScale, lowbit::DequantMode::Symmetric}) {
       p = g128_problem(28672, 8192, 2);
