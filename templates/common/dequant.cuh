@@ -186,9 +186,7 @@ __device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u3
 }
 
 // 8-bit values in bf16: 128 + q does not fit bf16's 7 mantissa bits, so go through fp32
-// (2^23 + q, exact) and subtract there. q − z (|q − z| ≤ 255) has at most 8 significant bits, so its
-// fp32 pattern's upper half is its bf16 exactly: one byte permute packs the pair, where a conversion
-// (cvt.rn.bf16x2.f32) would run on a slower pipe.
+// (2^23 + q, exact) and subtract there; q − z (|q − z| ≤ 255) converts to bf16 exactly.
 __device__ __forceinline__ u32 u8_pair_minus_zero_bf16(const u32 (&w)[8], int j, u32 z) {
   const u32 wd = w[j / 2];
   const u32 byte = j % 2;  // values 2j, 2j + 1 sit in bytes j%2 and j%2 + 2 of word j/2
@@ -196,8 +194,9 @@ __device__ __forceinline__ u32 u8_pair_minus_zero_bf16(const u32 (&w)[8], int j,
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(lo) : "r"(wd), "r"(0x4b000000u), "r"(0x7440u + byte));
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(hi) : "r"(wd), "r"(0x4b000000u), "r"(0x7442u + byte));
   const float zb = 8388608.f + static_cast<float>(z);
-  const u32 lo_z = __float_as_uint(__uint_as_float(lo) - zb), hi_z = __float_as_uint(__uint_as_float(hi) - zb);
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo_z), "r"(hi_z), "r"(0x7632u));
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;"
+      : "=r"(r)
+      : "f"(__uint_as_float(hi) - zb), "f"(__uint_as_float(lo) - zb));
   return r;
 }
 
