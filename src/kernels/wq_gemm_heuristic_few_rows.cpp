@@ -406,12 +406,13 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
   // nine layers (28672×8192 at 8 rows 39.17 → 33.05; symmetric 0.872-0.965); 3-bit g128 over one block a SM
   // 0.813-0.904 (32768×8192 at 8 rows 40.32 → 32.77; symmetric and g256 0.818-0.845), at one a SM 1.035-1.075
   // (14336-16384 columns). Not where the format dequantizes every weight before the MMA (float zeros
-  // 1.04-1.12×, q·s + z 1.05-1.09×, g64 0.97-1.04×), nor per channel (1.15-1.18×).
-  const bool sixteen_tile_format = p.act == DType::BF16 &&
-                                   (p.bits == 4 || (p.bits == 3 && blocks16 > sms)) &&
-                                   (p.group_size == 128 || p.group_size == 256) &&
-                                   (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric);
-  const bool v58 = sm90a && stage_per_warp && bucket >= 2 && sixteen_tile_format && c.n_tiles == 4 &&
+  // 1.04-1.12×, q·s + z 1.05-1.09×, g64 0.95-1.04× with symmetric g64 0.95-0.97: fit_registers would cut 16
+  // tiles to 8 there anyway), nor per channel (1.15-1.18×).
+  const bool sixteen_tile_candidate =
+      p.act == DType::BF16 && (p.bits == 4 || (p.bits == 3 && blocks16 > sms)) &&
+      (p.group_size == 128 || p.group_size == 256) &&
+      (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric);
+  const bool v58 = sm90a && stage_per_warp && bucket >= 2 && sixteen_tile_candidate && c.n_tiles == 4 &&
                    c.warps_n == 1 && wq::sixteen_tile_blocks_fit_evenly(h);
   if (v58) {
     c = make(1, 16, 4, 2);

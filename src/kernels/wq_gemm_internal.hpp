@@ -219,10 +219,11 @@ inline bool blocks_fill_within(const HeuristicShape& h, int64_t n_tiles, int min
   return 100 * blocks >= min_percent * h.sms && 100 * blocks <= max_percent * h.sms;
 }
 // Where v58-v60's 16-tile blocks of 4 warps suit a 2-8-row problem: 32 chunks or more, and those blocks all
-// fit at once (at most 2 a SM: 165-188 registers, 53-90 KB of rings) with the busiest SM holding at most 1.3×
+// fit at once (at most 2 a SM: 165-188 registers, 53-86 KB of rings) with the busiest SM holding at most 1.3×
 // the mean tiles (H200 bench, seventy-second session: 1.27 gained, 1.375 lost).
 inline bool sixteen_tile_blocks_fit_evenly(const HeuristicShape& h) {
-  return h.chunks >= 32 && ceil_div(h.tiles, 16) <= 2LL * h.sms && 10 * busiest_sm_tiles(h, 16) <= 13 * h.tiles_per_sm;
+  return h.chunks >= 32 && ceil_div(h.tiles, 16) <= 2LL * h.sms &&
+         10 * busiest_sm_tiles(h, 16) <= 13 * h.tiles_per_sm;
 }
 // Whether activations may be staged per warp (the heuristic's staged rules): shared memory holds a ring
 // slot per warp and stage at 8 warps (measured on Hopper; the 99 KiB of sm_86/89 would cut them to 2-warp
