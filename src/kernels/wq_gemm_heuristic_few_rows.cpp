@@ -405,9 +405,10 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
   // flight). H200 bench, file off, the choice before → this, µs or ×: 4-bit g256 at 2-8 rows 0.822-0.965 on
   // nine layers (28672×8192 at 8 rows 39.17 → 33.05; symmetric 0.872-0.965); 3-bit g128 over one block a SM
   // 0.813-0.904 (32768×8192 at 8 rows 40.32 → 32.77; symmetric and g256 0.818-0.845), at one a SM 1.035-1.075
-  // (14336-16384 columns). Not where the format dequantizes every weight before the MMA (float zeros
-  // 1.04-1.12×, q·s + z 1.05-1.09×, g64 0.95-1.04× with symmetric g64 0.95-0.97: fit_registers would cut 16
-  // tiles to 8 there anyway), nor per channel (1.15-1.18×).
+  // (14336-16384 columns). Out of sample: 3-bit 0.808-0.893 (6 cases), 4-bit g256 0.826-0.923 (5). Not where
+  // the format dequantizes every weight before the MMA (float zeros 1.04-1.12×, q·s + z 1.05-1.09×, g64
+  // 0.95-1.04× with symmetric g64 0.95-0.97: fit_registers would cut 16 tiles to 8 there anyway), nor per
+  // channel (1.15-1.18×).
   const bool sixteen_tile_candidate =
       p.act == DType::BF16 && (p.bits == 4 || (p.bits == 3 && blocks16 > sms)) &&
       (p.group_size == 128 || p.group_size == 256) &&
