@@ -410,9 +410,7 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
   // 0.95-1.04× with symmetric g64 0.95-0.97: fit_registers would cut 16 tiles to 8 there anyway), nor per
   // channel (1.15-1.18×).
   const bool sixteen_tile_candidate =
-      p.act == DType::BF16 && (p.bits == 4 || (p.bits == 3 && blocks16 > sms)) &&
-      (p.group_size == 128 || p.group_size == 256) &&
-      (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric);
+      p.act == DType::BF16 && (p.bits == 4 || (p.bits == 3 && blocks16 > sms)) && wq::sixteen_tile_groups(p);
   const bool v58 = sm90a && stage_per_warp && bucket >= 2 && sixteen_tile_candidate && c.n_tiles == 4 &&
                    c.warps_n == 1 && wq::sixteen_tile_blocks_fit_evenly(h);
   if (v58) {

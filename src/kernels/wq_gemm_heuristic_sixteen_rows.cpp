@@ -185,12 +185,8 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& p, const HeuristicS
   // after the MMA in both). H200 bench, file off, (1,8,1,4,1,2) → (1,16,1,4,1,2), staged: bf16 0.931-0.955×
   // (28672×8192 at 8 rows 27.71 → 25.81 µs; 27648×5120, 32768×8192, 26624×8192, 28672×4096), fp16
   // 0.926-0.935× (32768×8192, 28672×4096); at one block a SM 0.990-1.029× (14336-16384 columns), so not
-  // there. Out of sample 0.916-0.960× (11 cases, both dtypes, symmetric, g256). The mode and accumulation
-  // clauses restate what fit_registers enforces (it cuts 16 tiles to 8 where every weight is dequantized
-  // first).
-  const bool v60 = sm90a && bucket >= 2 && bucket <= 8 && p.bits == 2 && p.accum == DType::F32 &&
-                   (p.group_size == 128 || p.group_size == 256) &&
-                   (p.mode == DequantMode::SubZeroThenScale || p.mode == DequantMode::Symmetric) &&
+  // there. Out of sample 0.916-0.960× (11 cases, both dtypes, symmetric, g256).
+  const bool v60 = sm90a && bucket >= 2 && bucket <= 8 && p.bits == 2 && wq::sixteen_tile_groups(p) &&
                    c.warps_n == 1 && c.n_tiles == 8 && c.warps_k == 4 && blocks16 > sms &&
                    wq::sixteen_tile_blocks_fit_evenly(h);
   if (v60) c = make(1, 16, 4, 2);

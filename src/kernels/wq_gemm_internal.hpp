@@ -195,6 +195,10 @@ bool dequantizes_every_weight(const WqGemmProblem& problem);
 // 128, and 256 at 3 bits (H200 tunes, sixty-fourth session). Not 4-bit g256 or per channel (v43 ran 1.010×
 // and 1.049× there), nor 3-bit per channel (its bests keep 2-4 tiles at one row, 4-6 at 16 rows).
 bool eight_tile_groups(const WqGemmProblem& problem);
+// The formats v58-v60 give 16 tiles a warp at 2-8 rows: groups of 128 or 256 whose zero and scale come after
+// the MMA (integer zeros or none, fp32 accumulation). Where every weight is dequantized first, fit_registers
+// would cut 16 tiles to 8 anyway; per channel and g64 lost or gained nothing (seventy-third session).
+bool sixteen_tile_groups(const WqGemmProblem& problem);
 // The config with fewer 16-row tiles per warp where the mode dequantizes every weight before the
 // MMA (float zeros, groups under 128) and more than 8 accumulator tiles would spill registers.
 WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);

@@ -219,6 +219,10 @@ bool eight_tile_groups(const WqGemmProblem& p) {
   return p.group_size == 128 || (p.bits == 3 && p.group_size == 256);
 }
 
+bool sixteen_tile_groups(const WqGemmProblem& p) {
+  return (p.group_size == 128 || p.group_size == 256) && !dequantizes_every_weight(p);
+}
+
 WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   // Modes that dequantize every weight before the MMA keep more registers live per tile: past 8 accumulator
   // tiles per warp they spill (ptxas, sm_90a: m_tiles 2 × n_tiles 8 needs 255 registers and 32-76 B of
