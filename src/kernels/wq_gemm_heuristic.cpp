@@ -69,6 +69,12 @@ int64_t four_warp_register_blocks_per_sm(const WqGemmProblem& p, int64_t bucket)
 }
 
 namespace {
+// The M bucket of a tuning entry's key ("w4.g128.f16.zp|m1.n4096.k4096" → 1; 0 if it has none).
+int64_t entry_bucket(std::string_view key) {
+  const auto parsed = tune::TuningKey::parse(std::string(key));
+  return parsed ? parsed->field("m").value_or(0) : 0;
+}
+
 Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                   const std::optional<WqGemmConfig>& forced) {
   if (forced) return {*forced, "forced"};
@@ -94,12 +100,18 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
       };
       if (hit->step == "exact") return {*c, join({"tuned (exact, ", hit->file, ")"}), true};
       std::string source = join({"tuned (", hit->step, " ", hit->key, ", ", hit->file, ")"});
-      // An entry tuned for another mode may hold more tiles than this mode's registers allow.
-      const WqGemmConfig fitted = hit->step == "similar format" ? fit_registers(pb, *c) : *c;
+      // An entry tuned for another mode may hold more tiles than this mode's registers allow; one of another
+      // bucket more stages than fit this bucket's blocks in its waves (keep_waves: one-row entries at 2 rows).
+      const WqGemmConfig fitted = hit->step == "similar format"     ? fit_registers(pb, *c)
+                                  : hit->step == "nearest M bucket" ? keep_waves(pb, *c, entry_bucket(hit->key),
+                                                                                 ctx.arch(), ctx.sm_count())
+                                                                    : *c;
       if (fitted.m_tiles != c->m_tiles)
         source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
       if (fitted.n_tiles != c->n_tiles)
         source += fmt::format("; n_tiles {} -> {} (registers)", c->n_tiles, fitted.n_tiles);
+      if (fitted.stages != c->stages)
+        source += fmt::format("; stages {} -> {} (waves)", c->stages, fitted.stages);
       return {fitted, source};
     }
     // An entry of another format may hold what this problem's mode or flags cannot run (x_sums where every

@@ -241,6 +241,30 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   return c;
 }
 
+namespace {
+// Whole waves of an mma.sync config's blocks at problem.m's bucket, where shared memory and threads decide
+// how many blocks a SM holds.
+int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, int sms) {
+  const int64_t threads_per_sm = arch.sm() == 80 || arch.sm() >= 90 ? 2048 : arch.sm() == 75 ? 1024 : 1536;
+  const int64_t threads = 32LL * c.warps_n * c.warps_k;
+  const int64_t per_sm = std::min<int64_t>(threads_per_sm / threads, static_cast<int64_t>(
+                                                                          (smem_limit(arch) + 1024) /
+                                                                          (smem_bytes(p, c, arch) + 1024)));
+  const int64_t blocks = ceil_div(layout(p).n_pad / 8, int64_t{c.n_tiles} * c.warps_n) * c.split_k *
+                         ceil_div(m_bucket(p.m), 16LL * c.m_tiles);
+  return per_sm > 0 ? ceil_div(blocks, per_sm * std::max(sms, 1)) : INT64_MAX;
+}
+}  // namespace
+
+WqGemmConfig keep_waves(const WqGemmProblem& p, WqGemmConfig c, int64_t entry_bucket, const Arch& arch, int sms) {
+  if (c.wgmma || c.stream_k) return c;
+  WqGemmProblem at_entry = p;
+  at_entry.m = entry_bucket;
+  const int64_t waves = smem_waves(at_entry, c, arch, sms);
+  while (c.stages > 2 && smem_waves(p, c, arch, sms) > waves) --c.stages;
+  return c;
+}
+
 void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bool keep_k_split) {
   // wgmma configs shrink their stages, column tiles and warpgroups; where wgmma cannot run at all
   // (not sm_90a, deterministic, fp16 accumulation) they become the mma.sync config of one warpgroup's shape
