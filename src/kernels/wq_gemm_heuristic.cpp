@@ -101,17 +101,17 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
       if (hit->step == "exact") return {*c, join({"tuned (exact, ", hit->file, ")"}), true};
       std::string source = join({"tuned (", hit->step, " ", hit->key, ", ", hit->file, ")"});
       // An entry tuned for another mode may hold more tiles than this mode's registers allow; one of another
-      // bucket more stages than fit this bucket's blocks in its waves (keep_waves: one-row entries at 2 rows).
-      const WqGemmConfig fitted = hit->step == "similar format"     ? fit_registers(pb, *c)
-                                  : hit->step == "nearest M bucket" ? keep_waves(pb, *c, entry_bucket(hit->key),
-                                                                                 ctx.arch(), ctx.sm_count())
-                                                                    : *c;
+      // bucket more stages than let its blocks take one wave here (keep_one_wave: one-row entries at 2 rows).
+      const WqGemmConfig fitted =
+          hit->step == "similar format"     ? fit_registers(pb, *c)
+          : hit->step == "nearest M bucket" ? keep_one_wave(pb, *c, entry_bucket(hit->key), ctx.arch(), ctx.sm_count())
+                                            : *c;
       if (fitted.m_tiles != c->m_tiles)
         source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
       if (fitted.n_tiles != c->n_tiles)
         source += fmt::format("; n_tiles {} -> {} (registers)", c->n_tiles, fitted.n_tiles);
       if (fitted.stages != c->stages)
-        source += fmt::format("; stages {} -> {} (waves)", c->stages, fitted.stages);
+        source += fmt::format("; stages {} -> {} (one wave)", c->stages, fitted.stages);
       return {fitted, source};
     }
     // An entry of another format may hold what this problem's mode or flags cannot run (x_sums where every
@@ -336,6 +336,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // stages (67 KB) fit 3. H200 bench, 3 → 2 stages, µs: 6144×4096 15.77 → 12.28 (the tune's best), out of
     // sample 5120×4096 14.86 → 11.08, 4608×3584 12.82 → 10.00. fp32 accumulation, as measured.
     if (sm90a && p.bits == 8 && p.accum == DType::F32 && four_by_four_band) c.stages = 2;
+    // v61 (seventy-fourth session): bf16 8-bit weights over 2 up to 6 tiles per SM: one 32-row block of 4 tiles
+    // × 4 warps along K, 2 stages. bf16 makes each 8-bit pair in 5 instructions (dequant.cuh), so two 16-row
+    // blocks that each dequantize the weights cost more than the blocks they add. H200 bench, file off, the
+    // choice before → this (two rounds, µs): 4096² 9.73 → 8.01, 6144×4096 13.07 → 12.05 (the tune's best on
+    // both); out of sample 0.79-0.93× on 10 more layers (3584×8192 16.90 → 13.30, 4096×11008 22.32 → 17.94,
+    // 3072×2048 0.85, 5120×4096 0.93). Not up to 2 tiles per SM (1280-2048 columns: 1.24-1.27×, the blocks
+    // halve under one a SM), nor fp16 (1.06-1.10×: its pairs take 2 instructions), nor where every weight is
+    // dequantized before the MMA (unmeasured).
+    if (sm90a && bucket == 32 && p.bits == 8 && p.act == DType::BF16 && !wq::dequantizes_every_weight(p) &&
+        tiles_per_sm > 2 && tiles_per_sm <= 6) {
+      c = make(2, 4, 4, 2);
+      c.x_shared = true;
+    }
   } else if (bucket <= 64 && tiles_per_sm <= 6 && !narrow_x_shared && !eight_bit_x_shared) {
     // Narrow layers up to 64 rows: per-warp activations (for narrow_x_shared see above).
     // Up to 32 rows and 4 tiles per SM: 2 row tiles × 8 warps along K, or 1 row tile when 2 leave

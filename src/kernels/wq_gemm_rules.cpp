@@ -245,7 +245,8 @@ namespace {
 // Whole waves of an mma.sync config's blocks at problem.m's bucket, where shared memory and threads decide
 // how many blocks a SM holds.
 int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, int sms) {
-  const int64_t threads_per_sm = arch.sm() == 80 || arch.sm() >= 90 ? 2048 : arch.sm() == 75 ? 1024 : 1536;
+  const int sm = arch.sm();
+  const int64_t threads_per_sm = sm == 80 || (sm >= 90 && sm <= 110) ? 2048 : sm == 75 ? 1024 : 1536;
   const int64_t threads = 32LL * c.warps_n * c.warps_k;
   const int64_t per_sm = std::min<int64_t>(threads_per_sm / threads, static_cast<int64_t>(
                                                                           (smem_limit(arch) + 1024) /
@@ -256,12 +257,12 @@ int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
 }
 }  // namespace
 
-WqGemmConfig keep_waves(const WqGemmProblem& p, WqGemmConfig c, int64_t entry_bucket, const Arch& arch, int sms) {
+WqGemmConfig keep_one_wave(const WqGemmProblem& p, WqGemmConfig c, int64_t entry_bucket, const Arch& arch, int sms) {
   if (c.wgmma || c.stream_k) return c;
   WqGemmProblem at_entry = p;
   at_entry.m = entry_bucket;
-  const int64_t waves = smem_waves(at_entry, c, arch, sms);
-  while (c.stages > 2 && smem_waves(p, c, arch, sms) > waves) --c.stages;
+  if (smem_waves(at_entry, c, arch, sms) != 1) return c;
+  while (c.stages > 2 && smem_waves(p, c, arch, sms) > 1) --c.stages;
   return c;
 }
 
