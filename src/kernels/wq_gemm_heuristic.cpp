@@ -85,7 +85,14 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
   if (auto hit = ctx.tuning().lookup("wq_gemm", key)) {
     // Every config read from a file is checked before use: files outlive code changes. The parse
     // is kept with the entry (plans choose per bucket, often; the checks here are cheap).
-    const auto& c = hit->parsed<std::optional<WqGemmConfig>>(config_from_json);
+    const auto& entry = hit->parsed<std::optional<WqGemmConfig>>(config_from_json);
+    // A nearest bucket's entry runs with the stages that let its blocks fit and take one wave here, when they
+    // took one at its bucket (keep_one_wave: a one-row entry's activation stages grow eightfold at 2 rows, so
+    // before this its 4 stages could even exceed shared memory and hand the bucket to the heuristic).
+    const std::optional<WqGemmConfig> c =
+        entry && hit->step == "nearest M bucket"
+            ? std::optional(keep_one_wave(pb, *entry, entry_bucket(hit->key), ctx.arch(), ctx.sm_count()))
+            : entry;
     std::string why;
     if (!c) why = "a field is missing or not an integer";
     if (c && can_implement(pb, *c, ctx.arch(), &why)) {
@@ -100,18 +107,14 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
       };
       if (hit->step == "exact") return {*c, join({"tuned (exact, ", hit->file, ")"}), true};
       std::string source = join({"tuned (", hit->step, " ", hit->key, ", ", hit->file, ")"});
-      // An entry tuned for another mode may hold more tiles than this mode's registers allow; one of another
-      // bucket more stages than let its blocks take one wave here (keep_one_wave: one-row entries at 2 rows).
-      const WqGemmConfig fitted =
-          hit->step == "similar format"     ? fit_registers(pb, *c)
-          : hit->step == "nearest M bucket" ? keep_one_wave(pb, *c, entry_bucket(hit->key), ctx.arch(), ctx.sm_count())
-                                            : *c;
+      // An entry tuned for another mode may hold more tiles than this mode's registers allow.
+      const WqGemmConfig fitted = hit->step == "similar format" ? fit_registers(pb, *c) : *c;
       if (fitted.m_tiles != c->m_tiles)
         source += fmt::format("; m_tiles {} -> {} (registers)", c->m_tiles, fitted.m_tiles);
       if (fitted.n_tiles != c->n_tiles)
         source += fmt::format("; n_tiles {} -> {} (registers)", c->n_tiles, fitted.n_tiles);
-      if (fitted.stages != c->stages)
-        source += fmt::format("; stages {} -> {} (one wave)", c->stages, fitted.stages);
+      if (fitted.stages != entry->stages)
+        source += fmt::format("; stages {} -> {} (one wave)", entry->stages, fitted.stages);
       return {fitted, source};
     }
     // An entry of another format may hold what this problem's mode or flags cannot run (x_sums where every
@@ -336,14 +339,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // stages (67 KB) fit 3. H200 bench, 3 → 2 stages, µs: 6144×4096 15.77 → 12.28 (the tune's best), out of
     // sample 5120×4096 14.86 → 11.08, 4608×3584 12.82 → 10.00. fp32 accumulation, as measured.
     if (sm90a && p.bits == 8 && p.accum == DType::F32 && four_by_four_band) c.stages = 2;
-    // v61 (seventy-fourth session): bf16 8-bit weights over 2 up to 6 tiles per SM: one 32-row block of 4 tiles
-    // × 4 warps along K, 2 stages. bf16 makes each 8-bit pair in 5 instructions (dequant.cuh), so two 16-row
-    // blocks that each dequantize the weights cost more than the blocks they add. H200 bench, file off, the
-    // choice before → this (two rounds, µs): 4096² 9.73 → 8.01, 6144×4096 13.07 → 12.05 (the tune's best on
-    // both); out of sample 0.79-0.93× on 10 more layers (3584×8192 16.90 → 13.30, 4096×11008 22.32 → 17.94,
-    // 3072×2048 0.85, 5120×4096 0.93). Not up to 2 tiles per SM (1280-2048 columns: 1.24-1.27×, the blocks
-    // halve under one a SM), nor fp16 (1.06-1.10×: its pairs take 2 instructions), nor where every weight is
-    // dequantized before the MMA (unmeasured).
+    // v61 (seventy-fourth session): bf16 8-bit weights over 2 up to 6 tiles per SM: one 32-row block of 4
+    // tiles × 4 warps along K, 2 stages. bf16 makes each 8-bit pair in 5 instructions (dequant.cuh), so two
+    // 16-row blocks that each dequantize the weights cost more than the blocks they add. H200 bench, file
+    // off, the choice before → this (µs, one round of two): 4096² 9.73 → 8.01, 6144×4096 13.07 → 12.05 (the
+    // tune's best on both); out of sample 0.79-0.93× in 13 more cases at 20-32 rows (3584×8192 16.90 → 13.30,
+    // 4096×11008 22.32 → 17.94, 3072×2048 0.85, 5120×4096 0.93; 4096² at 24 rows 0.84). Not up to 2 tiles per
+    // SM (1280-2048 columns: 1.24-1.27×, the blocks halve under one a SM), nor fp16 (1.06-1.10×: its pairs
+    // take 2 instructions), nor where every weight is dequantized before the MMA (unmeasured).
     if (sm90a && bucket == 32 && p.bits == 8 && p.act == DType::BF16 && !wq::dequantizes_every_weight(p) &&
         tiles_per_sm > 2 && tiles_per_sm <= 6) {
       c = make(2, 4, 4, 2);

@@ -248,16 +248,17 @@ int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   const int sm = arch.sm();
   const int64_t threads_per_sm = sm == 80 || (sm >= 90 && sm <= 110) ? 2048 : sm == 75 ? 1024 : 1536;
   const int64_t threads = 32LL * c.warps_n * c.warps_k;
-  const int64_t per_sm = std::min<int64_t>(threads_per_sm / threads, static_cast<int64_t>(
-                                                                          (smem_limit(arch) + 1024) /
-                                                                          (smem_bytes(p, c, arch) + 1024)));
+  const int64_t per_sm =
+      std::min<int64_t>(threads_per_sm / threads,
+                        static_cast<int64_t>((smem_limit(arch) + 1024) / (smem_bytes(p, c, arch) + 1024)));
   const int64_t blocks = ceil_div(layout(p).n_pad / 8, int64_t{c.n_tiles} * c.warps_n) * c.split_k *
                          ceil_div(m_bucket(p.m), 16LL * c.m_tiles);
   return per_sm > 0 ? ceil_div(blocks, per_sm * std::max(sms, 1)) : INT64_MAX;
 }
 }  // namespace
 
-WqGemmConfig keep_one_wave(const WqGemmProblem& p, WqGemmConfig c, int64_t entry_bucket, const Arch& arch, int sms) {
+WqGemmConfig keep_one_wave(const WqGemmProblem& p, WqGemmConfig c, int64_t entry_bucket, const Arch& arch,
+                           int sms) {
   if (c.wgmma || c.stream_k) return c;
   WqGemmProblem at_entry = p;
   at_entry.m = entry_bucket;

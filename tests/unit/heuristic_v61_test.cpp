@@ -23,9 +23,11 @@ using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
 using lowbit::test::staged;
 
-TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: one 32-row block", "[config][heuristic]") {
-  // 3072-6144 columns (2.9-5.8 tiles per SM), K of 16-32 chunks (from 64, 2-5 tiles per SM take wgmma
-  // blocks, v39's narrow_32, where v61 was not measured); M 17-32 share the bucket.
+TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: one 32-row block",
+          "[config][heuristic]") {
+  // 3072-6144 columns (2.9-5.8 tiles per SM), K of 16-32 chunks; M 17-32 share the bucket. From 64 chunks,
+  // 2-5 tiles per SM take wgmma stream K where its blocks fill under 0.7 of a wave (v25/v56's narrow_32; v61
+  // was not measured against it): 5120×11008 does, 4096×11008 runs v61.
   CHECK(staged(choose_bf16_hopper(4096, 11008, 32, 8)) == "2,4,1,4,1,2+xs");
   CHECK(choose_bf16_hopper(5120, 11008, 32, 8).wgmma);
   for (int64_t n : {3072, 3584, 4096, 4608, 5120, 6144})
@@ -37,7 +39,8 @@ TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: o
   // Symmetric and per-channel weights too (their zero and scale come after the MMA, as g128's).
   WqGemmProblem p = g128_problem(4096, 4096, 32, 8);
   p.act = p.out = DType::BF16;
-  for (auto [mode, group] : {std::pair{DequantMode::Symmetric, 128}, std::pair{DequantMode::SubZeroThenScale, 0}}) {
+  for (auto [mode, group] :
+       {std::pair{DequantMode::Symmetric, 128}, std::pair{DequantMode::SubZeroThenScale, 0}}) {
     p.mode = mode, p.group_size = group;
     INFO(p.str());
     CHECK(staged(choose_hopper(p)) == "2,4,1,4,1,2+xs");
@@ -45,7 +48,7 @@ TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: o
   // Not up to 2 tiles per SM (2048 columns: 1.24x in the bench), nor fp16, nor 4-bit, nor at 16 or 64 rows,
   // nor where every weight is dequantized before the MMA, nor off sm_90a.
   CHECK(staged(choose_bf16_hopper(2048, 8192, 32, 8)) != "2,4,1,4,1,2+xs");
-  CHECK(choose_bf16_hopper(2112, 4096, 32, 8).m_tiles == 1);  // 264 tiles: exactly 2 a SM
+  CHECK(choose_bf16_hopper(2112, 4096, 32, 8).m_tiles == 1);                 // 264 tiles: exactly 2 a SM
   CHECK(staged(choose_bf16_hopper(2176, 4096, 32, 8)) == "2,4,1,4,1,2+xs");  // 272: just over
   CHECK(choose_hopper(4096, 4096, 32, 8).m_tiles == 1);
   CHECK(choose_bf16_hopper(4096, 4096, 32, 4).m_tiles == 1);
@@ -80,7 +83,8 @@ nlohmann::json entry(int n_tiles, int warps_k, int stages) {
 }
 }  // namespace
 
-TEST_CASE("the nearest-bucket step keeps a one-row entry's blocks in one wave at 2 rows", "[config][tuning]") {
+TEST_CASE("the nearest-bucket step keeps a one-row entry's blocks in one wave at 2 rows",
+          "[config][tuning]") {
   lowbit::test::TempDir dir;
   WqGemmProblem p = g128_problem(4096, 4096, 1);
   p.act = p.out = DType::BF16;
@@ -96,18 +100,32 @@ TEST_CASE("the nearest-bucket step keeps a one-row entry's blocks in one wave at
   db.put("wq_gemm", lowbit::wq::tuning_key(six, 1), entry(2, 8, 4));
   db.put("wq_gemm", lowbit::wq::tuning_key(wide, 1), entry(4, 8, 3));
   db.put("wq_gemm", lowbit::wq::tuning_key(p, 16), entry(4, 8, 4));
+  // 80 blocks whose 4 stages at 2 rows need 264 KB: over shared memory (the H200 file's symmetric one-row
+  // entry).
+  WqGemmProblem narrow = g128_problem(2560, 8192, 1);
+  narrow.mode = DequantMode::Symmetric;
+  db.put("wq_gemm", lowbit::wq::tuning_key(narrow, 1), entry(4, 16, 4));
   db.save(dir.path + "/h200.json");
   lowbit::Runtime rt(hopper_options(dir.path));
-  auto choose = [&](const WqGemmProblem& q, int64_t bucket) { return lowbit::wq::choose(rt.context(), q, bucket, {}); };
+  auto choose = [&](const WqGemmProblem& q, int64_t bucket) {
+    return lowbit::wq::choose(rt.context(), q, bucket, {});
+  };
   // Its own bucket: the entry as tuned.
   CHECK(staged(choose(p, 1).config) == "1,2,1,16,1,4+xs");
-  // 2 rows: 4 stages → 2 (one block a SM at 3 stages, 150 KB); 6144: 4 → 3 (three a SM: 396 places, 384 blocks).
+  // 2 rows: 4 stages → 2 (one block a SM at 3 stages, 150 KB); 6144: 4 → 3 (three a SM: 396 places, 384
+  // blocks).
   const auto two = choose(p, 2);
   INFO(two.source);
   CHECK(staged(two.config) == "1,2,1,16,1,2+xs");
   CHECK(lowbit::test::contains(two.source, "nearest M bucket"));
   CHECK(lowbit::test::contains(two.source, "stages 4 -> 2 (one wave)"));
   CHECK(staged(choose(six, 2).config) == "1,2,1,8,1,3+xs");
+  // An entry whose stages no longer fit at 2 rows is cut before the checks, so it still serves (without the
+  // cut the bucket went to the heuristic, with a warning).
+  const auto fits = choose(narrow, 2);
+  INFO(fits.source);
+  CHECK(staged(fits.config) == "1,4,1,16,1,3+xs");
+  CHECK(lowbit::test::contains(fits.source, "nearest M bucket"));
   // An entry of more than one wave at its own bucket keeps its stages (57344×8192 lost 1.02x with the cut).
   CHECK(staged(choose(wide, 2).config) == "1,4,1,8,1,3+xs");
   // Buckets whose activation stages do not grow (8 rows from the 16-row entry) keep theirs.
