@@ -60,7 +60,9 @@ TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: o
   CHECK(staged(choose_hopper(p)) != "2,4,1,4,1,2+xs");
   p.group_size = 128;
   CHECK(lowbit::choose_config(p, kSm80, 108).m_tiles == 1);
-  // Over 6 tiles per SM v56's 32-row block of 8 tiles stays (7168 columns: 6.8 tiles per SM).
+  // Over 6 tiles per SM v56's 32-row block of 8 tiles stays (6656 and 7168 columns: 6.3 and 6.8 tiles per
+  // SM).
+  CHECK(staged(choose_bf16_hopper(6656, 4096, 32, 8)) == "2,8,1,4,1,3+xs");
   CHECK(staged(choose_bf16_hopper(7168, 8192, 32, 8)) == "2,8,1,4,1,3+xs");
 }
 
@@ -137,6 +139,12 @@ TEST_CASE("the nearest-bucket step keeps a one-row entry's blocks in one wave at
   const WqGemmConfig c{1, 2, 1, 16, 1, 4, true};
   CHECK(lowbit::wq::keep_one_wave(p2, c, 2, hopper, 132) == c);
   CHECK(lowbit::wq::keep_one_wave(p2, c, 1, hopper, 132).stages == 2);
+  // The waves at the entry's own bucket decide: from 16 rows (16 staged rows: 262 KB, no wave at all) 8 rows
+  // keep the stages, where a one-row entry of the same config would be cut.
+  WqGemmProblem p8 = p;
+  p8.m = 8;
+  CHECK(lowbit::wq::keep_one_wave(p8, c, 16, hopper, 132) == c);
+  CHECK(lowbit::wq::keep_one_wave(p8, c, 1, hopper, 132).stages == 2);
   // With twice the SMs the 2-row blocks fit one wave at 4 stages.
   CHECK(lowbit::wq::keep_one_wave(p2, c, 1, hopper, 264).stages == 4);
   WqGemmConfig w = choose_hopper(4096, 4096, 128);
