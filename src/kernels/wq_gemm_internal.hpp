@@ -202,15 +202,17 @@ bool sixteen_tile_groups(const WqGemmProblem& problem);
 // The config with fewer 16-row tiles per warp where the mode dequantizes every weight before the
 // MMA (float zeros, groups under 128) and more than 8 accumulator tiles would spill registers.
 WqGemmConfig fit_registers(const WqGemmProblem& problem, WqGemmConfig config);
-// An mma.sync config served to problem.m's bucket by the nearest-bucket lookup step from an entry tuned at
-// entry_bucket rows whose blocks took one wave on `sms` SMs: its stages cut (down to 2) until its blocks fit
-// shared memory and take one wave again. A one-row entry stages one activation row; at 2 rows it stages 8, so
-// its activation stages grow eightfold (4 stages of 16 warps' chunks: 16 KB → 128 KB), fewer blocks fit a SM
-// and a second wave runs, or the block no longer fits at all. Residency counts shared memory (each block also
-// holds 1 KiB) and threads; the registers are the kernel's, about the same at both buckets. H200 bench
-// (seventy-fourth session), the entry's stages → the cut, bf16 symmetric at 2 rows: 4096² 6.50 → 4.93 µs
-// (4 → 2 stages), 6144×4096 7.97 → 5.93 (4 → 3); an entry of five waves at one row (seven at 2 rows, five
-// after the cut) lost (57344×8192, 3 → 2 stages, 62.3 → 63.7 µs), hence one-wave entries only.
+// A one-row entry's mma.sync config served to 2 rows by the nearest-bucket lookup step, where its blocks took
+// one wave on `sms` SMs at one row: the most stages, from its own down to 2, whose blocks fit shared memory
+// and take one wave at 2 rows (where none does, the most that fit; otherwise, and for any other pair of
+// buckets, the config unchanged). The one-row kernel stages one activation row and the 2-row bucket eight, so
+// the activation stages grow eightfold (4 stages of 16 warps' chunks: 16 KB → 128 KB): fewer blocks fit a SM
+// and a second wave runs, or a block no longer fits at all. Residency counts shared memory (each block also
+// holds 1 KiB) and threads, not registers (known only after a compile), which also grow at 2 rows:
+// 57344×8192's (1,4,1,8,1,3) from 78 to 96 (ptxas, sm_90a), so its cut to 2 stages, five waves by this count,
+// stayed at seven and lost (62.3 → 63.7 µs); hence one-wave entries only. H200 bench (seventy-fourth
+// session), the entry's stages → the cut, bf16 symmetric at 2 rows: 4096² 6.50 → 4.93 µs (4 → 2 stages),
+// 6144×4096 7.97 → 5.93 (4 → 3).
 WqGemmConfig keep_one_wave(const WqGemmProblem& problem, WqGemmConfig config, int64_t entry_bucket,
                            const Arch& arch, int sms);
 

@@ -1,6 +1,8 @@
 // wq_gemm's config rules: the shared memory, workspace and launch geometry a config needs, whether it
 // runs on an arch (can_implement), and how to shrink or split one until it fits.
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 
 #include "common/check.hpp"
 #include "kernels/wq_gemm_internal.hpp"
@@ -243,10 +245,15 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
 
 namespace {
 // Whole waves of an mma.sync config's blocks at problem.m's bucket, where shared memory and threads decide
-// how many blocks a SM holds.
+// how many blocks a SM holds (INT64_MAX where a block does not fit). Registers are left out: they are known
+// only after a compile (see keep_one_wave).
 int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, int sms) {
+  // Threads a SM holds: 2048 on sm_80, sm_90 and sm_100/103; 1536 on sm_86/87/89 and sm_120/121, and on
+  // sm_110, which we could not confirm (fewer threads only makes the cut readier); 1024 on sm_75.
   const int sm = arch.sm();
-  const int64_t threads_per_sm = sm == 80 || (sm >= 90 && sm <= 110) ? 2048 : sm == 75 ? 1024 : 1536;
+  const int64_t threads_per_sm = sm == 80 || sm == 90 || sm == 100 || sm == 103 ? 2048
+                                 : sm == 75                                     ? 1024
+                                                                                : 1536;
   const int64_t threads = 32LL * c.warps_n * c.warps_k;
   const int64_t per_sm =
       std::min<int64_t>(threads_per_sm / threads,
@@ -259,12 +266,22 @@ int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
 
 WqGemmConfig keep_one_wave(const WqGemmProblem& p, WqGemmConfig c, int64_t entry_bucket, const Arch& arch,
                            int sms) {
-  if (c.wgmma || c.stream_k) return c;
+  // Only from one row to 2 (measured), for an entry valid at its own bucket (one that is not is left to the
+  // checks after this, which refuse it) whose blocks took one wave there.
   WqGemmProblem at_entry = p;
   at_entry.m = entry_bucket;
-  if (smem_waves(at_entry, c, arch, sms) != 1) return c;
-  while (c.stages > 2 && smem_waves(p, c, arch, sms) > 1) --c.stages;
-  return c;
+  if (entry_bucket != 1 || m_bucket(p.m) != 2 || c.wgmma || c.stream_k || !can_implement(at_entry, c, arch) ||
+      smem_waves(at_entry, c, arch, sms) != 1)
+    return c;
+  // The most stages, from the entry's down to 2, whose blocks take one wave; where none does, the most that
+  // fit.
+  std::optional<WqGemmConfig> fitting;
+  for (WqGemmConfig s = c; s.stages >= 2; --s.stages) {
+    const int64_t waves = smem_waves(p, s, arch, sms);
+    if (waves <= 1) return s;
+    if (!fitting && waves != INT64_MAX) fitting = s;
+  }
+  return fitting.value_or(c);
 }
 
 void shrink_to_fit(const WqGemmProblem& p, WqGemmConfig& c, const Arch& arch, bool keep_k_split) {

@@ -62,6 +62,8 @@ TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: o
   CHECK(lowbit::choose_config(p, kSm80, 108).m_tiles == 1);
   // Over 6 tiles per SM v56's 32-row block of 8 tiles stays (6656 and 7168 columns: 6.3 and 6.8 tiles per
   // SM).
+  CHECK(staged(choose_bf16_hopper(6336, 4096, 32, 8)) == "2,4,1,4,1,2+xs");  // exactly 6 tiles per SM
+  CHECK(staged(choose_bf16_hopper(6400, 4096, 32, 8)) == "2,8,1,4,1,3+xs");
   CHECK(staged(choose_bf16_hopper(6656, 4096, 32, 8)) == "2,8,1,4,1,3+xs");
   CHECK(staged(choose_bf16_hopper(7168, 8192, 32, 8)) == "2,8,1,4,1,3+xs");
 }
@@ -96,8 +98,8 @@ TEST_CASE("the nearest-bucket step keeps a one-row entry's blocks in one wave at
   lowbit::tune::TuningDb db;
   db.meta.arch = "sm_90a", db.meta.device = "NVIDIA H200", db.meta.sm_count = 132;
   // The H200 file's one-row entries of the seventy-fourth session's bench: 256 blocks of 16 warps (86 KB a
-  // block at one row, 2 a SM; 200 KB at 2 rows, 1 a SM); 384 of 8 warps (43 KB, 3 a SM by registers; 100
-  // KB at 2 rows); 1792 of 8 warps (five waves at one row, seven at 2).
+  // block at one row, 2 a SM; 200 KB at 2 rows, 1 a SM); 384 of 8 warps (43 KB, 4 a SM by registers at one
+  // row; 100 KB at 2 rows); 1792 of 8 warps (five waves at one row, seven at 2).
   db.put("wq_gemm", lowbit::wq::tuning_key(p, 1), entry(2, 16, 4));
   db.put("wq_gemm", lowbit::wq::tuning_key(six, 1), entry(2, 8, 4));
   db.put("wq_gemm", lowbit::wq::tuning_key(wide, 1), entry(4, 8, 3));
@@ -130,24 +132,49 @@ TEST_CASE("the nearest-bucket step keeps a one-row entry's blocks in one wave at
   CHECK(lowbit::test::contains(fits.source, "nearest M bucket"));
   // An entry of more than one wave at its own bucket keeps its stages (57344×8192 lost 1.02x with the cut).
   CHECK(staged(choose(wide, 2).config) == "1,4,1,8,1,3+xs");
-  // Buckets whose activation stages do not grow (8 rows from the 16-row entry) keep theirs.
+  // Other pairs of buckets keep the entry's stages (8 rows from the 16-row entry; measured from one row to 2
+  // only).
   CHECK(staged(choose(p, 8).config) == "1,4,1,8,1,4+xs");
-  // The function itself: the same bucket changes nothing; wgmma configs are left alone.
+  // The function itself: only from one row to 2 rows; wgmma configs are left alone.
   const lowbit::Arch hopper = lowbit::Arch::parse("sm_90a");
   WqGemmProblem p2 = p;
   p2.m = 2;
   const WqGemmConfig c{1, 2, 1, 16, 1, 4, true};
   CHECK(lowbit::wq::keep_one_wave(p2, c, 2, hopper, 132) == c);
   CHECK(lowbit::wq::keep_one_wave(p2, c, 1, hopper, 132).stages == 2);
-  // The waves at the entry's own bucket decide: from 16 rows (16 staged rows: 262 KB, no wave at all) 8 rows
-  // keep the stages, where a one-row entry of the same config would be cut.
   WqGemmProblem p8 = p;
   p8.m = 8;
   CHECK(lowbit::wq::keep_one_wave(p8, c, 16, hopper, 132) == c);
-  CHECK(lowbit::wq::keep_one_wave(p8, c, 1, hopper, 132).stages == 2);
+  CHECK(lowbit::wq::keep_one_wave(p8, c, 1, hopper, 132) == c);
+  WqGemmProblem p4 = p;
+  p4.m = 4;
+  CHECK(lowbit::wq::keep_one_wave(p4, c, 2, hopper, 132) == c);
+  // Where no stage count takes one wave at 2 rows the entry's stays (8-bit: 113 KB a block at one row, 2 a
+  // SM; at 2 rows 199 KB at 3 stages and 133 KB at 2, one a SM either way, 256 blocks).
+  WqGemmProblem w8 = p2;
+  w8.bits = 8;
+  const WqGemmConfig c3{1, 2, 1, 16, 1, 3, true};
+  CHECK(lowbit::wq::keep_one_wave(w8, c3, 1, hopper, 132) == c3);
   // With twice the SMs the 2-row blocks fit one wave at 4 stages.
   CHECK(lowbit::wq::keep_one_wave(p2, c, 1, hopper, 264).stages == 4);
   WqGemmConfig w = choose_hopper(4096, 4096, 128);
   REQUIRE(w.wgmma);
   CHECK(lowbit::wq::keep_one_wave(p2, w, 1, hopper, 132) == w);
+  // An entry its own bucket refuses (no warps along K) is left to the checks, which hand the bucket to the
+  // heuristic, as before the cut.
+  const WqGemmConfig broken{1, 2, 1, 0, 1, 4, true};
+  CHECK(lowbit::wq::keep_one_wave(p2, broken, 1, hopper, 132) == broken);
+}
+
+TEST_CASE("a malformed one-row entry at 2 rows hands the bucket to the heuristic", "[config][tuning]") {
+  lowbit::test::TempDir dir;
+  WqGemmProblem p = g128_problem(4352, 4096, 1);
+  lowbit::tune::TuningDb db;
+  db.meta.arch = "sm_90a", db.meta.device = "NVIDIA H200", db.meta.sm_count = 132;
+  db.put("wq_gemm", lowbit::wq::tuning_key(p, 1), entry(2, 0, 4));
+  db.save(dir.path + "/h200.json");
+  lowbit::Runtime rt(hopper_options(dir.path));
+  const auto two = lowbit::wq::choose(rt.context(), p, 2, {});
+  INFO(two.source);
+  CHECK(lowbit::test::contains(two.source, "heuristic"));
 }
