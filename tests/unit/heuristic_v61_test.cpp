@@ -155,6 +155,11 @@ TEST_CASE("the nearest-bucket step keeps a one-row entry's blocks in one wave at
   w8.bits = 8;
   const WqGemmConfig c3{1, 2, 1, 16, 1, 3, true};
   CHECK(lowbit::wq::keep_one_wave(w8, c3, 1, hopper, 132) == c3);
+  // Blocks count every K piece and every warp side by side: a K split in 2 doubles them (512, one wave only
+  // at 2 stages, 4 a SM), two warps along N halve them (128, one a SM at 4 stages: one wave, nothing cut).
+  CHECK(lowbit::wq::keep_one_wave(p2, WqGemmConfig{1, 2, 1, 8, 2, 4, true}, 1, hopper, 132).stages == 2);
+  const WqGemmConfig side_by_side{1, 2, 2, 8, 1, 4, true};
+  CHECK(lowbit::wq::keep_one_wave(p2, side_by_side, 1, hopper, 132) == side_by_side);
   // With twice the SMs the 2-row blocks fit one wave at 4 stages.
   CHECK(lowbit::wq::keep_one_wave(p2, c, 1, hopper, 264).stages == 4);
   WqGemmConfig w = choose_hopper(4096, 4096, 128);
