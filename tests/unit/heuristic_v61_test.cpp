@@ -160,6 +160,10 @@ TEST_CASE("the nearest-bucket step keeps a one-row entry's blocks in one wave at
   CHECK(lowbit::wq::keep_one_wave(p2, WqGemmConfig{1, 2, 1, 8, 2, 4, true}, 1, hopper, 132).stages == 2);
   const WqGemmConfig side_by_side{1, 2, 2, 8, 1, 4, true};
   CHECK(lowbit::wq::keep_one_wave(p2, side_by_side, 1, hopper, 132) == side_by_side);
+  // Each block also holds 1 KiB: 1344 one-tile blocks of 20736 B at 2 rows fit 10 a SM (11 without it), 1320
+  // places, so 4 stages make a second wave and 3 (15552 B, 14 a SM) do not.
+  WqGemmProblem many = g128_problem(10752, 4096, 2);
+  CHECK(lowbit::wq::keep_one_wave(many, WqGemmConfig{1, 1, 1, 2, 1, 4, true}, 1, hopper, 132).stages == 3);
   // With twice the SMs the 2-row blocks fit one wave at 4 stages.
   CHECK(lowbit::wq::keep_one_wave(p2, c, 1, hopper, 264).stages == 4);
   WqGemmConfig w = choose_hopper(4096, 4096, 128);
