@@ -69,12 +69,6 @@ int64_t four_warp_register_blocks_per_sm(const WqGemmProblem& p, int64_t bucket)
 }
 
 namespace {
-// The M bucket of a tuning entry's key ("w4.g128.f16.zp|m1.n4096.k4096" → 1; 0 if it has none).
-int64_t entry_bucket(std::string_view key) {
-  const auto parsed = tune::TuningKey::parse(std::string(key));
-  return parsed ? parsed->field("m").value_or(0) : 0;
-}
-
 Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucket,
                   const std::optional<WqGemmConfig>& forced) {
   if (forced) return {*forced, "forced"};
@@ -91,7 +85,7 @@ Choice choose_any(jit::Context& ctx, const WqGemmProblem& problem, int64_t bucke
     // before this its 4 stages could even exceed shared memory and hand the bucket to the heuristic).
     const std::optional<WqGemmConfig> c =
         entry && hit->step == "nearest M bucket"
-            ? std::optional(keep_one_wave(pb, *entry, entry_bucket(hit->key), ctx.arch(), ctx.sm_count()))
+            ? std::optional(keep_one_wave(pb, *entry, hit->m, ctx.arch(), ctx.sm_count()))
             : entry;
     std::string why;
     if (!c) why = "a field is missing or not an integer";

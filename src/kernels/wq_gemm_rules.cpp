@@ -254,12 +254,11 @@ int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
   const int64_t threads_per_sm = sm == 80 || sm == 90 || sm == 100 || sm == 103 ? 2048
                                  : sm == 75                                     ? 1024
                                                                                 : 1536;
-  const int64_t threads = 32LL * c.warps_n * c.warps_k;
+  const int64_t bucket = m_bucket(p.m);
+  const Geometry g = geometry(p, c, arch, bucket, bucket);  // the grid and shared memory the launch takes
   const int64_t per_sm =
-      std::min<int64_t>(threads_per_sm / threads,
-                        static_cast<int64_t>((smem_limit(arch) + 1024) / (smem_bytes(p, c, arch) + 1024)));
-  const int64_t blocks = ceil_div(layout(p).n_pad / 8, int64_t{c.n_tiles} * c.warps_n) * c.split_k *
-                         ceil_div(m_bucket(p.m), 16LL * c.m_tiles);
+      std::min<int64_t>(threads_per_sm / g.block, (smem_limit(arch) + 1024) / (g.smem + 1024));
+  const int64_t blocks = int64_t{g.grid_x} * g.grid_y * g.grid_z;
   return per_sm > 0 ? ceil_div(blocks, per_sm * std::max(sms, 1)) : INT64_MAX;
 }
 }  // namespace

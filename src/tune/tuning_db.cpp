@@ -228,7 +228,7 @@ std::optional<TuningHit> TuningDb::lookup(const std::string& family, const Tunin
   if (fam == index_.end()) return std::nullopt;
   const FamilyIndex& fi = fam->second;
   auto hit = [](const Indexed& e, std::string_view step) {
-    return TuningHit{e.config, e.key_str, step, e.file, *e.parsed};
+    return TuningHit{e.config, e.key_str, step, e.file, *e.parsed, e.m};
   };
   fmt::memory_buffer key_str;
   append_key(key_str, key);

@@ -114,6 +114,7 @@ struct TuningHit {
   std::string_view step;  // "exact", "nearest M bucket" or "similar format"
   std::string_view file;  // where it came from
   TuningParsed& parsed_slot;
+  int64_t m = 0;  // the entry's M bucket (0 if its key has none)
 
   // parse(config) as a T, run once per entry (thread-safe) and kept in the index: plan builds
   // choose often, and the next hits of the entry skip the parse. A family's callers ask for one T.
