@@ -289,6 +289,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // operands; elsewhere the flag changes nothing.
   constexpr bool kSumsIn = kXSums && kZeroAfter && kSwap;
   constexpr float kBase = kBf16 ? 128.f : 1024.f;  // the magic base of dequant.cuh
+  constexpr float kPostScale = PostScale<kBits, kBf16>::kFactor;  // the pairs' missing factor
   constexpr u32 kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // words per fragment load
   constexpr int kTileWords = 32 * kBits;                       // one (8 n, 128 k) tile
@@ -626,11 +627,11 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
           zq[nt] = kHasZeros ? ld_shared_u8<kZ>(meta_g) : (1u << (kBits - 1));
         if constexpr (!kScaleAfter) s_pre[nt] = splat2(ld_shared_u16<kS>(meta_g2));
         if constexpr (kScaleAfter && kSwap)
-          s_post[nt][0] = s_post[nt][1] = to_f32<kBf16>(ld_shared_u16<kS>(meta_g2));
+          s_post[nt][0] = s_post[nt][1] = to_f32<kBf16>(ld_shared_u16<kS>(meta_g2)) * kPostScale;
         if constexpr (kScaleAfter && !kSwap) {  // columns 2t and 2t + 1: one 32-bit load
           const u32 pair = ld_shared_u32<kS>(meta_t4);
-          s_post[nt][0] = to_f32<kBf16>(static_cast<u16>(pair & 0xffffu));
-          s_post[nt][1] = to_f32<kBf16>(static_cast<u16>(pair >> 16));
+          s_post[nt][0] = to_f32<kBf16>(static_cast<u16>(pair & 0xffffu)) * kPostScale;
+          s_post[nt][1] = to_f32<kBf16>(static_cast<u16>(pair >> 16)) * kPostScale;
         }
         if constexpr (kZeroAfter) {
           const u32 z0 = kSwap ? ld_shared_u8<kZ>(meta_g) : ld_shared_u8<kZ>(meta_t2);
@@ -805,7 +806,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   if constexpr (kScaleAtEnd) {
     for_each_acc<kAccM, kAccN>([&](int mt, int q, int r) {
       const int tile = min(tile0 + (kSwap ? 2 * q + (r >> 1) : q), kTilesTotal - 1);
-      acc[mt][q][r] *= to_f32<kBf16>(__ldg(scales + tile * 8 + (kSwap ? g : 2 * t + (r & 1))));
+      acc[mt][q][r] *= to_f32<kBf16>(__ldg(scales + tile * 8 + (kSwap ? g : 2 * t + (r & 1)))) * kPostScale;
     });
   }
 

@@ -108,6 +108,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
   constexpr bool kFloatZeros = kMode >= 2;
   constexpr bool kHasZeros = kMode != 1;
   constexpr bool kScaleAtEnd = kIntMode && kGroup == 0;
+  constexpr float kPostScale = PostScale<kBits, kBf16>::kFactor;  // the pairs' missing factor
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;
   constexpr int kTileWords = 32 * kBits;
   constexpr int kGroupsPerChunk = kGroup == 0 ? 0 : (kGroup >= 128 ? 1 : 128 / kGroup);
@@ -365,7 +366,7 @@ __global__ void __launch_bounds__((kWarpsN + 4) * 32)
       for (int i = 0; i < kM64; ++i)
 #pragma unroll
         for (int e = 0; e < kTok / 2; ++e)
-          acc[i][e] *= to_f32<kBf16>(__ldg(scales + min(column(i, e & 3), kNPad - 1)));
+          acc[i][e] *= to_f32<kBf16>(__ldg(scales + min(column(i, e & 3), kNPad - 1))) * kPostScale;
     }
   };
 

@@ -185,29 +185,41 @@ __device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u3
   return fma2<kBf16>(p, m, c);
 }
 
-// 8-bit values in bf16: 128 + q does not fit bf16's 7 mantissa bits, so go through fp32
-// (2^23 + q, exact) and subtract there; q − z (|q − z| ≤ 255) converts to bf16 exactly.
-__device__ __forceinline__ u32 u8_pair_minus_zero_bf16(const u32 (&w)[8], int j, u32 z) {
-  const u32 wd = w[j / 2];
-  const u32 byte = j % 2;  // values 2j, 2j + 1 sit in bytes j%2 and j%2 + 2 of word j/2
-  u32 lo, hi, r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(lo) : "r"(wd), "r"(0x4b000000u), "r"(0x7440u + byte));
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(hi) : "r"(wd), "r"(0x4b000000u), "r"(0x7442u + byte));
-  const float zb = 8388608.f + static_cast<float>(z);
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;"
-      : "=r"(r)
-      : "f"(__uint_as_float(hi) - zb), "f"(__uint_as_float(lo) - zb));
+// 8-bit values in bf16. 128 + q needs 8 mantissa bits and bf16 has 7, so the magic base does not
+// work; but bf16 patterns under 256 (exponent field 0 or 1: the subnormals and the first normal
+// binade, one ulp) read linearly: pattern q is q·2^−133. So a byte permute puts q in each half and
+// fma(q·2^−133, 2^127, −z/64) = (q − z)/64 exactly (a power-of-2 product, and |q − z| ≤ 255 fits
+// bf16's 8 significant bits, so the one rounding is exact): 2 instructions a pair, as fp16's, where
+// going through fp32 took 5. The 1/64 goes into the scale (× 64 is exact too) or, where the scale
+// comes later, one more multiply by 64. Needs subnormal inputs, which fma.rn.bf16x2 keeps (no .ftz).
+struct U8Bf16 {
+  static constexpr u32 kTwo127 = 0x7f007f00u;  // bfloat162 of 2^127
+  static constexpr u32 k64 = 0x42804280u;      // of 64
+  static constexpr u32 kNegZero = 0x80008000u;  // of −0 (a + −0 = a, exactly)
+};
+// Pair j's two bytes as the patterns q (values 2j, 2j + 1 sit in bytes j % 2 and j % 2 + 2 of word
+// j / 2; selector 4 reads the zero operand's byte).
+__device__ __forceinline__ u32 u8_pair_bf16(const u32 (&w)[8], int j) {
+  u32 r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(w[j / 2]), "r"(0u), "r"(0x4240u + 0x0101u * (j % 2)));
   return r;
 }
+// Pair of −z/64 for an integer zero z < 256: the pattern z with the sign bit is −z·2^−133.
+__device__ __forceinline__ u32 u8_neg_zero_64_bf16(u32 z) {
+  return fma2<true>(z * 0x10001u + U8Bf16::kNegZero, U8Bf16::kTwo127, U8Bf16::kNegZero);
+}
+// Pair j as (q − z)/64, exactly; c is u8_neg_zero_64_bf16(z).
+__device__ __forceinline__ u32 u8_pair_minus_zero_64_bf16(const u32 (&w)[8], int j, u32 c) {
+  return fma2<true>(u8_pair_bf16(w, j), U8Bf16::kTwo127, c);
+}
 
-// Pairs 4p .. 4p + 3 of a lane's values as q − z, exactly (z an integer; 0 gives q).
+// Pairs 4p .. 4p + 3 of a lane's values as q − z, exactly (z an integer; 0 gives q). Not 8-bit bf16:
+// dequant_pairs takes those itself.
 template <int kBits, bool kBf16>
 __device__ __forceinline__ void pairs_minus_zero(const u32 (&w)[kBits], int p, u32 z, u32 (&out)[4]) {
+  static_assert(!(kBits == 8 && kBf16), "8-bit bf16 pairs: dequant_pairs");
   if constexpr (kBits == 4) {
     int4_word_minus_zero<kBf16>(w[p], z, out);
-  } else if constexpr (kBits == 8 && kBf16) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = u8_pair_minus_zero_bf16(w, 4 * p + i, z);
   } else if constexpr (kBits == 2) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) out[i] = int2_pair_minus_zero<kBf16>(w, 4 * p + i, z);
@@ -229,12 +241,37 @@ __device__ __forceinline__ u32 mul2(u32 a, u32 s2) {
   return r;
 }
 
+// The factor dequant_pairs leaves out of the pairs where the scale comes after the MMA (integer
+// modes without kPreScale): 8-bit bf16 pairs come out as (q − z)/64 (U8Bf16), so the scale that
+// multiplies their sums takes × 64. A power of 2 on both sides: the fp32 sums round exactly as the
+// unscaled ones would, and the results are the same bits.
+template <int kBits, bool kBf16>
+struct PostScale {
+  static constexpr float kFactor = kBits == 8 && kBf16 ? 64.f : 1.f;
+};
+
 // Pairs 4p .. 4p + 3 of a lane's values as weights of a DequantMode (0: (q − z)·s, 1: symmetric,
 // 2: (q − z)·s with a float z, 3: q·s + z). Integer modes leave the scale out unless kPreScale
-// (it then multiplies the MMA's partial sums); z is the integer zero, or the float zero pair.
+// (it then multiplies the MMA's partial sums, times PostScale's factor); z is the integer zero, or
+// the float zero pair.
 template <int kBits, bool kBf16, int kMode, bool kPreScale>
 __device__ __forceinline__ void dequant_pairs(const u32 (&w)[kBits], int p, u32 z, u32 s2, u32 (&out)[4]) {
-  if constexpr (kMode <= 1) {
+  if constexpr (kBits == 8 && kBf16) {
+    // The pairs as (q − z)/64 (U8Bf16), the 64 folded into the scale, the float zero's step or
+    // PostScale; every product by 64 is exact, so each form rounds once where the others below do.
+    const u32 c = kMode <= 1 ? u8_neg_zero_64_bf16(z) : U8Bf16::kNegZero;
+    const u32 s64 = mul2<true>(s2, U8Bf16::k64);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const u32 t = u8_pair_minus_zero_64_bf16(w, 4 * p + i, c);
+      if constexpr (kMode <= 1)
+        out[i] = kPreScale ? mul2<true>(t, s64) : t;  // (q − z)·s, or (q − z)/64
+      else if constexpr (kMode == 2)
+        out[i] = mul2<true>(fma2<true>(t, U8Bf16::k64, z ^ 0x80008000u), s2);  // (q − z)·s, z float
+      else
+        out[i] = fma2<true>(t, s64, z);  // q·s + z
+    }
+  } else if constexpr (kMode <= 1) {
     pairs_minus_zero<kBits, kBf16>(w, p, z, out);
     if constexpr (kPreScale) {
 #pragma unroll
