@@ -77,6 +77,8 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
+#define WQ_BF16_W4_ZERO_AFTER 1  // probe (seventy-fifth session): bf16 4-bit takes the zero after the MMA
+
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -278,8 +280,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // per-output fix-up measured 0 to 5 % slower on the H100 (M = 1 flat; 16 rows with 4 tiles, and
   // 64 rows, slower); without the Σ MMAs it reads both nibbles of each byte in place (bases 1024 and
   // 64) and drops the four f16x2 ops per word (docs/perf-notes.md, thirtieth session section 9).
-  constexpr bool kZeroAfter =
-      kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) && !(kBits == 4 && !kBf16 && !(kXSums && kSwap));
+  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) &&
+                              !(kBits == 4 && (!kBf16 || !WQ_BF16_W4_ZERO_AFTER) && !(kXSums && kSwap));
   // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
   // the magic one and the plain Σx path stays.)
   constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;
@@ -289,7 +291,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // operands; elsewhere the flag changes nothing.
   constexpr bool kSumsIn = kXSums && kZeroAfter && kSwap;
   constexpr float kBase = kBf16 ? 128.f : 1024.f;  // the magic base of dequant.cuh
-  constexpr float kPostScale = PostScale<kBits, kBf16>::kFactor;  // the pairs' missing factor
+  // The pairs' missing factor (dequant_pairs; the zero-after path's raw pairs miss none).
+  constexpr float kPostScale = kZeroAfter ? 1.f : PostScale<kBits, kBf16>::kFactor;
   constexpr u32 kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;
   constexpr int kV = kBits % 4 == 0 ? 4 : kBits == 2 ? 2 : 1;  // words per fragment load
   constexpr int kTileWords = 32 * kBits;                       // one (8 n, 128 k) tile

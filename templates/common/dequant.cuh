@@ -47,13 +47,6 @@ __device__ __forceinline__ u32 fma2(u32 a, u32 b, u32 c) {
   return r;
 }
 
-// 4-bit: a 32-bit word holds 8 values; pair j (0..3) is the nibbles at positions j and j+4
-// (low half, high half), so one shift + mask-or per pair.
-template <bool kBf16>
-__device__ __forceinline__ u32 int4_pair(u32 w, int j) {
-  return ((w >> (4 * j)) & 0x000f000fu) | Magic<kBf16>::kBase2;
-}
-
 // fp16 only: the four pairs of a word as q − z with no scale, in 1 shift + 4 mask-ors + 4 f16x2 ops.
 // Pairs 0 and 2 sit in the low nibble of each 16-bit half: 1024 + q, minus (1024 + z). Pairs 1 and
 // 3 sit one nibble up: 1024 + 16q, and fma(·, 1/16, −(64 + z)) gives q − z. Every step is exact.
@@ -84,18 +77,6 @@ __device__ __forceinline__ void int4_word_minus_zero_f16(u32 w, const Int4Zero& 
   out[1] = fma2<false>(p1, one_16th, z.zhi);
   out[2] = sub2<false>(p2, z.zb);
   out[3] = fma2<false>(p3, one_16th, z.zhi);
-}
-
-// Both dtypes: the four pairs of a word as q − z (bf16: shift per pair; sub via fma, which sm_80 has).
-template <bool kBf16>
-__device__ __forceinline__ void int4_word_minus_zero(u32 w, u32 z, u32 (&out)[4]) {
-  if constexpr (!kBf16) {
-    int4_word_minus_zero_f16(w, int4_zero_f16(z), out);
-  } else {
-    const u32 zb = biased_zero2<true>(z);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) out[j] = sub2<true>(int4_pair<true>(w, j), zb);
-  }
 }
 
 // ---- any bit width (layout: include/lowbit/pack.hpp) ------------------------------------------
@@ -185,41 +166,61 @@ __device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u3
   return fma2<kBf16>(p, m, c);
 }
 
-// 8-bit values in bf16. 128 + q needs 8 mantissa bits and bf16 has 7, so the magic base does not
-// work; but bf16 patterns under 256 (exponent field 0 or 1: the subnormals and the first normal
-// binade, one ulp) read linearly: pattern q is q·2^−133. So a byte permute puts q in each half and
-// fma(q·2^−133, 2^127, −z/64) = (q − z)/64 exactly (a power-of-2 product, and |q − z| ≤ 255 fits
-// bf16's 8 significant bits, so the one rounding is exact): 2 instructions a pair, as fp16's, where
-// going through fp32 took 5. The 1/64 goes into the scale (× 64 is exact too) or, where the scale
-// comes later, one more multiply by 64. Needs subnormal inputs, which fma.rn.bf16x2 keeps (no .ftz).
-struct U8Bf16 {
-  static constexpr u32 kTwo127 = 0x7f007f00u;  // bfloat162 of 2^127
-  static constexpr u32 k64 = 0x42804280u;      // of 64
+// 4- and 8-bit values in bf16. The magic base leaves bf16 7 mantissa bits: 128 + q, one value per
+// half and a shift per pair for 4-bit (fp16 reads two nibbles per half in place), and no room for
+// 8-bit at all. But bf16 patterns under 256 (exponent field 0 or 1: the subnormals and the first
+// normal binade, one ulp) read linearly: pattern v is v·2^−133. So a byte, or a nibble masked in
+// place at bit 0 or 4 (16q), reads as q times a power of 2, and fma(·, 2^127 or 2^123, −z/64) gives
+// (q − z)/64 exactly (a product by a power of 2; |q − z| ≤ 255 fits bf16's 8 significant bits, so
+// the one rounding is exact). 8-bit: a byte permute and the fma a pair (5 instructions through fp32
+// before); 4-bit: a shift per word, then a mask and the fma a pair (11 a word before, fp16's 9 now).
+// The 1/64 goes into what multiplies next (dequant_pairs; × 64 is exact too). Needs subnormal inputs,
+// which fma.rn.bf16x2 keeps (it has no .ftz).
+template <int kBits, bool kBf16>
+struct LinearBf16 {
+  static constexpr bool kOn = kBf16 && (kBits == 4 || kBits == 8);  // formats that take it
+  static constexpr u32 kTwo127 = 0x7f007f00u;   // bfloat162 of 2^127 (patterns at bit 0)
+  static constexpr u32 kTwo123 = 0x7b007b00u;   // of 2^123 (nibbles at bit 4: 16q)
+  static constexpr u32 k64 = 0x42804280u;       // of 64
   static constexpr u32 kNegZero = 0x80008000u;  // of −0 (a + −0 = a, exactly)
 };
-// Pair j's two bytes as the patterns q (values 2j, 2j + 1 sit in bytes j % 2 and j % 2 + 2 of word
-// j / 2; selector 4 reads the zero operand's byte).
-__device__ __forceinline__ u32 u8_pair_bf16(const u32 (&w)[8], int j) {
-  u32 r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(w[j / 2]), "r"(0u), "r"(0x4240u + 0x0101u * (j % 2)));
-  return r;
-}
+using Lin = LinearBf16<8, true>;
 // Pair of −z/64 for an integer zero z < 256: the pattern z with the sign bit is −z·2^−133.
-__device__ __forceinline__ u32 u8_neg_zero_64_bf16(u32 z) {
-  return fma2<true>(z * 0x10001u + U8Bf16::kNegZero, U8Bf16::kTwo127, U8Bf16::kNegZero);
+__device__ __forceinline__ u32 neg_zero_64_bf16(u32 z) {
+  return fma2<true>(z * 0x10001u + Lin::kNegZero, Lin::kTwo127, Lin::kNegZero);
 }
-// Pair j as (q − z)/64, exactly; c is u8_neg_zero_64_bf16(z).
-__device__ __forceinline__ u32 u8_pair_minus_zero_64_bf16(const u32 (&w)[8], int j, u32 c) {
-  return fma2<true>(u8_pair_bf16(w, j), U8Bf16::kTwo127, c);
+// Pairs 4p .. 4p + 3 as (q − z)/64, exactly; c is neg_zero_64_bf16(z).
+template <int kBits>
+__device__ __forceinline__ void pairs_minus_zero_64_bf16(const u32 (&w)[kBits], int p, u32 c, u32 (&out)[4]) {
+  static_assert(kBits == 4 || kBits == 8, "4 or 8 bits");
+  if constexpr (kBits == 8) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      // Values 2j, 2j + 1 (j = 4p + i) sit in bytes j % 2 and j % 2 + 2 of word j / 2; selector 4
+      // reads the zero operand's byte.
+      const int j = 4 * p + i;
+      u32 b;
+      asm("prmt.b32 %0, %1, %2, %3;" : "=r"(b) : "r"(w[j / 2]), "r"(0u), "r"(0x4240u + 0x0101u * (j % 2)));
+      out[i] = fma2<true>(b, Lin::kTwo127, c);
+    }
+  } else {
+    // Pair j of a word: nibbles j and j + 4. Pairs 0 and 2 sit at bit 0 of their bytes (2 after a
+    // shift by 8), pairs 1 and 3 at bit 4.
+    const u32 lo = 0x000f000fu, hi = 0x00f000f0u, w0 = w[p], w8 = w[p] >> 8;
+    out[0] = fma2<true>(w0 & lo, Lin::kTwo127, c);
+    out[1] = fma2<true>(w0 & hi, Lin::kTwo123, c);
+    out[2] = fma2<true>(w8 & lo, Lin::kTwo127, c);
+    out[3] = fma2<true>(w8 & hi, Lin::kTwo123, c);
+  }
 }
 
-// Pairs 4p .. 4p + 3 of a lane's values as q − z, exactly (z an integer; 0 gives q). Not 8-bit bf16:
-// dequant_pairs takes those itself.
+// Pairs 4p .. 4p + 3 of a lane's values as q − z, exactly (z an integer; 0 gives q). Not bf16 4-
+// and 8-bit: dequant_pairs takes those (LinearBf16).
 template <int kBits, bool kBf16>
 __device__ __forceinline__ void pairs_minus_zero(const u32 (&w)[kBits], int p, u32 z, u32 (&out)[4]) {
-  static_assert(!(kBits == 8 && kBf16), "8-bit bf16 pairs: dequant_pairs");
+  static_assert(!LinearBf16<kBits, kBf16>::kOn, "bf16 4- and 8-bit pairs: dequant_pairs");
   if constexpr (kBits == 4) {
-    int4_word_minus_zero<kBf16>(w[p], z, out);
+    int4_word_minus_zero_f16(w[p], int4_zero_f16(z), out);
   } else if constexpr (kBits == 2) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) out[i] = int2_pair_minus_zero<kBf16>(w, 4 * p + i, z);
@@ -242,12 +243,12 @@ __device__ __forceinline__ u32 mul2(u32 a, u32 s2) {
 }
 
 // The factor dequant_pairs leaves out of the pairs where the scale comes after the MMA (integer
-// modes without kPreScale): 8-bit bf16 pairs come out as (q − z)/64 (U8Bf16), so the scale that
-// multiplies their sums takes × 64. A power of 2 on both sides: the fp32 sums round exactly as the
+// modes without kPreScale): bf16 4- and 8-bit pairs come out as (q − z)/64 (LinearBf16), so the
+// scale that multiplies their sums takes × 64. A power of 2 on both sides: the fp32 sums round exactly as the
 // unscaled ones would, and the results are the same bits.
 template <int kBits, bool kBf16>
 struct PostScale {
-  static constexpr float kFactor = kBits == 8 && kBf16 ? 64.f : 1.f;
+  static constexpr float kFactor = LinearBf16<kBits, kBf16>::kOn ? 64.f : 1.f;
 };
 
 // Pairs 4p .. 4p + 3 of a lane's values as weights of a DequantMode (0: (q − z)·s, 1: symmetric,
@@ -256,20 +257,20 @@ struct PostScale {
 // the float zero pair.
 template <int kBits, bool kBf16, int kMode, bool kPreScale>
 __device__ __forceinline__ void dequant_pairs(const u32 (&w)[kBits], int p, u32 z, u32 s2, u32 (&out)[4]) {
-  if constexpr (kBits == 8 && kBf16) {
-    // The pairs as (q − z)/64 (U8Bf16), the 64 folded into the scale, the float zero's step or
+  if constexpr (LinearBf16<kBits, kBf16>::kOn) {
+    // The pairs as (q − z)/64 (LinearBf16), the 64 folded into the scale, the float zero's step or
     // PostScale; every product by 64 is exact, so each form rounds once where the others below do.
-    const u32 c = kMode <= 1 ? u8_neg_zero_64_bf16(z) : U8Bf16::kNegZero;
-    const u32 s64 = mul2<true>(s2, U8Bf16::k64);
+    u32 t[4];
+    pairs_minus_zero_64_bf16<kBits>(w, p, kMode <= 1 ? neg_zero_64_bf16(z) : Lin::kNegZero, t);
+    const u32 s64 = mul2<true>(s2, Lin::k64);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const u32 t = u8_pair_minus_zero_64_bf16(w, 4 * p + i, c);
       if constexpr (kMode <= 1)
-        out[i] = kPreScale ? mul2<true>(t, s64) : t;  // (q − z)·s, or (q − z)/64
+        out[i] = kPreScale ? mul2<true>(t[i], s64) : t[i];  // (q − z)·s, or (q − z)/64
       else if constexpr (kMode == 2)
-        out[i] = mul2<true>(fma2<true>(t, U8Bf16::k64, z ^ 0x80008000u), s2);  // (q − z)·s, z float
+        out[i] = mul2<true>(fma2<true>(t[i], Lin::k64, z ^ 0x80008000u), s2);  // (q − z)·s, z float
       else
-        out[i] = fma2<true>(t, s64, z);  // q·s + z
+        out[i] = fma2<true>(t[i], s64, z);  // q·s + z
     }
   } else if constexpr (kMode <= 1) {
     pairs_minus_zero<kBits, kBf16>(w, p, z, out);
