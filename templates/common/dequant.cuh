@@ -179,10 +179,13 @@ __device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u3
 template <int kBits, bool kBf16>
 struct LinearBf16 {
   static constexpr bool kOn = kBf16 && (kBits == 4 || kBits == 8);  // formats that take it
-  static constexpr u32 kTwo127 = 0x7f007f00u;   // bfloat162 of 2^127 (patterns at bit 0)
-  static constexpr u32 kTwo123 = 0x7b007b00u;   // of 2^123 (nibbles at bit 4: 16q)
-  static constexpr u32 k64 = 0x42804280u;       // of 64
-  static constexpr u32 kNegZero = 0x80008000u;  // of −0 (a + −0 = a, exactly)
+  // bfloat162 of 2^e: the biased exponent above bf16's 7 mantissa bits, in both halves.
+  static constexpr u32 pow2(int e) { return static_cast<u32>((127 + e) << 7) * 0x10001u; }
+  static constexpr u32 kTwo127 = pow2(127);     // patterns at bit 0: v·2^−133 → v/64
+  static constexpr u32 kTwo123 = pow2(123);     // nibbles at bit 4: 16q·2^−133 → q/64
+  static constexpr u32 k64 = pow2(6);
+  static constexpr u32 kNegZero = 0x80008000u;  // −0 (a + −0 = a, exactly)
+  static_assert(kTwo127 == 0x7f007f00u && k64 == 0x42804280u && pow2(0) == 0x3f803f80u, "bf16 of 2^e");
 };
 using Lin = LinearBf16<8, true>;
 // Pair of −z/64 for an integer zero z < 256: the pattern z with the sign bit is −z·2^−133.
