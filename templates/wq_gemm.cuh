@@ -77,8 +77,6 @@
 #include "common/ptx.cuh"
 #include "common/types.cuh"
 
-#define WQ_BF16_W4_ZERO_AFTER 1  // probe (seventy-fifth session): bf16 4-bit takes the zero after the MMA
-
 namespace lowbit::kern {
 
 // fn(mt, q, r) for every accumulator element. Inlined and unrolled, so the indices stay
@@ -274,14 +272,16 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // no subtraction) and the chunk's sum sheds (base + z)·Σx, Σx coming from one more MMA per step
   // against ones. Swapped, each pair keeps the base its position reads in place (InPlace in
   // dequant.cuh: a shift per word, not per pair), and the upper 8 A rows of that MMA hold the bases,
-  // so its accumulator elements 2, 3 are Σ base·x and 0, 1 Σx. Not for bf16 8-bit (base + q does
-  // not fit bf16). fp16 4-bit only with the sums precomputed (kXSums, swapped): its dequantization
-  // folds the zero in with one f16x2 op per pair, and trading those for the Σ MMAs and the
-  // per-output fix-up measured 0 to 5 % slower on the H100 (M = 1 flat; 16 rows with 4 tiles, and
-  // 64 rows, slower); without the Σ MMAs it reads both nibbles of each byte in place (bases 1024 and
-  // 64) and drops the four f16x2 ops per word (docs/perf-notes.md, thirtieth session section 9).
+  // so its accumulator elements 2, 3 are Σ base·x and 0, 1 Σx. Not for 8-bit bf16 (base + q does
+  // not fit bf16). 4-bit only with the sums precomputed (kXSums, swapped): its dequantization folds
+  // the zero in with one op per pair (bf16 since the seventy-fifth session, dequant.cuh's
+  // LinearBf16), and trading those for the Σ MMAs and the per-output fix-up measured 0 to 5 % slower
+  // in fp16 on the H100 (M = 1 flat; 16 rows with 4 tiles, and 64 rows, slower) and in bf16 on the
+  // H200 4-9 % at 16 rows, 0.5-4 % at one row (docs/perf-notes.md, § 75.3); without the Σ MMAs fp16
+  // reads both nibbles of each byte in place (bases 1024 and 64) and drops the four f16x2 ops per
+  // word (thirtieth session section 9).
   constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) &&
-                              !(kBits == 4 && (!kBf16 || !WQ_BF16_W4_ZERO_AFTER) && !(kXSums && kSwap));
+                              !(kBits == 4 && !(kXSums && kSwap));
   // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
   // the magic one and the plain Σx path stays.)
   constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;
