@@ -44,8 +44,9 @@
 // steps under one __syncthreads per step.
 //
 // Scales: in the integer modes with groups of ≥ 128 (one group per chunk) or per-channel scales,
-// the MMA runs on q − z and the scale multiplies the fp32 partial sum of the chunk (per channel:
-// once, at the end); with smaller groups, in the float-zero modes and with fp16 accumulation
+// the MMA runs on q − z ((q − z)/64 for bf16 4/8-bit, dequant.cuh's LinearBf16, the scale then × 64)
+// and the scale multiplies the fp32 partial sum of the chunk (per channel: once, at the end); with
+// smaller groups, in the float-zero modes and with fp16 accumulation
 // (kAccF16: each chunk's MMAs sum in fp16, then into the fp32 accumulators), every weight pair is
 // dequantized completely before the MMA.
 //
@@ -280,8 +281,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // H200 4-9 % at 16 rows, 0.5-4 % at one row (docs/perf-notes.md, § 75.3); without the Σ MMAs fp16
   // reads both nibbles of each byte in place (bases 1024 and 64) and drops the four f16x2 ops per
   // word (thirtieth session section 9).
-  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) &&
-                              !(kBits == 4 && !(kXSums && kSwap));
+  constexpr bool kZeroAfter =
+      kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) && !(kBits == 4 && !(kXSums && kSwap));
   // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
   // the magic one and the plain Σx path stays.)
   constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;

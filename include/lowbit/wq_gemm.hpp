@@ -132,8 +132,8 @@ struct WqGemmConfig {
   // mma.sync only, where the zero can come after the MMA (integer zeros or symmetric, groups of 128 or
   // more, not bf16 8-bit), with an even n_tiles: each chunk's activation sums (Σx, and Σ base·x for
   // the in-place bases) come from a small kernel run first, once per call, instead of Σ MMAs that
-  // every column block repeats; fp16 4-bit, which otherwise subtracts the zero before the MMA, then
-  // reads its values in place and subtracts it after, from the sums. The GEMM starts while
+  // every column block repeats; 4-bit, which otherwise subtracts the zero before the MMA, then
+  // subtracts it after, from the sums (fp16 reading its values in place). The GEMM starts while
   // it runs (programmatic dependent launch) and waits for it before its first chunk's sums. Costs one
   // more launch and an M·K·2-byte read; pays on large layers at up to 16 rows. The sums live in a
   // buffer the plan owns (chunks · rows · 8 bytes), like x_image's image, so plans without a workspace
@@ -147,6 +147,8 @@ struct WqGemmConfig {
 struct WqWeights {
   const void* qweight = nullptr;  // packed integers, 16-byte aligned
   const void* scales = nullptr;   // [groups_padded, n_padded] in act dtype, 16-byte aligned
+  // (bf16 4- and 8-bit weights: scales under 2^122 in magnitude, not checked; the kernels take the
+  // scale times 64, which overflows above that.)
   // [groups_padded, n_padded]: uint8 (8-byte aligned) for SubZeroThenScale, act dtype (16-byte
   // aligned) for the float-zero modes; null for Symmetric.
   const void* zeros = nullptr;

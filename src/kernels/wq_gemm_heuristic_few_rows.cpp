@@ -76,7 +76,10 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
     // take 8 tiles per warp, like 2-bit ones (v19): their zero comes after the MMA, so each chunk
     // carries Σ MMAs that more tiles share. The best of both GPUs' files (H200 (1,8,1,8) 10.70 µs
     // with 3 stages, 11.78 with 2, against 12.29 for v20's 4 tiles; H100 14.50 with 2 stages against
-    // 14.78). (v30 below takes 6.5-10 tiles per SM on short K back to 2 tiles.)
+    // 14.78). (v30 below takes 6.5-10 tiles per SM on short K back to 2 tiles.) Since the seventy-fifth
+    // session bf16 4-bit folds its zero in as fp16 does (no Σ MMAs but with x_sums), so the reason is
+    // gone; the rule stays measured: the H200 re-tune of W4 bf16 at one row on the six standard layers
+    // had the heuristic within 1.000-1.036× of each best (docs/perf-notes.md § 75.5).
     if (v5 && bucket == 1 && p.bits == 4 && p.act == DType::BF16 && p.group_size == 128 && tiles_per_sm > 6 &&
         2 * col_blocks >= sms)
       c.n_tiles = 8;

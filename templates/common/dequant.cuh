@@ -3,7 +3,8 @@
 // The magic-number trick: OR-ing a small integer q into the mantissa of 1024.0 (fp16 0x6400, whose
 // ulp is 1) gives exactly 1024 + q; for bf16 the base is 128.0 (0x4300). Subtracting (base + z)
 // then gives q − z exactly, and one multiply by the scale rounds once: the same value as the
-// reference (q − z)·s rounded to 16 bits.
+// reference (q − z)·s rounded to 16 bits. bf16 4- and 8-bit weights read their bits as subnormal
+// patterns instead (LinearBf16 below): (q − z)/64 exactly, the 64 folded into the scale.
 #pragma once
 #include "common/types.cuh"
 
@@ -109,7 +110,7 @@ __device__ __forceinline__ u32 raw_pair(const u32 (&w)[kBits], int j) {
 // while the value's bits lie in the mantissa (o + kBits ≤ 10 for fp16, ≤ 7 for bf16), so a word
 // needs one shift per kPositions positions instead of one per pair (fp16 2-bit: 1 shift per word
 // instead of 7, 3-bit 1 instead of 4, 1-bit 1 instead of 15; bf16 2-bit 2 instead of 7; bf16 4-bit
-// gains nothing; fp16 4-bit does not take this path, see kZeroAfter in wq_gemm.cuh).
+// gains nothing; 4-bit takes this path only with x_sums, see kZeroAfter in wq_gemm.cuh).
 template <int kBits, bool kBf16>
 struct InPlace {
   // Positions read without a shift. fp16 2-bit takes 4 of the 5 that fit (a shift by 8 then repeats
@@ -118,8 +119,8 @@ struct InPlace {
   // fewer instructions per chunk; H100, W2 at M 1 and 16 on the six standard layers 0-2.4 %
   // faster, 64/128 rows ±2 %, twentieth session).
   static constexpr int kPositions = (kBf16 ? 7 : kBits == 2 ? 8 : 10) / kBits;
-  static constexpr int kShift = kBits * kPositions;            // bits per shift
-  static constexpr u32 kExpStep = kBf16 ? 0x0080u : 0x0400u;   // one exponent step of the pattern
+  static constexpr int kShift = kBits * kPositions;           // bits per shift
+  static constexpr u32 kExpStep = kBf16 ? 0x0080u : 0x0400u;  // one exponent step of the pattern
   // Where pair j's values sit: word, shift and in-place position (3-bit: 5 values per word, pair
   // 15 spread over three words; 8-bit fp16 keeps the byte permute: one base, 1024).
   static constexpr bool kOneBase = (kBits == 8 && !kBf16) || kPositions == 0;
@@ -172,25 +173,30 @@ __device__ __forceinline__ u32 int2_pair_minus_zero(const u32 (&w)[2], int j, u3
 // normal binade, one ulp) read linearly: pattern v is v·2^−133. So a byte, or a nibble masked in
 // place at bit 0 or 4 (16q), reads as q times a power of 2, and fma(·, 2^127 or 2^123, −z/64) gives
 // (q − z)/64 exactly (a product by a power of 2; |q − z| ≤ 255 fits bf16's 8 significant bits, so
-// the one rounding is exact). 8-bit: a byte permute and the fma a pair (5 instructions through fp32
-// before); 4-bit: a shift per word, then a mask and the fma a pair (11 a word before, fp16's 9 now).
-// The 1/64 goes into what multiplies next (dequant_pairs; × 64 is exact too). Needs subnormal inputs,
-// which fma.rn.bf16x2 keeps (it has no .ftz).
-template <int kBits, bool kBf16>
+// the one rounding is exact). 8-bit: a byte permute and the fma a pair; 4-bit: a shift per word,
+// then a mask and the fma a pair (9 instructions a word, fp16's count; docs/perf-notes.md § 75).
+// The 1/64 goes into what multiplies next (dequant_pairs; × 64 is exact too, for scales under 2^122
+// in magnitude: include/lowbit/wq_gemm.hpp). Needs subnormal inputs, which fma.rn.bf16x2 keeps (it
+// has no .ftz).
+__host__ __device__ constexpr bool takes_linear_bf16(int bits, bool bf16) {
+  return bf16 && (bits == 4 || bits == 8);
+}
+// bfloat162 of 2^e: the biased exponent above bf16's 7 mantissa bits, in both halves.
+__host__ __device__ constexpr u32 bf16x2_pow2(int e) {
+  return static_cast<u32>((127 + e) << 7) * 0x10001u;
+}
 struct LinearBf16 {
-  static constexpr bool kOn = kBf16 && (kBits == 4 || kBits == 8);  // formats that take it
-  // bfloat162 of 2^e: the biased exponent above bf16's 7 mantissa bits, in both halves.
-  static constexpr u32 pow2(int e) { return static_cast<u32>((127 + e) << 7) * 0x10001u; }
-  static constexpr u32 kTwo127 = pow2(127);     // patterns at bit 0: v·2^−133 → v/64
-  static constexpr u32 kTwo123 = pow2(123);     // nibbles at bit 4: 16q·2^−133 → q/64
-  static constexpr u32 k64 = pow2(6);
+  static constexpr u32 kTwo127 = bf16x2_pow2(127);  // patterns at bit 0: v·2^−133 → v/64
+  static constexpr u32 kTwo123 = bf16x2_pow2(123);  // nibbles at bit 4: 16q·2^−133 → q/64
+  static constexpr u32 k64 = bf16x2_pow2(6);
   static constexpr u32 kNegZero = 0x80008000u;  // −0 (a + −0 = a, exactly)
-  static_assert(kTwo127 == 0x7f007f00u && k64 == 0x42804280u && pow2(0) == 0x3f803f80u, "bf16 of 2^e");
 };
-using Lin = LinearBf16<8, true>;
+static_assert(LinearBf16::kTwo127 == 0x7f007f00u && LinearBf16::k64 == 0x42804280u &&
+                  bf16x2_pow2(0) == 0x3f803f80u,
+              "bf16 of 2^e");
 // Pair of −z/64 for an integer zero z < 256: the pattern z with the sign bit is −z·2^−133.
 __device__ __forceinline__ u32 neg_zero_64_bf16(u32 z) {
-  return fma2<true>(z * 0x10001u + Lin::kNegZero, Lin::kTwo127, Lin::kNegZero);
+  return fma2<true>(z * 0x10001u + LinearBf16::kNegZero, LinearBf16::kTwo127, LinearBf16::kNegZero);
 }
 // Pairs 4p .. 4p + 3 as (q − z)/64, exactly; c is neg_zero_64_bf16(z).
 template <int kBits>
@@ -204,16 +210,16 @@ __device__ __forceinline__ void pairs_minus_zero_64_bf16(const u32 (&w)[kBits], 
       const int j = 4 * p + i;
       u32 b;
       asm("prmt.b32 %0, %1, %2, %3;" : "=r"(b) : "r"(w[j / 2]), "r"(0u), "r"(0x4240u + 0x0101u * (j % 2)));
-      out[i] = fma2<true>(b, Lin::kTwo127, c);
+      out[i] = fma2<true>(b, LinearBf16::kTwo127, c);
     }
   } else {
     // Pair j of a word: nibbles j and j + 4. Pairs 0 and 2 sit at bit 0 of their bytes (2 after a
     // shift by 8), pairs 1 and 3 at bit 4.
     const u32 lo = 0x000f000fu, hi = 0x00f000f0u, w0 = w[p], w8 = w[p] >> 8;
-    out[0] = fma2<true>(w0 & lo, Lin::kTwo127, c);
-    out[1] = fma2<true>(w0 & hi, Lin::kTwo123, c);
-    out[2] = fma2<true>(w8 & lo, Lin::kTwo127, c);
-    out[3] = fma2<true>(w8 & hi, Lin::kTwo123, c);
+    out[0] = fma2<true>(w0 & lo, LinearBf16::kTwo127, c);
+    out[1] = fma2<true>(w0 & hi, LinearBf16::kTwo123, c);
+    out[2] = fma2<true>(w8 & lo, LinearBf16::kTwo127, c);
+    out[3] = fma2<true>(w8 & hi, LinearBf16::kTwo123, c);
   }
 }
 
@@ -221,7 +227,7 @@ __device__ __forceinline__ void pairs_minus_zero_64_bf16(const u32 (&w)[kBits], 
 // and 8-bit: dequant_pairs takes those (LinearBf16).
 template <int kBits, bool kBf16>
 __device__ __forceinline__ void pairs_minus_zero(const u32 (&w)[kBits], int p, u32 z, u32 (&out)[4]) {
-  static_assert(!LinearBf16<kBits, kBf16>::kOn, "bf16 4- and 8-bit pairs: dequant_pairs");
+  static_assert(!takes_linear_bf16(kBits, kBf16), "bf16 4- and 8-bit pairs: dequant_pairs");
   if constexpr (kBits == 4) {
     int4_word_minus_zero_f16(w[p], int4_zero_f16(z), out);
   } else if constexpr (kBits == 2) {
@@ -247,11 +253,11 @@ __device__ __forceinline__ u32 mul2(u32 a, u32 s2) {
 
 // The factor dequant_pairs leaves out of the pairs where the scale comes after the MMA (integer
 // modes without kPreScale): bf16 4- and 8-bit pairs come out as (q − z)/64 (LinearBf16), so the
-// scale that multiplies their sums takes × 64. A power of 2 on both sides: the fp32 sums round exactly as the
-// unscaled ones would, and the results are the same bits.
+// scale that multiplies their sums takes × 64. A power of 2 on both sides: barring fp32 underflow or
+// overflow the sums round exactly as the unscaled ones would, and the results are the same bits.
 template <int kBits, bool kBf16>
 struct PostScale {
-  static constexpr float kFactor = LinearBf16<kBits, kBf16>::kOn ? 64.f : 1.f;
+  static constexpr float kFactor = takes_linear_bf16(kBits, kBf16) ? 64.f : 1.f;
 };
 
 // Pairs 4p .. 4p + 3 of a lane's values as weights of a DequantMode (0: (q − z)·s, 1: symmetric,
@@ -260,18 +266,19 @@ struct PostScale {
 // the float zero pair.
 template <int kBits, bool kBf16, int kMode, bool kPreScale>
 __device__ __forceinline__ void dequant_pairs(const u32 (&w)[kBits], int p, u32 z, u32 s2, u32 (&out)[4]) {
-  if constexpr (LinearBf16<kBits, kBf16>::kOn) {
+  if constexpr (takes_linear_bf16(kBits, kBf16)) {
     // The pairs as (q − z)/64 (LinearBf16), the 64 folded into the scale, the float zero's step or
-    // PostScale; every product by 64 is exact, so each form rounds once where the others below do.
+    // PostScale; every product by 64 is exact (scales under 2^122), so each form rounds once where the
+    // others below do.
     u32 t[4];
-    pairs_minus_zero_64_bf16<kBits>(w, p, kMode <= 1 ? neg_zero_64_bf16(z) : Lin::kNegZero, t);
-    const u32 s64 = mul2<true>(s2, Lin::k64);
+    pairs_minus_zero_64_bf16<kBits>(w, p, kMode <= 1 ? neg_zero_64_bf16(z) : LinearBf16::kNegZero, t);
+    const u32 s64 = mul2<true>(s2, LinearBf16::k64);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       if constexpr (kMode <= 1)
         out[i] = kPreScale ? mul2<true>(t[i], s64) : t[i];  // (q − z)·s, or (q − z)/64
       else if constexpr (kMode == 2)
-        out[i] = mul2<true>(fma2<true>(t[i], Lin::k64, z ^ 0x80008000u), s2);  // (q − z)·s, z float
+        out[i] = mul2<true>(fma2<true>(t[i], LinearBf16::k64, z ^ 0x80008000u), s2);  // (q − z)·s, z float
       else
         out[i] = fma2<true>(t[i], s64, z);  // q·s + z
     }

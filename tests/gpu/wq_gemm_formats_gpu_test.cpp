@@ -135,7 +135,7 @@ TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype
   const auto sixteen = build_plans(
       problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), forced(1, 16, 1, 2, 1, true)));
   // The sums from the pre-pass (x_sums) instead of the Σ MMAs, where the format can take the zero
-  // after the MMA (every one but bf16 8-bit; fp16 4-bit only so): 8 tiles, and 4 tiles split in two
+  // after the MMA (every one but bf16 8-bit; 4-bit only so): 8 tiles, and 4 tiles split in two
   // along K.
   std::vector<std::size_t> summed;
   std::vector<WqGemmProblem> sum_problems;

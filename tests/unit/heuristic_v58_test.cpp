@@ -66,7 +66,8 @@ TEST_CASE(
   p = g128_problem(28672, 8192, 8);
   p.act = DType::BF16, p.out = DType::BF16;
   // (4 tiles a warp; the warps along K follow v37's register count: 4 until the seventy-fifth session's
-  // bf16 4-bit dequantization took these formats to 74-78 registers, 6 blocks a SM, 2 since.)
+  // bf16 4-bit dequantization took these formats to 74-78 registers, 6 blocks a SM, 2 since; float zeros
+  // now stage their activations, as in fp16.)
   for (int group : {64, 0}) {
     p.group_size = group;
     CHECK(v5_registers(choose_hopper(p), 2));
