@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // the zero in with one op per pair (bf16 since the seventy-fifth session, dequant.cuh's
   // LinearBf16), and trading those for the Σ MMAs and the per-output fix-up measured 0 to 5 % slower
   // in fp16 on the H100 (M = 1 flat; 16 rows with 4 tiles, and 64 rows, slower) and in bf16 on the
-  // H200 4-9 % at 16 rows, 0.5-4 % at one row (docs/perf-notes.md, § 75.3); without the Σ MMAs fp16
+  // H200 4-10 % at 16 rows, 0.5-4 % at one row (docs/perf-notes.md, § 75.3); without the Σ MMAs fp16
   // reads both nibbles of each byte in place (bases 1024 and 64) and drops the four f16x2 ops per
   // word (thirtieth session section 9).
   constexpr bool kZeroAfter =
