@@ -83,14 +83,17 @@ bench_formats() {
       grep -v "^#" | tee -a "$S"
   done
 }
-# bench_lines CACHE: `lowbit bench wq_gemm` once per non-empty line of $BENCHES (bench arguments),
-# each line echoed into the summary first, all in kernel cache CACHE (the variant scripts).
+# bench_lines CACHE: `lowbit bench wq_gemm` once per non-empty line of $BENCHES (bench arguments;
+# leading VAR=value words are set for that bench only), each line echoed into the summary first, all
+# in kernel cache CACHE (the variant scripts).
 bench_lines() {
-  local line args
+  local line args vars
   while IFS= read -r line; do
     [ -z "$line" ] && continue
     read -r -a args <<<"$line"
+    vars=()
+    while [ ${#args[@]} -gt 0 ] && [[ ${args[0]} == [A-Z_]*=* ]]; do vars+=("${args[0]}"); args=("${args[@]:1}"); done
     echo "-- $line" | tee -a "$S"
-    LOWBIT_CACHE_DIR=$1 "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | tee -a "$S"
+    env "${vars[@]}" LOWBIT_CACHE_DIR="$1" "$B/lowbit" bench wq_gemm "${args[@]}" 2>&1 | tee -a "$S"
   done <<<"$BENCHES"
 }
