@@ -207,8 +207,6 @@ __device__ __forceinline__ u32 channel_scale(const u16* scales, int at) {
   return kGroup == 0 && kPreScale ? splat2(ld_cached_u16(scales + at)) : 0u;
 }
 
-// Probe (session 76): 1: fp16 8-bit folds the zero in at 32+ rows a warp; 2: at 16+; 3: every width at 16+.
-#define WQ_FOLD 0
 template <int kBits, int kGroup, int kN, int kK, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK,
           int kSplitK, int kStages, bool kUpperRows, bool kOneRow, bool kBf16, bool kOutF32, int kMode,
           bool kDeterministic, bool kXShared, bool kAccF16, bool kXSums, bool kChain = false>
@@ -283,13 +281,17 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // H200 4-10 % at 16 rows, 0.5-4 % at one row (docs/perf-notes.md, § 75.3); without the Σ MMAs fp16
   // reads both nibbles of each byte in place (bases 1024 and 64) and drops the four f16x2 ops per
   // word (thirtieth session section 9).
-  constexpr int kWarpRowsProbe = kMTiles * kHalves * 8;
-  constexpr bool kFoldProbe = !kDeterministic && !kXSums &&
-                              ((WQ_FOLD == 1 && kBits == 8 && kWarpRowsProbe >= 32) ||
-                               (WQ_FOLD == 2 && kBits == 8 && kWarpRowsProbe >= 16) ||
-                               (WQ_FOLD == 3 && kWarpRowsProbe >= 16));
-  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && kBf16) &&
-                              !(kBits == 4 && !(kXSums && kSwap)) && !kFoldProbe;
+  //
+  // fp16 8-bit folds the zero in too where a warp holds 32 rows or more (outside deterministic mode,
+  // whose M buckets must round alike, and x_sums configs, whose sums cost no MMAs): the Σ MMAs are 2
+  // per 8-row slice and step, so a 32-row warp of 4 tiles ran 24 MMAs a step where 16 do the work, in
+  // a loop its MMAs bound, and the fold costs one HSUB2 a pair. H200, (2,4,1,4,1,2) staged, 0.82-0.94×
+  // at 64 rows on 12 layers, 0.87-1.00× at 32 rows; with 16-row warps the fold ran 0.95-1.03× (probe
+  // WQ_FOLD, docs/perf-notes.md § 76.4).
+  constexpr int kWarpRows = kMTiles * kHalves * 8;
+  constexpr bool kFoldEightBit = kBits == 8 && kWarpRows >= 32 && !kDeterministic && !kXSums;
+  constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && (kBf16 || kFoldEightBit)) &&
+                              !(kBits == 4 && !(kXSums && kSwap));
   // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all
   // the magic one and the plain Σx path stays.)
   constexpr bool kInPlaceBases = kZeroAfter && kSwap && !InPlace<kBits, kBf16>::kUniform;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 #include "common/log.hpp"
 #include "jit/context.hpp"
@@ -221,10 +222,40 @@ WqGemmConfig default_config() {
   return c;
 }
 
+namespace {
+
+// Heuristic v62 (seventy-sixth session): 8-bit weights at 33-64 rows on sm_90a, where one 32-row block of
+// 4 tiles × 4 warps along K, 2 stages, staged activations, makes at most 2 blocks a SM with the busiest SM
+// at most 1.1× the mean, on K up to 8192 (64 chunks): mma.sync instead of the wgmma rules. Since § 75 (bf16)
+// and § 76 (fp16, the zero folded in at 32-row warps) such a warp's 8-bit pairs take 2 instructions and no
+// Σ MMAs. H200 bench, file off, the wgmma choice → this, µs, bf16 / fp16: 4096² 12.04 → 10.20 / 11.99 →
+// 10.25, 2048×8192 13.19 → 12.16 / 13.21 → 12.32. Where the blocks fall unevenly or make more than 2 a
+// SM it lost (2560×8192, 160 blocks: 14.93 → 17.89; 6144×4096, 384: 14.23 → 18.97), and on long K
+// (4096×14336: 24.28 → 30.93); 3584² (224 blocks, 1.18× the mean) keeps its mma.sync (2,4,2,4), which
+// folds too (docs/perf-notes.md § 76). Integer zeros or symmetric, groups of 128, fp32 accumulation, as
+// measured.
+std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const Arch& arch, int sm_count) {
+  const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
+  if (!wq::has_wgmma(arch) || h.bucket != 64 || p.bits != 8 || p.group_size != 128 || p.deterministic ||
+      wq::dequantizes_every_weight(p) || h.chunks > 64 || !wq::may_stage_per_warp(p, arch))
+    return std::nullopt;
+  const int64_t blocks = 2 * ceil_div(h.tiles, 4);  // two 32-row blocks per 4-tile column block
+  const int64_t busiest = ceil_div(blocks, h.sms);
+  if (busiest > 2 || 10 * busiest * h.sms > 11 * blocks) return std::nullopt;
+  WqGemmConfig c = wq::base_config(2, 4, 4, 2);
+  c.x_shared = true;
+  c = wq::fit_registers(p, c);
+  wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/false);
+  return c;
+}
+
+}  // namespace
+
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   // Fitted to `lowbit tune` over the model presets at M 1..128 on the H200 (docs/perf-notes.md,
   // "heuristic v3"); shapes are measured in 8-column tiles per SM so other GPUs scale with them.
   // Hopper's warpgroup MMA first, where its rules apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
+  if (auto e = eight_bit_one_wave_64(p, arch, sm_count)) return *e;
   if (auto w = wq::choose_wgmma_config(p, arch, sm_count)) return *w;
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
   const int64_t bucket = h.bucket, tiles = h.tiles, chunks = h.chunks;
@@ -339,10 +370,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // off, the choice before → this (µs, one round of two): 4096² 9.73 → 8.01, 6144×4096 13.07 → 12.05 (the
     // tune's best on both); out of sample 0.79-0.93× in 13 more cases at 20-32 rows (3584×8192 16.90 → 13.30,
     // 4096×11008 22.32 → 17.94, 3072×2048 0.85, 5120×4096 0.93; 4096² at 24 rows 0.84). Not up to 2 tiles per
-    // SM (1280-2048 columns: 1.24-1.27×, the blocks halve under one a SM), nor fp16 (1.06-1.10×: its pairs
-    // take 2 instructions), nor where every weight is dequantized before the MMA (unmeasured).
-    if (sm90a && bucket == 32 && p.bits == 8 && p.act == DType::BF16 && !wq::dequantizes_every_weight(p) &&
-        tiles_per_sm > 2 && tiles_per_sm <= 6) {
+    // SM (1280-2048 columns: 1.24-1.27×, the blocks halve under one a SM), nor where every weight is
+    // dequantized before the MMA (unmeasured). (fp16 then ran it 1.06-1.10× the choice before: its Σ MMAs.)
+    // v62 (seventy-sixth session): fp16 too, whose 32-row warps fold the zero in since then (wq_gemm.cuh's
+    // kFoldEightBit, 2 instructions a pair and no Σ MMAs). H200 bench, the tuned entry → this, µs: 4096²
+    // (1,4,1,4,1,3) 8.14 → 7.68, 6144×4096 (1,4,1,4,1,2) 12.63 → 11.01 (docs/perf-notes.md § 76).
+    if (sm90a && bucket == 32 && p.bits == 8 && !wq::dequantizes_every_weight(p) && tiles_per_sm > 2 &&
+        tiles_per_sm <= 6) {
       c = make(2, 4, 4, 2);
       c.x_shared = true;
     }
