@@ -226,22 +226,25 @@ namespace {
 
 // Heuristic v62 (seventy-sixth session): 8-bit weights at 33-64 rows on sm_90a, where one 32-row block of
 // 4 tiles × 4 warps along K, 2 stages, staged activations, makes at most 2 blocks a SM with the busiest SM
-// at most 1.1× the mean, on K up to 8192 (64 chunks): mma.sync instead of the wgmma rules. Since § 75 (bf16)
-// and § 76 (fp16, the zero folded in at 32-row warps) such a warp's 8-bit pairs take 2 instructions and no
-// Σ MMAs. H200 bench, file off, the wgmma choice → this, µs, bf16 / fp16: 4096² 12.04 → 10.20 / 11.99 →
-// 10.25, 2048×8192 13.19 → 12.16 / 13.21 → 12.32. Where the blocks fall unevenly or make more than 2 a
-// SM it lost (2560×8192, 160 blocks: 14.93 → 17.89; 6144×4096, 384: 14.23 → 18.97), and on long K
-// (4096×14336: 24.28 → 30.93); 3584² (224 blocks, 1.18× the mean) keeps its mma.sync (2,4,2,4), which
-// folds too (docs/perf-notes.md § 76). Integer zeros or symmetric, groups of 128, fp32 accumulation, as
-// measured.
+// at most 1.1× the mean, on K from 2048 to 8192 (16-64 chunks, as measured) with the busiest SM's blocks
+// taking at most 96 chunks of K in all (1 block of 64, or 2 of 48): mma.sync instead of the rules before (mostly wgmma). Since § 75
+// (bf16) and § 76 (fp16, the zero folded in at 32-row warps) such a warp's 8-bit pairs take 2 instructions
+// and no Σ MMAs. H200 bench, file off, the choice
+// before → this, fp16 / bf16: 4096² 0.849 / 0.857 (12.42 → 10.54 µs in fp16), 4224×4096 0.855 / 0.856,
+// 3840×4096 0.885 / 0.883, 2048×8192 0.946 / 0.957, 1920×8192 0.943 / 0.948, 4096×6144 0.972 / 0.988,
+// 2048×4096 0.970 / 0.967, 4096×2048 0.957 / 0.973, 2048² 1.004 / 1.002. It lost where the blocks fall
+// unevenly or make more than 2 a SM (2560×8192, 160 blocks: 14.93 → 17.89; 6144×4096, 384: 14.23 →
+// 18.97), and on longer K: 4096×8192 (2 blocks a SM × 64 chunks) 1.079 / 1.065, hence the 96, drawn after
+// that bench; 4096×14336 1.27. 3584² (224 blocks, 1.18× the mean) keeps its mma.sync (2,4,2,4), which folds
+// too (docs/perf-notes.md § 76). Integer zeros or symmetric, groups of 128, fp32 accumulation, as measured.
 std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
   if (!wq::has_wgmma(arch) || h.bucket != 64 || p.bits != 8 || p.group_size != 128 || p.deterministic ||
-      wq::dequantizes_every_weight(p) || h.chunks > 64 || !wq::may_stage_per_warp(p, arch))
+      wq::dequantizes_every_weight(p) || h.chunks < 16 || h.chunks > 64 || !wq::may_stage_per_warp(p, arch))
     return std::nullopt;
   const int64_t blocks = 2 * ceil_div(h.tiles, 4);  // two 32-row blocks per 4-tile column block
   const int64_t busiest = ceil_div(blocks, h.sms);
-  if (busiest > 2 || 10 * busiest * h.sms > 11 * blocks) return std::nullopt;
+  if (busiest > 2 || 10 * busiest * h.sms > 11 * blocks || busiest * h.chunks > 96) return std::nullopt;
   WqGemmConfig c = wq::base_config(2, 4, 4, 2);
   c.x_shared = true;
   c = wq::fit_registers(p, c);

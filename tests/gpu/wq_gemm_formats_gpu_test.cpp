@@ -169,6 +169,45 @@ TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype
   }
 }
 
+TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after the MMA with x_sums", "[gpu]") {
+  // fp16 8-bit folds the zero in before the MMA where a warp holds 32 rows or more (wq_gemm.cuh,
+  // kFoldEightBit) and takes it after the MMA with 16-row warps and with x_sums; bf16 always folds.
+  // Rows past 16 and 32 (17, 40) leave the upper slices partly empty; 264 columns end in a partial block.
+  std::vector<WqGemmProblem> problems;
+  for (int group : {128, 256, 0})
+    for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+      for (DType act : {DType::F16, DType::BF16}) problems.push_back(make_problem(264, 1280, 8, group, mode, act, 64));
+  const std::vector<int64_t> ms = {17, 40, 64};
+  const std::size_t n = problems.size();
+  const auto two = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 2, 1, true)));
+  const auto four = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(4, 2, 1, 2, 1, true)));
+  const auto split = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 2, 2, true)));
+  std::vector<std::size_t> summed;
+  std::vector<WqGemmProblem> sum_problems;
+  std::vector<WqGemmPlanOptions> sum_options;
+  for (std::size_t i = 0; i < n; ++i) {
+    WqGemmPlanOptions o = forced(2, 4, 1, 2, 1, true);
+    o.config->x_sums = true;
+    if (!lowbit::can_implement(problems[i], *o.config, gpu_runtime().arch())) continue;
+    summed.push_back(i);
+    sum_problems.push_back(problems[i]);
+    sum_options.push_back(o);
+  }
+  REQUIRE(summed.size() == 4);  // fp16, groups 128 and 256 (bf16 8-bit and per-channel scales take no sums)
+  const auto sums = build_plans(sum_problems, ms, sum_options);
+  for (std::size_t i = 0, s = 0; i < n; ++i) {
+    auto L = make_layer(problems[i], false);
+    const bool with_sums = s < summed.size() && summed[s] == i;
+    for (int64_t m : ms) {
+      run_and_check(*L, *two[i], m, false);
+      run_and_check(*L, *four[i], m, false);
+      run_and_check(*L, *split[i], m, false);
+      if (with_sums) run_and_check(*L, *sums[s], m, false);
+    }
+    s += with_sums ? 1 : 0;
+  }
+}
+
 TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zeros", "[gpu]") {
   struct Case {
     int64_t n, k;

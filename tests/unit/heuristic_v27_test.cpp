@@ -124,8 +124,9 @@ TEST_CASE(
   CHECK(w.warps_k == 4);
   CHECK(lowbit::choose_config(g128_problem(3072, 2048, 32), kSm80, 132).n_tiles == 8);
   CHECK(lowbit::choose_config(g128_problem(9216, 3072, 32), kSm80, 132).warps_k != 4);
-  // 4-bit weights as measured (3 follows): 8-bit keep theirs.
-  CHECK(choose_hopper(3072, 2048, 32, 8).n_tiles == 8);
+  // 4-bit weights as measured (3 follows): 8-bit keep theirs (3072×2048 at 32 rows: v61/v62's 32-row block).
+  CHECK(choose_hopper(3072, 2048, 32, 8).n_tiles == 4);
+  CHECK(choose_hopper(3072, 2048, 32, 8).m_tiles == 2);
   CHECK(choose_hopper(9216, 3072, 32, 8).warps_k == 8);
 }
 

@@ -66,8 +66,8 @@ TEST_CASE("choose_config v56: 32-row mma.sync blocks in 2- and 8-bit weights", "
     CHECK(staged(choose_hopper(n, k, 32, 2)) == "2,6,1,8,1,2+xs");
     CHECK(staged(choose_hopper(n, k, 32, 1)) == "2,6,1,8,1,2+xs");
     CHECK(staged(choose_hopper(n, k, 32, 4)) == "1,4,1,4,1,3+xs");  // 4-bit keeps two 16-row blocks
-    // 8-bit: 2 stages (over 2 blocks of 100 KB per SM with 3).
-    CHECK(staged(choose_hopper(n, k, 32, 8)) == "1,4,1,4,1,2+xs");
+    // 8-bit: v61/v62's one 32-row block of 4 tiles, 2 stages (v56: two 16-row blocks, 2 stages).
+    CHECK(staged(choose_hopper(n, k, 32, 8)) == "2,4,1,4,1,2+xs");
   }
   // Not where every weight is dequantized before the MMA (groups under 128, float zeros).
   WqGemmProblem g64 = g128_problem(6144, 4096, 32, 2), float_zeros = g64;
@@ -76,13 +76,12 @@ TEST_CASE("choose_config v56: 32-row mma.sync blocks in 2- and 8-bit weights", "
   CHECK(staged(choose_hopper(float_zeros)) == "1,4,1,4,1,3+xs");
   // The bounds on 132 SMs: 4432 columns (554 tiles, 4.197 per SM) are out, 4440 (555, 4.205) in; 6336 (6.0)
   // in, 6344 (6.008) out; under 16 chunks out (5632×1920 is 15).
-  for (int bits : {2, 8}) {
-    INFO(bits << "-bit");
-    CHECK(staged(choose_hopper(4432, 4096, 32, bits)).find(",3+xs") != std::string::npos);
-    CHECK(staged(choose_hopper(4440, 4096, 32, bits)) == (bits == 2 ? "2,6,1,8,1,2+xs" : "1,4,1,4,1,2+xs"));
-    CHECK(staged(choose_hopper(6336, 4096, 32, bits)) == (bits == 2 ? "2,6,1,8,1,2+xs" : "1,4,1,4,1,2+xs"));
-    CHECK(staged(choose_hopper(6344, 4096, 32, bits)) == "2,8,1,4,1,3+xs");
-  }
+  // (8-bit weights take v61/v62's 32-row block over 2 up to 6 tiles per SM.)
+  CHECK(staged(choose_hopper(4432, 4096, 32, 2)).find(",3+xs") != std::string::npos);
+  CHECK(staged(choose_hopper(4440, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
+  CHECK(staged(choose_hopper(6336, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
+  for (int64_t n : {4432, 4440, 6336}) CHECK(staged(choose_hopper(n, 4096, 32, 8)) == "2,4,1,4,1,2+xs");
+  for (int bits : {2, 8}) CHECK(staged(choose_hopper(6344, 4096, 32, bits)) == "2,8,1,4,1,3+xs");
   CHECK(staged(choose_hopper(5632, 2048, 32, 2)) == "2,6,1,8,1,2+xs");
   CHECK(staged(choose_hopper(5632, 1920, 32, 2)) == "1,4,1,4,1,3+xs");
   // 8-bit with fp16 accumulation keeps 3 stages (unmeasured there).

@@ -45,15 +45,16 @@ TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: o
     INFO(p.str());
     CHECK(staged(choose_hopper(p)) == "2,4,1,4,1,2+xs");
   }
-  // Not up to 2 tiles per SM (2048 columns: 1.24x in the bench), nor fp16, nor 4-bit, nor at 16 or 64 rows,
-  // nor where every weight is dequantized before the MMA, nor off sm_90a.
+  // Not up to 2 tiles per SM (2048 columns: 1.24x in the bench), nor 4-bit, nor at 16 rows, nor where every
+  // weight is dequantized before the MMA, nor off sm_90a. fp16 since v62 (its 32-row warps fold the zero in),
+  // and at 64 rows v62's own rule gives 4096² the same block (heuristic_v62_test.cpp).
   CHECK(staged(choose_bf16_hopper(2048, 8192, 32, 8)) != "2,4,1,4,1,2+xs");
   CHECK(choose_bf16_hopper(2112, 4096, 32, 8).m_tiles == 1);                 // 264 tiles: exactly 2 a SM
   CHECK(staged(choose_bf16_hopper(2176, 4096, 32, 8)) == "2,4,1,4,1,2+xs");  // 272: just over
-  CHECK(choose_hopper(4096, 4096, 32, 8).m_tiles == 1);
+  CHECK(staged(choose_hopper(4096, 4096, 32, 8)) == "2,4,1,4,1,2+xs");
   CHECK(choose_bf16_hopper(4096, 4096, 32, 4).m_tiles == 1);
   CHECK(choose_bf16_hopper(4096, 4096, 16, 8).m_tiles == 1);
-  CHECK(staged(choose_bf16_hopper(4096, 4096, 64, 8)) != "2,4,1,4,1,2+xs");
+  CHECK(staged(choose_bf16_hopper(4096, 4096, 64, 8)) == "2,4,1,4,1,2+xs");
   p.mode = DequantMode::SubFloatZeroThenScale, p.group_size = 128;
   CHECK(staged(choose_hopper(p)) != "2,4,1,4,1,2+xs");
   p.mode = DequantMode::SubZeroThenScale, p.group_size = 64;

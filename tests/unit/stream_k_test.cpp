@@ -208,7 +208,7 @@ TEST_CASE("choose_config v18: a four-way K split of 128-column blocks on K-heavy
 }
 
 TEST_CASE(
-    "choose_config v18/v21/v31: 4096² at 64 rows stages per warp, 2 row tiles; 8-bit splits K four ways",
+    "choose_config v18/v31/v62: 4096² at 64 rows stages per warp, 2 row tiles; 8-bit one 32-row block",
     "[heuristic]") {
   WqGemmProblem p;
   p.m = 64, p.n = 4096, p.k = 4096, p.group_size = 128;
@@ -218,8 +218,8 @@ TEST_CASE(
       p.bits = bits, p.act = act, p.out = act;
       const WqGemmConfig c = lowbit::choose_config(p, Arch::parse("sm_90a"), 132);
       CAPTURE(bits, c.str());
-      if (bits == 8) {  // v21: wgmma, 64-row blocks of 128 columns, K in four pieces
-        CHECK((c.wgmma && c.split_k == 4 && c.m_tiles == 4 && c.n_tiles == 2 && c.warps_n == 8));
+      if (bits == 8) {  // v62: one 32-row mma.sync block of 4 tiles × 4 warps along K (v21's split 4 before)
+        CHECK((!c.wgmma && c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 && c.warps_k == 4 && c.stages == 2));
       } else {
         CHECK(c.x_shared);
         CHECK(!c.wgmma);
