@@ -227,10 +227,10 @@ namespace {
 // Heuristic v62 (seventy-sixth session): 8-bit weights at 33-64 rows on sm_90a, where one 32-row block of
 // 4 tiles × 4 warps along K, 2 stages, staged activations, makes at most 2 blocks a SM with the busiest SM
 // at most 1.1× the mean, on K from 2048 to 8192 (16-64 chunks, as measured) with the busiest SM's blocks
-// taking at most 96 chunks of K in all (1 block of 64, or 2 of 48): mma.sync instead of the rules before (mostly wgmma). Since § 75
-// (bf16) and § 76 (fp16, the zero folded in at 32-row warps) such a warp's 8-bit pairs take 2 instructions
-// and no Σ MMAs. H200 bench, file off, the choice
-// before → this, fp16 / bf16: 4096² 0.849 / 0.857 (12.42 → 10.54 µs in fp16), 4224×4096 0.855 / 0.856,
+// taking at most 96 chunks of K in all (1 block of 64, or 2 of 48): mma.sync instead of the rules before
+// (mostly wgmma). Since § 75 (bf16) and § 76 (fp16, the zero folded in at 32-row warps) such a warp's
+// 8-bit pairs take 2 instructions and no Σ MMAs. H200 bench, file off, the choice before → this, fp16 /
+// bf16: 4096² 0.849 / 0.857 (12.42 → 10.54 µs in fp16), 4224×4096 0.855 / 0.856,
 // 3840×4096 0.885 / 0.883, 2048×8192 0.946 / 0.957, 1920×8192 0.943 / 0.948, 4096×6144 0.972 / 0.988,
 // 2048×4096 0.970 / 0.967, 4096×2048 0.957 / 0.973, 2048² 1.004 / 1.002. It lost where the blocks fall
 // unevenly or make more than 2 a SM (2560×8192, 160 blocks: 14.93 → 17.89; 6144×4096, 384: 14.23 →

@@ -169,19 +169,22 @@ TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype
   }
 }
 
-TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after the MMA with x_sums", "[gpu]") {
+TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after the MMA with x_sums",
+          "[gpu]") {
   // fp16 8-bit folds the zero in before the MMA where a warp holds 32 rows or more (wq_gemm.cuh,
   // kFoldEightBit) and takes it after the MMA with 16-row warps and with x_sums; bf16 always folds.
   // Rows past 16 and 32 (17, 40) leave the upper slices partly empty; 264 columns end in a partial block.
   std::vector<WqGemmProblem> problems;
   for (int group : {128, 256, 0})
     for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
-      for (DType act : {DType::F16, DType::BF16}) problems.push_back(make_problem(264, 1280, 8, group, mode, act, 64));
+      for (DType act : {DType::F16, DType::BF16})
+        problems.push_back(make_problem(264, 1280, 8, group, mode, act, 64));
   const std::vector<int64_t> ms = {17, 40, 64};
   const std::size_t n = problems.size();
   const auto two = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 2, 1, true)));
   const auto four = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(4, 2, 1, 2, 1, true)));
-  const auto split = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 2, 2, true)));
+  const auto split =
+      build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 2, 2, true)));
   std::vector<std::size_t> summed;
   std::vector<WqGemmProblem> sum_problems;
   std::vector<WqGemmPlanOptions> sum_options;

@@ -23,11 +23,19 @@ namespace {
 const std::string kBlock = "2,4,1,4,1,2+xs";
 }
 
-TEST_CASE("choose_config v62: 8-bit weights at 33-64 rows, one wave of 32-row blocks", "[config][heuristic]") {
+TEST_CASE("choose_config v62: 8-bit weights at 33-64 rows, one wave of 32-row blocks",
+          "[config][heuristic]") {
   // In: 240-264 blocks (2 a SM: 3840-4224 columns) up to 48 chunks, 120-132 blocks (1 a SM: 1920-2112
   // columns) up to 64 chunks; both dtypes, M 33-64.
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {3840, 4096}, {4224, 4096}, {4096, 6144},
-                      {4096, 2048}, {2048, 8192}, {1920, 8192}, {2048, 2048}, {2112, 4096}})
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096},
+                      {3840, 4096},
+                      {4224, 4096},
+                      {4096, 6144},
+                      {4096, 2048},
+                      {2048, 8192},
+                      {1920, 8192},
+                      {2048, 2048},
+                      {2112, 4096}})
     for (int64_t m : {33, 64}) {
       INFO(n << "x" << k << " " << m);
       CHECK(staged(choose_hopper(n, k, m, 8)) == kBlock);
@@ -71,7 +79,8 @@ TEST_CASE("choose_config v62: 8-bit weights at 33-64 rows, one wave of 32-row bl
   CHECK(staged(lowbit::choose_config(g128_problem(4096, 4096, 64, 8), kSm80, 132)) != kBlock);
 }
 
-TEST_CASE("choose_config v62: v61's 32-row block at 17-32 rows for fp16 8-bit weights too", "[config][heuristic]") {
+TEST_CASE("choose_config v62: v61's 32-row block at 17-32 rows for fp16 8-bit weights too",
+          "[config][heuristic]") {
   for (int64_t n : {3072, 3584, 4096, 4608, 5120, 6144})
     for (int64_t k : {2048, 4096})
       for (int64_t m : {17, 32}) {

@@ -207,9 +207,8 @@ TEST_CASE("choose_config v18: a four-way K split of 128-column blocks on K-heavy
   }
 }
 
-TEST_CASE(
-    "choose_config v18/v31/v62: 4096² at 64 rows stages per warp, 2 row tiles; 8-bit one 32-row block",
-    "[heuristic]") {
+TEST_CASE("choose_config v18/v31/v62: 4096² at 64 rows stages per warp, 2 row tiles; 8-bit one 32-row block",
+          "[heuristic]") {
   WqGemmProblem p;
   p.m = 64, p.n = 4096, p.k = 4096, p.group_size = 128;
   for (int bits : {2, 4, 8})
@@ -219,7 +218,8 @@ TEST_CASE(
       const WqGemmConfig c = lowbit::choose_config(p, Arch::parse("sm_90a"), 132);
       CAPTURE(bits, c.str());
       if (bits == 8) {  // v62: one 32-row mma.sync block of 4 tiles × 4 warps along K (v21's split 4 before)
-        CHECK((!c.wgmma && c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 && c.warps_k == 4 && c.stages == 2));
+        CHECK(
+            (!c.wgmma && c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 && c.warps_k == 4 && c.stages == 2));
       } else {
         CHECK(c.x_shared);
         CHECK(!c.wgmma);
