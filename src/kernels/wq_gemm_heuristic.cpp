@@ -233,9 +233,9 @@ namespace {
 // bf16: 4096² 0.849 / 0.857 (12.42 → 10.54 µs in fp16), 4224×4096 0.855 / 0.856,
 // 3840×4096 0.885 / 0.883, 2048×8192 0.946 / 0.957, 1920×8192 0.943 / 0.948, 4096×6144 0.972 / 0.988,
 // 2048×4096 0.970 / 0.967, 4096×2048 0.957 / 0.973, 2048² 1.004 / 1.002. It lost where the blocks fall
-// unevenly or make more than 2 a SM (2560×8192, 160 blocks: 14.93 → 17.89; 6144×4096, 384: 14.23 →
-// 18.97), and on longer K: 4096×8192 (2 blocks a SM × 64 chunks) 1.079 / 1.065, hence the 96, drawn after
-// that bench; 4096×14336 1.27. 3584² (224 blocks, 1.18× the mean) keeps its mma.sync (2,4,2,4), which folds
+// unevenly or make more than 2 a SM (bf16, µs: 2560×8192, 160 blocks: 14.93 → 17.89; 6144×4096, 384: 14.23
+// → 18.97), and on longer K: 4096×8192 (2 blocks a SM × 64 chunks) 1.079 / 1.065, hence the 96, drawn after
+// that bench; 4096×14336 1.25 / 1.27. 3584² (224 blocks, 1.18× the mean) keeps its mma.sync (2,4,2,4), which folds
 // too (docs/perf-notes.md § 76). Integer zeros or symmetric, groups of 128, fp32 accumulation, as measured.
 std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
