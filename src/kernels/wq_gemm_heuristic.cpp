@@ -235,8 +235,9 @@ namespace {
 // 2048×4096 0.970 / 0.967, 4096×2048 0.957 / 0.973, 2048² 1.004 / 1.002. It lost where the blocks fall
 // unevenly or make more than 2 a SM (bf16, µs: 2560×8192, 160 blocks: 14.93 → 17.89; 6144×4096, 384: 14.23
 // → 18.97), and on longer K: 4096×8192 (2 blocks a SM × 64 chunks) 1.079 / 1.065, hence the 96, drawn after
-// that bench; 4096×14336 1.25 / 1.27. 3584² (224 blocks, 1.18× the mean) keeps its mma.sync (2,4,2,4), which folds
-// too (docs/perf-notes.md § 76). Integer zeros or symmetric, groups of 128, fp32 accumulation, as measured.
+// that bench; 4096×14336 1.25 / 1.27. 3584² (224 blocks, 1.18× the mean) keeps its mma.sync (2,4,2,4), which
+// folds too (docs/perf-notes.md § 76). Integer zeros or symmetric, groups of 128, fp32 accumulation, as
+// measured.
 std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
   if (!wq::has_wgmma(arch) || h.bucket != 64 || p.bits != 8 || p.group_size != 128 || p.deterministic ||
