@@ -283,13 +283,13 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   // word (thirtieth session section 9).
   //
   // fp16 8-bit folds the zero in too where a warp holds 32 rows or more (outside deterministic mode,
-  // whose M buckets must round alike, and x_sums configs, whose sums cost no MMAs): the Σ MMAs are 2
+  // whose M buckets must round alike, and swapped x_sums configs, whose sums cost no MMAs): the Σ MMAs are 2
   // per 8-row slice and step, so a 32-row warp of 4 tiles ran 24 MMAs a step where 16 do the work, in
   // a loop its MMAs bound, and the fold costs one HSUB2 a pair. H200, (2,4,1,4,1,2) staged, 0.82-0.94×
   // at 64 rows on 12 layers, 0.87-1.00× at 32 rows; with 16-row warps the fold ran 0.95-1.03× (probe
   // WQ_FOLD, docs/perf-notes.md § 76.4).
   constexpr int kWarpRows = kMTiles * kHalves * 8;
-  constexpr bool kFoldEightBit = kBits == 8 && kWarpRows >= 32 && !kDeterministic && !kXSums;
+  constexpr bool kFoldEightBit = kBits == 8 && kWarpRows >= 32 && !kDeterministic && !(kXSums && kSwap);
   constexpr bool kZeroAfter = kScaleAfter && !kScaleAtEnd && !(kBits == 8 && (kBf16 || kFoldEightBit)) &&
                               !(kBits == 4 && !(kXSums && kSwap));
   // (Where every position needs its own shift anyway, bf16 4-bit and fp16 8-bit, the bases are all

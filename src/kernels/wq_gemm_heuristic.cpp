@@ -258,7 +258,8 @@ std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   // Fitted to `lowbit tune` over the model presets at M 1..128 on the H200 (docs/perf-notes.md,
   // "heuristic v3"); shapes are measured in 8-column tiles per SM so other GPUs scale with them.
-  // Hopper's warpgroup MMA first, where its rules apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
+  // v62's one wave of 32-row mma.sync blocks for 8-bit weights at 33-64 rows first (above); then Hopper's
+  // warpgroup MMA, where its rules apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
   if (auto e = eight_bit_one_wave_64(p, arch, sm_count)) return *e;
   if (auto w = wq::choose_wgmma_config(p, arch, sm_count)) return *w;
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);

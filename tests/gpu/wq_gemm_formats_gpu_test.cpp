@@ -172,8 +172,10 @@ TEST_CASE("wq_gemm zero after the MMA with in-place bases: every width and dtype
 TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after the MMA with x_sums",
           "[gpu]") {
   // fp16 8-bit folds the zero in before the MMA where a warp holds 32 rows or more (wq_gemm.cuh,
-  // kFoldEightBit) and takes it after the MMA with 16-row warps and with x_sums; bf16 always folds.
-  // Rows past 16 and 32 (17, 40) leave the upper slices partly empty; 264 columns end in a partial block.
+  // kFoldEightBit) and takes it after the MMA with 16-row warps and with x_sums on swapped operands; bf16
+  // always folds. Swapped (block-shared activations, even n_tiles: v62's (2,4,1,4,1,2) among them) and
+  // unswapped (activations per warp, or an odd n_tiles), with and without x_sums. Rows past 16 and 32
+  // (17, 40) leave the upper slices partly empty; 264 columns end in a partial block.
   std::vector<WqGemmProblem> problems;
   for (int group : {128, 256, 0})
     for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
@@ -185,19 +187,27 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
   const auto four = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(4, 2, 1, 2, 1, true)));
   const auto split =
       build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 2, 2, true)));
+  WqGemmPlanOptions v62 = forced(2, 4, 1, 4, 1, true);
+  v62.config->stages = 2;
+  const auto staged2 = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, v62));
+  const auto unswapped = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 4, 1)));
+  const auto odd = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 1, 1, 4, 1)));
   std::vector<std::size_t> summed;
   std::vector<WqGemmProblem> sum_problems;
-  std::vector<WqGemmPlanOptions> sum_options;
+  std::vector<WqGemmPlanOptions> sum_options, sum_unswapped_options;
   for (std::size_t i = 0; i < n; ++i) {
-    WqGemmPlanOptions o = forced(2, 4, 1, 2, 1, true);
-    o.config->x_sums = true;
+    WqGemmPlanOptions o = forced(2, 4, 1, 2, 1, true), u = forced(2, 4, 1, 4, 1);
+    o.config->x_sums = u.config->x_sums = true;
     if (!lowbit::can_implement(problems[i], *o.config, gpu_runtime().arch())) continue;
+    REQUIRE(lowbit::can_implement(problems[i], *u.config, gpu_runtime().arch()));
     summed.push_back(i);
     sum_problems.push_back(problems[i]);
     sum_options.push_back(o);
+    sum_unswapped_options.push_back(u);
   }
   REQUIRE(summed.size() == 4);  // fp16, groups 128 and 256 (bf16 8-bit and per-channel scales take no sums)
   const auto sums = build_plans(sum_problems, ms, sum_options);
+  const auto sums_unswapped = build_plans(sum_problems, ms, sum_unswapped_options);
   for (std::size_t i = 0, s = 0; i < n; ++i) {
     auto L = make_layer(problems[i], false);
     const bool with_sums = s < summed.size() && summed[s] == i;
@@ -205,7 +215,13 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
       run_and_check(*L, *two[i], m, false);
       run_and_check(*L, *four[i], m, false);
       run_and_check(*L, *split[i], m, false);
-      if (with_sums) run_and_check(*L, *sums[s], m, false);
+      run_and_check(*L, *staged2[i], m, false);
+      run_and_check(*L, *unswapped[i], m, false);
+      run_and_check(*L, *odd[i], m, false);
+      if (with_sums) {
+        run_and_check(*L, *sums[s], m, false);
+        run_and_check(*L, *sums_unswapped[s], m, false);
+      }
     }
     s += with_sums ? 1 : 0;
   }
