@@ -33,7 +33,9 @@ def read(paths):
     rows, devices, repeated = {}, set(), set()
     for path in paths:
         for line in open(path):
-            if line.startswith("device "):
+            # `lowbit bench` names the device "device   NAME (sm_..., ...)"; `lowbit info` (device_run.sh's
+            # summary) lists "device   0: NAME, ..." and is skipped.
+            if line.startswith("device ") and not re.match(r"^device\s+\d+:", line):
                 devices.add(line.split(None, 1)[1].split(" (")[0].strip())
             if not re.match(r"^w\dg\d+", line):
                 continue
