@@ -130,8 +130,8 @@ struct WqGemmConfig {
   // such configs without it. Ahead-of-time builds (compile_wq_gemm, `lowbit compile`) build both.
   bool x_image = false;
   // mma.sync only, where the zero can come after the MMA (integer zeros or symmetric, groups of 128 or
-  // more, not bf16 8-bit; fp16 8-bit with 32 or more rows a warp folds the zero in without it, and
-  // with it keeps the zero after the MMA), with an even n_tiles: each chunk's activation sums (Σx, and Σ base·x for
+  // more, not bf16 8-bit; fp16 8-bit with 32 or more rows a warp folds the zero in before the MMA unless
+  // x_sums is on with x_shared), with an even n_tiles: each chunk's activation sums (Σx, and Σ base·x for
   // the in-place bases) come from a small kernel run first, once per call, instead of Σ MMAs that
   // every column block repeats; 4-bit, which otherwise subtracts the zero before the MMA, then
   // subtracts it after, from the sums (fp16 reading its values in place). The GEMM starts while
