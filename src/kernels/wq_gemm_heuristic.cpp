@@ -246,9 +246,8 @@ std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const 
   const int64_t blocks = 2 * ceil_div(h.tiles, 4);  // two 32-row blocks per 4-tile column block
   const int64_t busiest = ceil_div(blocks, h.sms);
   if (busiest > 2 || 10 * busiest * h.sms > 11 * blocks || busiest * h.chunks > 96) return std::nullopt;
-  WqGemmConfig c = wq::base_config(2, 4, 4, 2);
+  WqGemmConfig c = wq::base_config(2, 4, 4, 2);  // (fit_registers cuts only modes excluded above)
   c.x_shared = true;
-  c = wq::fit_registers(p, c);
   wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/false);
   return c;
 }
