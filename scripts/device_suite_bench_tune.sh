@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
-# One call on a machine of two GPUs: build everything once, then `lowbit tune wq_gemm` with $TUNE_ARGS on
-# GPU 1 in the background (its own kernel cache, stopped with SIGINT after TUNE_LIMIT_S seconds, default 400:
-# the tuner writes what it has) while GPU 0 runs the GPU test suite (unless SKIP_TESTS=1) and then one
-# `lowbit bench wq_gemm` per non-empty line of $BENCH_FILE (leading VAR=value words set for that bench only).
-# The tune never shares a GPU with the timed benches. Results in $OUT: summary.txt, tests.log, tuned.json,
-# tune.log. Usage: TUNE_ARGS="--cases standard --m 32,64 --bits 8" [BENCH_FILE=path] [SKIP_TESTS=1]
-# [TUNE_LIMIT_S=400] scripts/device_suite_bench_tune.sh
+# One call on a machine of two GPUs or more: build everything once, then tune on GPUs 1..n-1 in the background
+# while GPU 0 runs the GPU test suite (unless SKIP_TESTS=1) and then one `lowbit bench wq_gemm` per non-empty
+# line of $BENCH_FILE (leading VAR=value words set for that bench only). The tunes never share a GPU with the
+# timed benches. Each non-empty line of $TUNE_ARGS is one `lowbit tune wq_gemm` (run in turn, each over all the
+# tune GPUs with --devices, into tuned-<i>.json, its own kernel cache); TUNE_LIMIT_S seconds after the start
+# (default 400) the one running is stopped with SIGINT (the tuner writes what it has; --resume goes on from it)
+# and the rest are skipped. Results in $OUT: summary.txt, tests.log, tuned-<i>.json, tune-<i>.log.
+# Usage: TUNE_ARGS=$'--cases standard --m 32,64 --bits 8\n...' [BENCH_FILE=path] [SKIP_TESTS=1]
+# [TUNE_LIMIT_S=400] [TUNE_SEED_DIR=dir of an earlier call's tuned-<i>.json, relative to the repo]
+# scripts/device_suite_bench_tune.sh
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
-: "${TUNE_ARGS:?the lowbit tune wq_gemm arguments}"
-[ "$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)" -ge 2 ] || { echo "needs 2 GPUs" | tee -a "$S"; exit 1; }
+: "${TUNE_ARGS:?the lowbit tune wq_gemm arguments, one tune a line}"
+end=$((SECONDS + ${TUNE_LIMIT_S:-400}))
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+[ "$gpus" -ge 2 ] || { echo "needs 2 GPUs" | tee -a "$S"; exit 1; }
+tune_devices=$(seq -s, 1 $((gpus - 1)))
 device_build lowbit_cli lowbit_gpu_tests lowbit_unit_tests
-read -r -a tune_args <<<"$TUNE_ARGS"
-CUDA_VISIBLE_DEVICES=1 LOWBIT_CACHE_DIR=$B/cache-tune timeout -s INT -k 20 "${TUNE_LIMIT_S:-400}" \
-  "$B/lowbit" tune wq_gemm "${tune_args[@]}" --db "$OUT/tuned.json" >"$OUT/tune.log" 2>&1 </dev/null &
+# run_tunes: the lines of $TUNE_ARGS in turn on the tune GPUs, each bounded by what is left of TUNE_LIMIT_S.
+run_tunes() {
+  local i=0 line left
+  while IFS= read -r line; do
+    read -r -a tune_args <<<"$line"
+    [ ${#tune_args[@]} -eq 0 ] && continue
+    i=$((i + 1))
+    left=$((end - SECONDS))
+    [ "$left" -le 0 ] && { echo "out of time: $line" >"$OUT/tune-$i.log"; continue; }
+    echo "tune $i: $line" >"$OUT/tune-$i.log"
+    # A later call goes on from an earlier one's file (with --resume in the line): TUNE_SEED_DIR holds it.
+    [ -n "${TUNE_SEED_DIR:-}" ] && [ -f "$ROOT/$TUNE_SEED_DIR/tuned-$i.json" ] && cp "$ROOT/$TUNE_SEED_DIR/tuned-$i.json" "$OUT/"
+    LOWBIT_CACHE_DIR=$B/cache-tune timeout -s INT -k 20 "$left" "$B/lowbit" tune wq_gemm "${tune_args[@]}" \
+      --devices "$tune_devices" --db "$OUT/tuned-$i.json" >>"$OUT/tune-$i.log" 2>&1 </dev/null
+    echo "rc=$?" >>"$OUT/tune-$i.log"
+  done <<<"$TUNE_ARGS"
+}
+run_tunes &
 tune_pid=$!
 export CUDA_VISIBLE_DEVICES=0 LOWBIT_CACHE_DIR=$B/cache-run
 [ "${SKIP_TESTS:-0}" = 1 ] || device_ctest
@@ -20,5 +41,8 @@ BENCHES=$(cat "${BENCH_FILE:-/dev/null}")
 echo "== benches (GPU 0): ${BENCH_FILE:-none}" | tee -a "$S"
 bench_lines "$B/cache-run"
 wait "$tune_pid"
-echo "== tune (GPU 1) rc=$?: $TUNE_ARGS" | tee -a "$S"
-grep " best " "$OUT/tune.log" | tee -a "$S"
+for log in "$OUT"/tune-*.log; do
+  [ -f "$log" ] || continue
+  echo "== $(head -1 "$log") (GPUs $tune_devices, $(tail -1 "$log"))" | tee -a "$S"
+  grep " best " "$log" | tee -a "$S"
+done
