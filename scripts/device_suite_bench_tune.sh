@@ -6,6 +6,7 @@
 # tune GPUs with --devices, into tuned-<i>.json, its own kernel cache); TUNE_LIMIT_S seconds after the start
 # (default 400) the one running is stopped with SIGINT (the tuner writes what it has; --resume goes on from it)
 # and the rest are skipped. Results in $OUT: summary.txt, tests.log, tuned-<i>.json, tune-<i>.log.
+# SPLIT_SUITE=1 (3 GPUs or more): the suite on GPU 0 beside the benches on GPU 1, the tunes on GPUs 2..n-1.
 # Usage: TUNE_ARGS=$'--cases standard --m 32,64 --bits 8\n...' [BENCH_FILE=path] [SKIP_TESTS=1]
 # [TUNE_LIMIT_S=400] [TUNE_SEED_DIR=dir of an earlier call's tuned-<i>.json, relative to the repo]
 # scripts/device_suite_bench_tune.sh
@@ -14,7 +15,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 end=$((SECONDS + ${TUNE_LIMIT_S:-400}))
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 [ "$gpus" -ge 2 ] || { echo "needs 2 GPUs" | tee -a "$S"; exit 1; }
-tune_devices=$(seq -s, 1 $((gpus - 1)))
+split=${SPLIT_SUITE:-0}
+[ "$split" = 1 ] && [ "$gpus" -lt 3 ] && { echo "SPLIT_SUITE=1 needs 3 GPUs" | tee -a "$S"; exit 1; }
+tune_devices=$(seq -s, $((1 + split)) $((gpus - 1)))
 device_build lowbit_cli lowbit_gpu_tests lowbit_unit_tests
 # run_tunes: the lines of $TUNE_ARGS in turn on the tune GPUs, each bounded by what is left of TUNE_LIMIT_S.
 run_tunes() {
@@ -35,11 +38,22 @@ run_tunes() {
 }
 run_tunes &
 tune_pid=$!
-export CUDA_VISIBLE_DEVICES=0 LOWBIT_CACHE_DIR=$B/cache-run
-[ "${SKIP_TESTS:-0}" = 1 ] || device_ctest
+suite_pid=
+if [ "${SKIP_TESTS:-0}" != 1 ] && [ "$split" = 1 ]; then
+  # The suite's summary lines go to their own file, so they do not interleave with the benches'.
+  (CUDA_VISIBLE_DEVICES=0 S=$OUT/suite-summary.txt device_ctest) &
+  suite_pid=$!
+elif [ "${SKIP_TESTS:-0}" != 1 ]; then
+  CUDA_VISIBLE_DEVICES=0 device_ctest
+fi
+export CUDA_VISIBLE_DEVICES=$split LOWBIT_CACHE_DIR=$B/cache-run
 BENCHES=$(cat "${BENCH_FILE:-/dev/null}")
-echo "== benches (GPU 0): ${BENCH_FILE:-none}" | tee -a "$S"
+echo "== benches (GPU $split): ${BENCH_FILE:-none}" | tee -a "$S"
 bench_lines "$B/cache-run"
+if [ -n "$suite_pid" ]; then
+  wait "$suite_pid"
+  cat "$OUT/suite-summary.txt" >>"$S" && rm -f "$OUT/suite-summary.txt"
+fi
 wait "$tune_pid"
 for log in "$OUT"/tune-*.log; do
   [ -f "$log" ] || continue

@@ -252,14 +252,37 @@ std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const 
   return c;
 }
 
+// Heuristic v63 (seventy-seventh session): 8-bit weights at 17-32 rows on sm_90a where one 32-row block of
+// 4 tiles × 8 warps along K, 2 stages, staged activations, makes one wave of 0.6 up to 1 block a SM: mma.sync
+// instead of v25/v56's narrow_32 wgmma (split 8 or stream K) and of v61's 4 warps along K. Such a block has
+// its SM alone (198 KB of shared memory), so the warps along K are what keeps bytes in flight. H200 bench,
+// file off, the choice before → this, µs, bf16 / fp16: 4096×14336 22.35 → 18.28 / 22.11 → 18.16,
+// 4096×12288 0.813 / 0.808, 3584×14336 0.850 / 0.821, 3584×18944 0.882 / 0.852, 2560×8192 (80 blocks)
+// 0.884 / 0.831, 2560×10240 0.922 / 0.906. It lost at 72 blocks (2304×16384, 1.14 / 1.10, against stream K)
+// and over one a SM (5120 columns: 1.19-1.26×). Integer zeros or symmetric, groups of 128, fp32
+// accumulation, as measured (docs/perf-notes.md § 77).
+std::optional<WqGemmConfig> eight_bit_one_wave_32(const WqGemmProblem& p, const Arch& arch, int sm_count) {
+  const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
+  if (!wq::has_wgmma(arch) || h.bucket != 32 || p.bits != 8 || p.group_size != 128 || p.deterministic ||
+      wq::dequantizes_every_weight(p) || h.chunks < 16 || !wq::may_stage_per_warp(p, arch))
+    return std::nullopt;
+  const int64_t blocks = ceil_div(h.tiles, 4);  // one 32-row block per 4-tile column block
+  if (blocks > h.sms || 10 * blocks < 6LL * h.sms) return std::nullopt;
+  WqGemmConfig c = wq::base_config(2, 4, 8, 2);
+  c.x_shared = true;
+  wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/false);
+  return c;
+}
+
 }  // namespace
 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   // Fitted to `lowbit tune` over the model presets at M 1..128 on the H200 (docs/perf-notes.md,
   // "heuristic v3"); shapes are measured in 8-column tiles per SM so other GPUs scale with them.
-  // v62's one wave of 32-row mma.sync blocks for 8-bit weights at 33-64 rows first (above); then Hopper's
+  // v62's and v63's one wave of 32-row mma.sync blocks for 8-bit weights at 17-64 rows first (above); then Hopper's
   // warpgroup MMA, where its rules apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
   if (auto e = eight_bit_one_wave_64(p, arch, sm_count)) return *e;
+  if (auto e = eight_bit_one_wave_32(p, arch, sm_count)) return *e;
   if (auto w = wq::choose_wgmma_config(p, arch, sm_count)) return *w;
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
   const int64_t bucket = h.bucket, tiles = h.tiles, chunks = h.chunks;

@@ -190,6 +190,11 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
   WqGemmPlanOptions v62 = forced(2, 4, 1, 4, 1, true);
   v62.config->stages = 2;
   const auto staged2 = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, v62));
+  // v63's 8 warps along K (K = 1280: 10 chunks, so some warps take one and some two), and 6 tiles × 6 warps.
+  WqGemmPlanOptions v63 = forced(2, 4, 1, 8, 1, true), six = forced(2, 6, 1, 6, 1, true);
+  v63.config->stages = six.config->stages = 2;
+  const auto eight_warps = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, v63));
+  const auto six_tiles = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, six));
   const auto unswapped = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 4, 1)));
   const auto odd = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 1, 1, 4, 1)));
   std::vector<std::size_t> summed;
@@ -216,6 +221,8 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
       run_and_check(*L, *four[i], m, false);
       run_and_check(*L, *split[i], m, false);
       run_and_check(*L, *staged2[i], m, false);
+      run_and_check(*L, *eight_warps[i], m, false);
+      run_and_check(*L, *six_tiles[i], m, false);
       run_and_check(*L, *unswapped[i], m, false);
       run_and_check(*L, *odd[i], m, false);
       if (with_sums) {
