@@ -25,19 +25,19 @@ using lowbit::test::staged;
 
 TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: one 32-row block",
           "[config][heuristic]") {
-  // 3072-6144 columns (2.9-5.8 tiles per SM), K of 16-32 chunks; M 17-32 share the bucket. From 64 chunks,
-  // 2-5 tiles per SM take wgmma stream K where its blocks fill under 0.7 of a wave (v25/v56's narrow_32; v61
-  // was not measured against it): 5120×11008 does, 4096×11008 runs v61.
-  CHECK(staged(choose_bf16_hopper(4096, 11008, 32, 8)) == "2,4,1,4,1,2+xs");
+  // 4608-6144 columns (4.4-5.8 tiles per SM), K of 16-32 chunks; M 17-32 share the bucket. Up to one such
+  // block a SM (3072-4096 columns) v63 runs 8 warps along K (heuristic_v63_test.cpp). From 64 chunks, 2-5
+  // tiles per SM take wgmma stream K where its blocks fill under 0.7 of a wave (v25/v56's narrow_32):
+  // 5120×11008 does.
   CHECK(choose_bf16_hopper(5120, 11008, 32, 8).wgmma);
-  for (int64_t n : {3072, 3584, 4096, 4608, 5120, 6144})
+  for (int64_t n : {4608, 5120, 6144})
     for (int64_t k : {2048, 4096})
       for (int64_t m : {17, 32}) {
         INFO(n << "x" << k << " " << m);
         CHECK(staged(choose_bf16_hopper(n, k, m, 8)) == "2,4,1,4,1,2+xs");
       }
   // Symmetric and per-channel weights too (their zero and scale come after the MMA, as g128's).
-  WqGemmProblem p = g128_problem(4096, 4096, 32, 8);
+  WqGemmProblem p = g128_problem(6144, 4096, 32, 8);
   p.act = p.out = DType::BF16;
   for (auto [mode, group] :
        {std::pair{DequantMode::Symmetric, 128}, std::pair{DequantMode::SubZeroThenScale, 0}}) {
@@ -51,7 +51,7 @@ TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: o
   CHECK(staged(choose_bf16_hopper(2048, 8192, 32, 8)) != "2,4,1,4,1,2+xs");
   CHECK(choose_bf16_hopper(2112, 4096, 32, 8).m_tiles == 1);                 // 264 tiles: exactly 2 a SM
   CHECK(staged(choose_bf16_hopper(2176, 4096, 32, 8)) == "2,4,1,4,1,2+xs");  // 272: just over
-  CHECK(staged(choose_hopper(4096, 4096, 32, 8)) == "2,4,1,4,1,2+xs");
+  CHECK(staged(choose_hopper(6144, 4096, 32, 8)) == "2,4,1,4,1,2+xs");
   CHECK(choose_bf16_hopper(4096, 4096, 32, 4).m_tiles == 1);
   CHECK(choose_bf16_hopper(4096, 4096, 16, 8).m_tiles == 1);
   CHECK(staged(choose_bf16_hopper(4096, 4096, 64, 8)) == "2,4,1,4,1,2+xs");
