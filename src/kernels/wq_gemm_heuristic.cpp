@@ -265,8 +265,8 @@ std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const 
 // - from v61's (2,4,1,4,1,2): 0.86-0.95 on 3072-4096 columns, K 3584-14336 (4096×11008 17.47 → 15.33),
 //   0.99 on K = 2048.
 // It lost to stream K on long K with few blocks: 2304×16384 (72 blocks, 128 chunks) 1.14 / 1.10, 2560×16384
-// (80) 1.06 / 1.03, 2816×16384 (88) 1.01 / 0.98; hence the 0.7 over 96 chunks, drawn after that bench. Over one
-// block a SM (5120 columns: two waves) 1.16-1.34×. Integer zeros or symmetric, groups of 128, fp32
+// (80) 1.06 / 1.03, 2816×16384 (88) 1.01 / 0.98; hence the 0.7 over 96 chunks, drawn after that bench. Over
+// one block a SM (5120 columns: two waves) 1.16-1.34×. Integer zeros or symmetric, groups of 128, fp32
 // accumulation, from 16 chunks, as measured (docs/perf-notes.md § 77).
 std::optional<WqGemmConfig> eight_bit_one_wave_32(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
@@ -287,8 +287,8 @@ std::optional<WqGemmConfig> eight_bit_one_wave_32(const WqGemmProblem& p, const 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   // Fitted to `lowbit tune` over the model presets at M 1..128 on the H200 (docs/perf-notes.md,
   // "heuristic v3"); shapes are measured in 8-column tiles per SM so other GPUs scale with them.
-  // v62's and v63's one wave of 32-row mma.sync blocks for 8-bit weights at 17-64 rows first (above); then Hopper's
-  // warpgroup MMA, where its rules apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
+  // v62's and v63's one wave of 32-row mma.sync blocks for 8-bit weights at 17-64 rows first (above); then
+  // Hopper's warpgroup MMA, where its rules apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
   if (auto e = eight_bit_one_wave_64(p, arch, sm_count)) return *e;
   if (auto e = eight_bit_one_wave_32(p, arch, sm_count)) return *e;
   if (auto w = wq::choose_wgmma_config(p, arch, sm_count)) return *w;

@@ -234,6 +234,26 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
   }
 }
 
+TEST_CASE("wq_gemm 16 tiles × 8 warps along K (heuristic v64): 4-bit, both dtypes, groups 128 and 256",
+          "[gpu]") {
+  // v64's (1,16,1,8,1,2) staged: 264 columns end in a block of one tile; K = 1280 leaves some of the 8 warps
+  // one chunk and some two (a group of 256 ends half way), K = 4224 four or five.
+  std::vector<WqGemmProblem> problems;
+  for (int64_t k : {1280, 4224})
+    for (int group : {128, 256})
+      for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+        for (DType act : {DType::F16, DType::BF16})
+          problems.push_back(make_problem(264, k, 4, group, mode, act, 8));
+  const std::vector<int64_t> ms = {1, 2, 3, 4, 8};
+  WqGemmPlanOptions v64 = forced(1, 16, 1, 8, 1, true);
+  v64.config->stages = 2;
+  const auto plans = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), v64));
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    auto L = make_layer(problems[i], false);
+    for (int64_t m : ms) run_and_check(*L, *plans[i], m, false);
+  }
+}
+
 TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zeros", "[gpu]") {
   struct Case {
     int64_t n, k;
