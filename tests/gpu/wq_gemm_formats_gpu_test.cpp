@@ -237,9 +237,9 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
 TEST_CASE("wq_gemm 16 tiles × 8 warps along K (heuristic v64): 4-bit, both dtypes, groups 128 and 256",
           "[gpu]") {
   // v64's (1,16,1,8,1,2) staged: 264 columns end in a block of one tile; K = 1280 leaves some of the 8 warps
-  // one chunk and some two (a group of 256 ends half way), K = 4224 four or five.
+  // one chunk and some two (a group of 256 ends half way), K = 4352 four or five.
   std::vector<WqGemmProblem> problems;
-  for (int64_t k : {1280, 4224})
+  for (int64_t k : {1280, 4352})
     for (int group : {128, 256})
       for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
         for (DType act : {DType::F16, DType::BF16})
