@@ -37,7 +37,7 @@ def read(paths):
             # summary) lists "device   0: NAME, ..." and is skipped.
             if line.startswith("device ") and not re.match(r"^device\s+\d+:", line):
                 devices.add(line.split(None, 1)[1].split(" (")[0].strip())
-            if not re.match(r"^w\dg\d+", line):
+            if not re.match(r"^w\dg128zp ", line):  # other formats' rows (benches beside the table) are not its
                 continue
             r = ROW.match(line)
             if not r:
