@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lowbit/lowbit.hpp"
 #include "support/catch.hpp"
@@ -60,6 +61,17 @@ inline std::string staged(const WqGemmConfig& c) {
   if (c.wgmma || !c.x_shared) return c.str();
   return std::to_string(c.m_tiles) + "," + std::to_string(c.n_tiles) + "," + std::to_string(c.warps_n) + "," +
          std::to_string(c.warps_k) + "," + std::to_string(c.split_k) + "," + std::to_string(c.stages) + "+xs";
+}
+
+// Variants of `p` (a g128 integer-zero problem) that a rule measured in that format alone leaves to the rules
+// before it: groups of 64 and 256 and per channel, float zeros, fp16 accumulation, deterministic mode.
+inline std::vector<WqGemmProblem> other_formats(const WqGemmProblem& p) {
+  std::vector<WqGemmProblem> v(6, p);
+  v[0].group_size = 64, v[1].group_size = 256, v[2].group_size = 0;
+  v[3].mode = DequantMode::SubFloatZeroThenScale;
+  v[4].accum = DType::F16;
+  v[5].deterministic = true;
+  return v;
 }
 
 }  // namespace lowbit::test

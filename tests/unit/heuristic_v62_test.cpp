@@ -11,12 +11,12 @@
 #include "unit/heuristic_helpers.hpp"
 
 using lowbit::DequantMode;
-using lowbit::DType;
 using lowbit::WqGemmProblem;
 using lowbit::test::choose_bf16_hopper;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
+using lowbit::test::other_formats;
 using lowbit::test::staged;
 
 namespace {
@@ -62,20 +62,10 @@ TEST_CASE("choose_config v62: 8-bit weights at 33-64 rows, one wave of 32-row bl
   CHECK(staged(choose_hopper(4096, 4096, 64, 2)) != kBlock);
   CHECK(staged(choose_hopper(4096, 4096, 128, 8)) != kBlock);
   CHECK(staged(choose_hopper(2048, 8192, 32, 8)) != kBlock);
-  WqGemmProblem p = g128_problem(4096, 4096, 64, 8);
-  p.group_size = 64;
-  CHECK(staged(choose_hopper(p)) != kBlock);
-  p.group_size = 0;
-  CHECK(staged(choose_hopper(p)) != kBlock);
-  p = g128_problem(4096, 4096, 64, 8);
-  p.mode = DequantMode::SubFloatZeroThenScale;
-  CHECK(staged(choose_hopper(p)) != kBlock);
-  p = g128_problem(4096, 4096, 64, 8);
-  p.accum = DType::F16;
-  CHECK(staged(choose_hopper(p)) != kBlock);
-  p = g128_problem(4096, 4096, 64, 8);
-  p.deterministic = true;
-  CHECK(staged(choose_hopper(p)) != kBlock);
+  for (const WqGemmProblem& q : other_formats(g128_problem(4096, 4096, 64, 8))) {
+    INFO(q.str());
+    CHECK(staged(choose_hopper(q)) != kBlock);
+  }
   CHECK(staged(lowbit::choose_config(g128_problem(4096, 4096, 64, 8), kSm80, 132)) != kBlock);
 }
 

@@ -11,12 +11,12 @@
 #include "unit/heuristic_helpers.hpp"
 
 using lowbit::DequantMode;
-using lowbit::DType;
 using lowbit::WqGemmProblem;
 using lowbit::test::choose_bf16_hopper;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
+using lowbit::test::other_formats;
 using lowbit::test::staged;
 
 namespace {
@@ -74,19 +74,9 @@ TEST_CASE("choose_config v63: 8-bit weights at 17-32 rows, one wave of 8-warp 32
   CHECK(staged(choose_hopper(4096, 14336, 32, 2)) != kBlock);
   CHECK(staged(choose_hopper(4096, 14336, 16, 8)) != kBlock);
   CHECK(staged(choose_hopper(4096, 14336, 64, 8)) != kBlock);
-  WqGemmProblem p = g128_problem(4096, 14336, 32, 8);
-  p.group_size = 256;
-  CHECK(staged(choose_hopper(p)) != kBlock);
-  p.group_size = 0;
-  CHECK(staged(choose_hopper(p)) != kBlock);
-  p = g128_problem(4096, 14336, 32, 8);
-  p.mode = DequantMode::SubFloatZeroThenScale;
-  CHECK(staged(choose_hopper(p)) != kBlock);
-  p = g128_problem(4096, 14336, 32, 8);
-  p.accum = DType::F16;
-  CHECK(staged(choose_hopper(p)) != kBlock);
-  p = g128_problem(4096, 14336, 32, 8);
-  p.deterministic = true;
-  CHECK(staged(choose_hopper(p)) != kBlock);
+  for (const WqGemmProblem& q : other_formats(g128_problem(4096, 14336, 32, 8))) {
+    INFO(q.str());
+    CHECK(staged(choose_hopper(q)) != kBlock);
+  }
   CHECK(staged(lowbit::choose_config(g128_problem(4096, 14336, 32, 8), kSm80, 132)) != kBlock);
 }
