@@ -259,14 +259,14 @@ std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const 
 // memory), so the warps along K are what keeps bytes in flight. H200 bench, file off, the choice before →
 // this, µs or ×, bf16 / fp16:
 // - from wgmma: 4096×14336 22.35 → 18.28 / 22.11 → 18.16, 4096×12288 0.813 / 0.808, 3584×14336 0.850 /
-//   0.821, 3584×18944 0.882 / 0.852, 3840×16384 0.853 / 0.846, 4096×28672 0.922 / 0.933; 80-88 blocks on
-//   64-80 chunks (2560×8192, 2688×8192, 2560×10240) 0.81-0.92, 72-76 blocks on 64 (2304×8192, 2432×8192)
+//   0.821, 3584×18944 0.882 / 0.852, 3840×16384 0.854 / 0.846, 4096×28672 0.922 / 0.933; 80-84 blocks on
+//   64-80 chunks (2560×8192, 2688×8192, 2560×10240) 0.82-0.92, 72-76 blocks on 64 (2304×8192, 2432×8192)
 //   0.85-0.91;
-// - from v61's (2,4,1,4,1,2): 0.86-0.95 on 3072-4096 columns, K 3584-14336 (4096×11008 17.47 → 15.33),
+// - from v61's (2,4,1,4,1,2): 0.84-0.95 on 3072-4096 columns, K 3584-14336 (4096×11008 17.47 → 15.33),
 //   0.99 on K = 2048.
 // It lost to stream K on long K with few blocks: 2304×16384 (72 blocks, 128 chunks) 1.14 / 1.10, 2560×16384
 // (80) 1.06 / 1.03, 2816×16384 (88) 1.01 / 0.98; hence the 0.7 over 96 chunks, drawn after that bench. Over
-// one block a SM (5120 columns: two waves) 1.16-1.34×. Integer zeros or symmetric, groups of 128, fp32
+// one block a SM (5120 columns: two waves) 1.16-1.26×. Integer zeros or symmetric, groups of 128, fp32
 // accumulation, from 16 chunks, as measured (docs/perf-notes.md § 77).
 std::optional<WqGemmConfig> eight_bit_one_wave_32(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
