@@ -254,7 +254,7 @@ std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const 
 
 // Heuristic v63 (seventy-seventh session): 8-bit weights at 17-32 rows on sm_90a where one 32-row block of
 // 4 tiles × 8 warps along K, 2 stages, staged activations, makes one wave of at most one block a SM, and at
-// least 0.54 of the SMs' worth on K up to 96 chunks, 0.7 over it: mma.sync instead of v25/v56's narrow_32
+// least 0.54 of the SMs' worth on K of 64-80 chunks, 0.7 elsewhere: mma.sync instead of v25/v56's narrow_32
 // wgmma (split 8 or stream K) and of v61's 4 warps along K. Such a block has its SM alone (198 KB of shared
 // memory), so the warps along K are what keeps bytes in flight. H200 bench, file off, the choice before →
 // this, µs or ×, bf16 / fp16:
@@ -265,16 +265,19 @@ std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const 
 // - from v61's (2,4,1,4,1,2): 0.84-0.95 on 3072-4096 columns, K 3584-14336 (4096×11008 17.47 → 15.33),
 //   0.99 on K = 2048.
 // It lost to stream K on long K with few blocks: 2304×16384 (72 blocks, 128 chunks) 1.14 / 1.10, 2560×16384
-// (80) 1.06 / 1.03, 2816×16384 (88) 1.01 / 0.98; hence the 0.7 over 96 chunks, drawn after that bench. Over
-// one block a SM (5120 columns: two waves) 1.16-1.26×. Integer zeros or symmetric, groups of 128, fp32
-// accumulation, from 16 chunks, as measured (docs/perf-notes.md § 77).
+// (80) 1.06 / 1.03, 2816×16384 (88) 1.01 / 0.98; hence the 0.7 over 80 chunks, drawn after that bench (the
+// 0.54 only where it was measured; under 64 chunks the fewest blocks measured were 96). Over one block a SM
+// (5120 columns: two waves) 1.16-1.26×. Integer zeros (symmetric weights were not measured, and ptxas spills
+// 4-12 B there), groups of 128, fp32 accumulation, from 16 chunks, as measured (docs/perf-notes.md § 77); the
+// H100 unmeasured.
 std::optional<WqGemmConfig> eight_bit_one_wave_32(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
-  if (!wq::has_wgmma(arch) || h.bucket != 32 || p.bits != 8 || p.group_size != 128 || p.deterministic ||
-      wq::dequantizes_every_weight(p) || h.chunks < 16 || !wq::may_stage_per_warp(p, arch))
+  if (!wq::has_wgmma(arch) || h.bucket != 32 || p.bits != 8 || p.group_size != 128 ||
+      p.mode != DequantMode::SubZeroThenScale || p.deterministic || wq::dequantizes_every_weight(p) ||
+      h.chunks < 16 || !wq::may_stage_per_warp(p, arch))
     return std::nullopt;
   const int64_t blocks = ceil_div(h.tiles, 4);  // one 32-row block per 4-tile column block
-  const int64_t least_percent = h.chunks <= 96 ? 54 : 70;
+  const int64_t least_percent = h.chunks >= 64 && h.chunks <= 80 ? 54 : 70;
   if (blocks > h.sms || 100 * blocks < least_percent * h.sms) return std::nullopt;
   WqGemmConfig c = wq::base_config(2, 4, 8, 2);
   c.x_shared = true;

@@ -420,15 +420,16 @@ WqGemmConfig few_rows_config(const WqGemmProblem& p, const HeuristicShape& h, co
     c = make(1, 16, 4, 2);
     c.x_shared = true;
   }
-  // v64 (seventy-seventh session): where those blocks make at most one a SM (102-132 of them on 132 SMs:
-  // 13056-16896 columns), 8 warps along K. Such a block (172 KB of shared memory at 8 warps) has its SM
-  // alone, so its warps along K are what keeps bytes in flight, as v63's at 32 rows. H200 bench, file off,
+  // v64 (seventy-seventh session): at 2-4 rows, where those blocks make at most one a SM (102-132 of them on
+  // 132 SMs: 12993-16896 columns), 8 warps along K. Such a block (172 KB of shared memory at 8 warps) has its
+  // SM alone, so its warps along K are what keeps bytes in flight, as v63's at 32 rows. H200 bench, file off,
   // (1,16,1,4,1,2) → (1,16,1,8,1,2), 2 / 4 rows: 13312×8192 0.846 / 0.846 (20.18 → 17.07 µs), 14336×8192
   // 0.857 / 0.862, 13824×5120 0.897 / 0.891, 14336×4096 0.913 / 0.914, 15360×8192 0.917 / 0.921, 16384×4096
   // 0.946 / 0.946, 16384×8192 0.965 / 0.963, 16384² 0.946 / 0.942; at 4 rows symmetric 0.897-1.003
   // (16384×8192 the 1.003), g256 0.829-0.907. (The tune of 14336×8192 at 2/4 rows had v58 at 1.17× this
-  // config.)
-  if (v58 && blocks16 <= sms) c.warps_k = 8;
+  // config.) At 8 rows v24's 8 tiles come first, and the forced block ran 0.95-1.05× them: not there. The
+  // H100 unmeasured.
+  if (v58 && bucket <= 4 && blocks16 <= sms) c.warps_k = 8;
   return c;
 }
 

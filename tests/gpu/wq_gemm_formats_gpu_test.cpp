@@ -173,9 +173,10 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
           "[gpu]") {
   // fp16 8-bit folds the zero in before the MMA where a warp holds 32 rows or more (wq_gemm.cuh,
   // kFoldEightBit) and takes it after the MMA with 16-row warps and with x_sums on swapped operands; bf16
-  // always folds. Swapped (block-shared activations, even n_tiles: v62's (2,4,1,4,1,2) among them) and
-  // unswapped (activations per warp, or an odd n_tiles), with and without x_sums. Rows past 16 and 32
-  // (17, 40) leave the upper slices partly empty; 264 columns end in a partial block.
+  // always folds. Swapped (block-shared activations, even n_tiles: v62's (2,4,1,4,1,2) and v63's
+  // (2,4,1,8,1,2) among them) and unswapped (activations per warp, or an odd n_tiles), with and without
+  // x_sums. Rows past 16 and 32 (17, 40) leave the upper slices partly empty; 264 columns end in a partial
+  // block.
   std::vector<WqGemmProblem> problems;
   for (int group : {128, 256, 0})
     for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
@@ -190,11 +191,11 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
   WqGemmPlanOptions v62 = forced(2, 4, 1, 4, 1, true);
   v62.config->stages = 2;
   const auto staged2 = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, v62));
-  // v63's 8 warps along K (K = 1280: 10 chunks, so some warps take one and some two), and 6 tiles × 6 warps.
-  WqGemmPlanOptions v63 = forced(2, 4, 1, 8, 1, true), six = forced(2, 6, 1, 6, 1, true);
-  v63.config->stages = six.config->stages = 2;
+  // v63's 8 warps along K (K = 1280: 10 chunks, so some warps take one and some two; below, K = 4352 gives
+  // each warp 4-5 steps through its 2 stages, so every stage is refilled).
+  WqGemmPlanOptions v63 = forced(2, 4, 1, 8, 1, true);
+  v63.config->stages = 2;
   const auto eight_warps = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, v63));
-  const auto six_tiles = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, six));
   const auto unswapped = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 4, 1, 4, 1)));
   const auto odd = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(n, forced(2, 1, 1, 4, 1)));
   std::vector<std::size_t> summed;
@@ -222,7 +223,6 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
       run_and_check(*L, *split[i], m, false);
       run_and_check(*L, *staged2[i], m, false);
       run_and_check(*L, *eight_warps[i], m, false);
-      run_and_check(*L, *six_tiles[i], m, false);
       run_and_check(*L, *unswapped[i], m, false);
       run_and_check(*L, *odd[i], m, false);
       if (with_sums) {
@@ -231,6 +231,15 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
       }
     }
     s += with_sums ? 1 : 0;
+  }
+  std::vector<WqGemmProblem> deep;
+  for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+    for (DType act : {DType::F16, DType::BF16})
+      deep.push_back(make_problem(264, 4352, 8, 128, mode, act, 32));
+  const auto deep_plans = build_plans(deep, {17, 32}, std::vector<WqGemmPlanOptions>(deep.size(), v63));
+  for (std::size_t i = 0; i < deep.size(); ++i) {
+    auto L = make_layer(deep[i], false);
+    for (int64_t m : {17, 32}) run_and_check(*L, *deep_plans[i], m, false);
   }
 }
 

@@ -63,8 +63,8 @@ inline std::string staged(const WqGemmConfig& c) {
          std::to_string(c.warps_k) + "," + std::to_string(c.split_k) + "," + std::to_string(c.stages) + "+xs";
 }
 
-// Variants of `p` (a g128 integer-zero problem) that a rule measured in that format alone leaves to the rules
-// before it: groups of 64 and 256 and per channel, float zeros, fp16 accumulation, deterministic mode.
+// Variants of `p` (a g128 integer-zero problem) that a rule measured in that format alone leaves to the other
+// rules: groups of 64 and 256 and per channel, float zeros, fp16 accumulation, deterministic mode.
 inline std::vector<WqGemmProblem> other_formats(const WqGemmProblem& p) {
   std::vector<WqGemmProblem> v(6, p);
   v[0].group_size = 64, v[1].group_size = 256, v[2].group_size = 0;

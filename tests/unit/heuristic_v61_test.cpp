@@ -26,8 +26,8 @@ using lowbit::test::staged;
 TEST_CASE("choose_config v61: bf16 8-bit weights at 32 rows, 2-6 tiles per SM: one 32-row block",
           "[config][heuristic]") {
   // 4608-6144 columns (4.4-5.8 tiles per SM), K of 16-32 chunks; M 17-32 share the bucket. Up to one such
-  // block a SM (3072-4096 columns) v63 runs 8 warps along K (heuristic_v63_test.cpp). From 64 chunks, 2-5
-  // tiles per SM take wgmma stream K where its blocks fill under 0.7 of a wave (v25/v56's narrow_32):
+  // block a SM (2304-4224 columns, by K) v63 runs 8 warps along K (heuristic_v63_test.cpp). From 64 chunks,
+  // 2-5 tiles per SM take wgmma stream K where its blocks fill under 0.7 of a wave (v25/v56's narrow_32):
   // 5120×11008 does.
   CHECK(choose_bf16_hopper(5120, 11008, 32, 8).wgmma);
   for (int64_t n : {4608, 5120, 6144})
