@@ -224,6 +224,22 @@ WqGemmConfig default_config() {
 
 namespace {
 
+// The formats v62 and v63 were measured in: 8-bit g128 weights on sm_90a whose zero and scale come after the
+// MMA (dequantizes_every_weight: not float zeros, q·s + z or fp16 accumulation), activations staged per warp
+// (may_stage_per_warp: not in deterministic mode), from 16 chunks of K.
+bool eight_bit_block_format(const WqGemmProblem& p, const Arch& arch, const wq::HeuristicShape& h) {
+  return wq::has_wgmma(arch) && p.bits == 8 && p.group_size == 128 && !wq::dequantizes_every_weight(p) &&
+         h.chunks >= 16 && wq::may_stage_per_warp(p, arch);
+}
+
+// Their one 32-row mma.sync block: 4 tiles, `warps_k` warps along K, 2 stages, staged activations.
+WqGemmConfig eight_bit_block(const WqGemmProblem& p, const Arch& arch, int warps_k) {
+  WqGemmConfig c = wq::base_config(2, 4, warps_k, 2);  // (fit_registers cuts only formats they exclude)
+  c.x_shared = true;
+  wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/false);
+  return c;
+}
+
 // Heuristic v62 (seventy-sixth session): 8-bit weights at 33-64 rows on sm_90a, where one 32-row block of
 // 4 tiles × 4 warps along K, 2 stages, staged activations, makes at most 2 blocks a SM with the busiest SM
 // at most 1.1× the mean, on K from 2048 to 8192 (16-64 chunks, as measured) with the busiest SM's blocks
@@ -240,16 +256,11 @@ namespace {
 // measured.
 std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
-  if (!wq::has_wgmma(arch) || h.bucket != 64 || p.bits != 8 || p.group_size != 128 || p.deterministic ||
-      wq::dequantizes_every_weight(p) || h.chunks < 16 || h.chunks > 64 || !wq::may_stage_per_warp(p, arch))
-    return std::nullopt;
+  if (h.bucket != 64 || h.chunks > 64 || !eight_bit_block_format(p, arch, h)) return std::nullopt;
   const int64_t blocks = 2 * ceil_div(h.tiles, 4);  // two 32-row blocks per 4-tile column block
   const int64_t busiest = ceil_div(blocks, h.sms);
   if (busiest > 2 || 10 * busiest * h.sms > 11 * blocks || busiest * h.chunks > 96) return std::nullopt;
-  WqGemmConfig c = wq::base_config(2, 4, 4, 2);  // (fit_registers cuts only modes excluded above)
-  c.x_shared = true;
-  wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/false);
-  return c;
+  return eight_bit_block(p, arch, 4);
 }
 
 // Heuristic v63 (seventy-seventh session): 8-bit weights at 17-32 rows on sm_90a where one 32-row block of
@@ -272,17 +283,12 @@ std::optional<WqGemmConfig> eight_bit_one_wave_64(const WqGemmProblem& p, const 
 // H100 unmeasured.
 std::optional<WqGemmConfig> eight_bit_one_wave_32(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
-  if (!wq::has_wgmma(arch) || h.bucket != 32 || p.bits != 8 || p.group_size != 128 ||
-      p.mode != DequantMode::SubZeroThenScale || p.deterministic || wq::dequantizes_every_weight(p) ||
-      h.chunks < 16 || !wq::may_stage_per_warp(p, arch))
+  if (h.bucket != 32 || p.mode != DequantMode::SubZeroThenScale || !eight_bit_block_format(p, arch, h))
     return std::nullopt;
   const int64_t blocks = ceil_div(h.tiles, 4);  // one 32-row block per 4-tile column block
   const int64_t least_percent = h.chunks >= 64 && h.chunks <= 80 ? 54 : 70;
   if (blocks > h.sms || 100 * blocks < least_percent * h.sms) return std::nullopt;
-  WqGemmConfig c = wq::base_config(2, 4, 8, 2);
-  c.x_shared = true;
-  wq::shrink_to_fit(p, c, arch, /*keep_k_split=*/false);
-  return c;
+  return eight_bit_block(p, arch, 8);
 }
 
 }  // namespace
