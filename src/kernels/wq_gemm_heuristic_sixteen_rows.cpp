@@ -190,6 +190,35 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& p, const HeuristicS
                    c.warps_n == 1 && c.n_tiles == 8 && c.warps_k == 4 && blocks16 > sms &&
                    wq::sixteen_tile_blocks_fit_evenly(h);
   if (v60) c = make(1, 16, 4, 2);
+  // Heuristic v65 (seventy-eighth session; H200 bench of the shipped file, heuristic against served:
+  // GPTQ-symmetric bf16 at 16 rows 1.177× on 37888×3584 and 1.170× on 57344×8192, bf16 1.152× and 1.113×).
+  // Both at 9-16 rows, 4-bit integer-zero or symmetric groups of 128 as measured (eight_tile_groups; 3-bit
+  // unmeasured), sm_90a:
+  // - v65a: bf16 between v32's two exceptions (3-4 blocks of 16 tiles a SM; 50689-67584 columns on 132 SMs),
+  //   where v28/v31's (1,8,2,1,1,2) stood since the forty-ninth session: 8 tiles × 4 warps along K, 2 stages,
+  //   the bf16 and symmetric tunes' best on 57344×8192 since § 75's dequantization. Bench, file off, µs, bf16
+  //   / symmetric: 51200×5120 48.47 → 41.87 / 50.17 → 40.66, 57344×8192 75.87 → 67.14 / 78.48 → 67.68,
+  //   53248×6144 58.41 → 50.73 / 60.21 → 51.01, 65536×5120 0.964 / 0.956, 61440×4096 0.967 / 0.925. Not fp16:
+  //   0.98-1.005× on three of those layers, 1.11× on 65536×5120 and 61440×4096 (2 or 3 stages alike). From
+  //   32 chunks, as measured (32-64); shorter K keeps v31's pair sharing.
+  // - v65b: where v9's (1,4,1,4) stands past v26's band (over 24 tiles a SM) and blocks of 12 tiles, 6 a warp
+  //   × 2 warps side by side sharing each chunk's activations × 2 along K, make 2.75-3 a SM (34760-38016
+  //   columns on 132 SMs): one even wave of three 4-warp blocks, the tunes' best on 37888×3584 in all three
+  //   formats. Bench, file off, (1,4,1,4,1,2) → (1,6,2,2,1,2), bf16 / symmetric bf16 / fp16: 37888×3584
+  //   0.869 / 0.838 / 0.900, 36864×4096 0.889 / 0.876 / 0.904, 35840×5120 0.902 / 0.905 / 0.943, 37888×8192
+  //   0.895 / 0.896 / 0.936, 34816×3584 (2.75 a SM) 0.889 / 0.901 / 0.922; at 2.26 a SM (28672×4096) it
+  //   lost 1.11-1.21×. Measured from 28 to 64 chunks; 2-bit gained 1-2.4 % only (v13's 8 tiles are its own).
+  // The H100 unmeasured.
+  const bool v65_format = sm90a && bucket > 8 && bucket <= 16 && wq::eight_tile_groups(p) &&
+                          !wq::dequantizes_every_weight(p) && !p.deterministic;
+  const bool v65a = v65_format && v28_band && p.bits == 4 && p.act == DType::BF16 && blocks16 > 3LL * sms &&
+                    blocks16 <= 4LL * sms && chunks >= 32 && c.n_tiles == 8 && c.warps_n == 2 &&
+                    c.warps_k == 1;
+  if (v65a) c = make(1, 8, 4, 2);
+  const int64_t blocks12 = ceil_div(tiles, 12);
+  const bool v65b = v65_format && p.bits == 4 && c.n_tiles == 4 && c.warps_n == 1 && c.warps_k == 4 &&
+                    chunks >= 28 && blocks12 <= 3LL * sms && 4 * blocks12 >= 11LL * sms;
+  if (v65b) c = make(1, 6, 2, 2), c.warps_n = 2;
   c.x_shared = true;
   return c;
 }

@@ -263,6 +263,30 @@ TEST_CASE("wq_gemm 16 tiles × 8 warps along K (heuristic v64): 4-bit, both dtyp
   }
 }
 
+TEST_CASE("wq_gemm heuristic v65's 16-row blocks: (1,6,2,2,1,2) and (1,8,1,4,1,2), 4-bit, both dtypes",
+          "[gpu]") {
+  // v65b's 12-tile blocks of 2 warps side by side: 264 columns end in a block of 9 tiles (the second warp 3),
+  // 200 in one of 1; v65a's 8 × 4 warps along K. K = 1280 gives some warps along K one chunk more than
+  // others, 4352 refills every stage. Rows 9-16 (bucket 16), a row block cut short at 9 and 13.
+  std::vector<WqGemmProblem> problems;
+  for (int64_t n : {200, 264})
+    for (int64_t k : {1280, 4352})
+      for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+        for (DType act : {DType::F16, DType::BF16})
+          problems.push_back(make_problem(n, k, 4, 128, mode, act, 16));
+  const std::vector<int64_t> ms = {9, 13, 16};
+  WqGemmPlanOptions v65b = forced(1, 6, 2, 2, 1, true), v65a = forced(1, 8, 1, 4, 1, true);
+  v65b.config->stages = v65a.config->stages = 2;
+  for (const WqGemmPlanOptions& o : {v65b, v65a}) {
+    INFO(o.config->str());
+    const auto plans = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), o));
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+      auto L = make_layer(problems[i], false);
+      for (int64_t m : ms) run_and_check(*L, *plans[i], m, false);
+    }
+  }
+}
+
 TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zeros", "[gpu]") {
   struct Case {
     int64_t n, k;

@@ -42,9 +42,11 @@ TEST_CASE("choose_config v31: bf16 16 rows over 40 tiles per SM keep v28's pair 
           "[config][heuristic]") {
   for (auto [n, k] :
        {std::pair<int64_t, int64_t>{51200, 5120}, {65536, 5120}, {57344, 8192}}) {  // v32 takes 49152×4096
-    CHECK(staged(choose_bf16_hopper(n, k, 16)) == "1,8,2,1,1,2+xs");
-    CHECK(staged(choose_hopper(n, k, 16)) == "1,8,2,1,1,3+xs");  // f16 keeps 3
+    CHECK(staged(choose_hopper(n, k, 16)) == "1,8,2,1,1,3+xs");                     // f16 keeps 3
   }
+  // bf16 from 32 chunks takes v65a's 4 warps along K (heuristic_v65_test.cpp); under 32 it keeps v31's.
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{51200, 2176}, {57344, 3968}, {65536, 2560}})
+    CHECK(staged(choose_bf16_hopper(n, k, 16)) == "1,8,2,1,1,2+xs");
 }
 
 TEST_CASE(
