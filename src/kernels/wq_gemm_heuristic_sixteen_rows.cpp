@@ -202,12 +202,13 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& p, const HeuristicS
   //   0.98-1.005× on three of those layers, 1.11× on 65536×5120 and 61440×4096 (2 or 3 stages alike). From
   //   32 chunks, as measured (32-64); shorter K keeps v31's pair sharing.
   // - v65b: where v9's (1,4,1,4) stands past v26's band (over 24 tiles a SM) and blocks of 12 tiles, 6 a warp
-  //   × 2 warps side by side sharing each chunk's activations × 2 along K, make 2.75-3 a SM (34760-38016
-  //   columns on 132 SMs): one even wave of three 4-warp blocks, the tunes' best on 37888×3584 in all three
-  //   formats. Bench, file off, (1,4,1,4,1,2) → (1,6,2,2,1,2), bf16 / symmetric bf16 / fp16: 37888×3584
-  //   0.869 / 0.838 / 0.900, 36864×4096 0.889 / 0.876 / 0.904, 35840×5120 0.902 / 0.905 / 0.943, 37888×8192
-  //   0.895 / 0.896 / 0.936, 34816×3584 (2.75 a SM) 0.889 / 0.901 / 0.922; at 2.26 a SM (28672×4096) it
-  //   lost 1.11-1.21×. Measured from 28 to 64 chunks; 2-bit gained 1-2.4 % only (v13's 8 tiles are its own).
+  //   × 2 warps side by side sharing each chunk's activations × 2 along K, make 2.75-3 a SM (34753-38016
+  //   columns on 132 SMs, tiles = ceil(N/8)): one even wave of three 4-warp blocks, the fp16 and bf16 tunes'
+  //   best on 37888×3584. Bench, file off, (1,4,1,4,1,2) → (1,6,2,2,1,2), bf16 / symmetric bf16 / fp16:
+  //   37888×3584 0.869 / 0.838 / 0.900, 36864×4096 0.889 / 0.876 / 0.904, 35840×5120 0.902 / 0.905 / 0.943,
+  //   37888×8192 0.895 / 0.896 / 0.936, 34816×3584 (2.75 a SM) 0.889 / 0.901 / 0.922; at 2.26 a SM
+  //   (28672×4096) it lost 1.11-1.21×. Measured from 28 to 64 chunks; 2-bit gained 0.8-2.4 % only against its
+  //   own (1,8,1,4,1,2) (v13's 8 tiles).
   // The H100 unmeasured.
   const bool v65_format = sm90a && bucket > 8 && bucket <= 16 && wq::eight_tile_groups(p) &&
                           !wq::dequantizes_every_weight(p) && !p.deterministic;
