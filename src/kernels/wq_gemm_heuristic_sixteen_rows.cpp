@@ -196,7 +196,7 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& p, const HeuristicS
   // unmeasured), sm_90a:
   // - v65a: bf16 between v32's two exceptions (3-4 blocks of 16 tiles a SM; 50689-67584 columns on 132 SMs),
   //   where v28/v31's (1,8,2,1,1,2) stood since the forty-ninth session: 8 tiles × 4 warps along K, 2 stages,
-  //   the bf16 and symmetric tunes' best on 57344×8192 since § 75's dequantization. Bench, file off, µs, bf16
+  //   the bf16 tune's best on 57344×8192 since § 75's dequantization. Bench, file off, µs, bf16
   //   / symmetric: 51200×5120 48.47 → 41.87 / 50.17 → 40.66, 57344×8192 75.87 → 67.14 / 78.48 → 67.68,
   //   53248×6144 58.41 → 50.73 / 60.21 → 51.01, 65536×5120 0.964 / 0.956, 61440×4096 0.967 / 0.925. Not fp16:
   //   0.98-1.005× on three of those layers, 1.11× on 65536×5120 and 61440×4096 (2 or 3 stages alike). From
