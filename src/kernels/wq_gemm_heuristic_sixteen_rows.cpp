@@ -117,7 +117,7 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& p, const HeuristicS
   //   each quarter, 4 blocks per SM) run a second wave: 6 tiles × 2 warps along K, 2 stages, the best of
   //   both GPUs' bench in both dtypes (within 0.7 %). Gemma-2-27B's gate+up, 73728×4608: f16 59.26 → 53.93
   //   / 71.50 → 66.39, bf16 71.46 → 56.56 / 81.54 → 66.53. Between the two (50689-67584 columns; measured
-  //   51200, 57344, 65536) v28/v31 stay the best.
+  //   51200, 57344, 65536) v28/v31 stay the best (fp16, and bf16 under 32 chunks; bf16 from 32: v65a below).
   if (v28_band) {
     if (blocks16 <= 3LL * sms)
       c.warps_k = 2, c.stages = 2;

@@ -266,11 +266,12 @@ TEST_CASE("wq_gemm 16 tiles × 8 warps along K (heuristic v64): 4-bit, both dtyp
 TEST_CASE("wq_gemm heuristic v65's 16-row blocks: (1,6,2,2,1,2) and (1,8,1,4,1,2), 4-bit, both dtypes",
           "[gpu]") {
   // v65b's 12-tile blocks of 2 warps side by side: 264 columns end in a block of 9 tiles (the second warp 3),
-  // 200 in one of 1; v65a's 8 × 4 warps along K. K = 1280 gives some warps along K one chunk more than
-  // others, 4352 refills every stage. Rows 9-16 (bucket 16), a row block cut short at 9 and 13.
+  // 200 in one of 1; v65a's 8 × 4 warps along K (tails of 1 tile at both widths). K = 1408 (11 chunks) gives
+  // some warps along K one chunk more than others in both blocks (1280: in v65a's 4 warps only), 4352 refills
+  // every stage. Rows 9-16 (bucket 16), a row block cut short at 9 and 13.
   std::vector<WqGemmProblem> problems;
   for (int64_t n : {200, 264})
-    for (int64_t k : {1280, 4352})
+    for (int64_t k : {1280, 1408, 4352})
       for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
         for (DType act : {DType::F16, DType::BF16})
           problems.push_back(make_problem(n, k, 4, 128, mode, act, 16));
