@@ -561,11 +561,20 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // hence the 0.7, drawn after that bench (docs/perf-notes.md, seventy-first session). Integer-zero or
   // symmetric groups of 128 (3-bit g256 too, as v43) and 4-bit weights as measured (3 follows); the H100
   // unmeasured.
+  // v66 (seventy-eighth session): 4-bit weights keep the config's own 2 or 4 tiles a warp (4 warps along K, K
+  // in 4 pieces; 3 stages with 2 tiles, 2 with 4): more, smaller blocks than v57's 6 tiles (1280×8192: 320
+  // blocks against 108). Since § 75's bf16 dequantization the bests of the H200's bf16 and GPTQ-symmetric
+  // bf16 tunes there, where v57 ran 1.11-1.13× the served config (bench, file on). Bench, file off, v57 →
+  // v66, bf16 / symmetric: 2 tiles, 1280×8192 0.897 / 0.879, 1280×16384 0.915 / 0.919, 1024×8192 0.884 /
+  // 0.880; 4 tiles, 2304×8192 0.946 / 0.947, 2560×8192 0.934 / 0.930, 2816×8192 0.937 / 0.930. (2 tiles
+  // lost 1.24-1.27× on the 4-tile layers, 4 tiles gained only 2-4 % on the 2-tile ones.) 3-bit keeps v57's 6
+  // tiles (unmeasured).
   if (sm90a && bucket > 8 && bucket <= 16 && p.act == DType::BF16 && (p.bits == 3 || p.bits == 4) &&
       wq::eight_tile_groups(p) && !wq::dequantizes_every_weight(p) && !p.deterministic && c.x_shared &&
       c.warps_n == 1 && c.split_k == 1 && chunks >= 64 && unsplit_blocks < 0.7 * sms) {
     WqGemmConfig s = c;
-    s.n_tiles = 6, s.warps_k = 4, s.split_k = 4, s.stages = 2;
+    const bool v66 = p.bits == 4 && (c.n_tiles == 2 || c.n_tiles == 4);
+    s.n_tiles = v66 ? c.n_tiles : 6, s.warps_k = 4, s.split_k = 4, s.stages = v66 && c.n_tiles == 2 ? 3 : 2;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }
   // fp16 accumulation's rules at 32-128 rows (v47-v48, wq_gemm_heuristic_fp16_accum.cpp). They come after

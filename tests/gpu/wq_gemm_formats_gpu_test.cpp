@@ -263,12 +263,16 @@ TEST_CASE("wq_gemm 16 tiles × 8 warps along K (heuristic v64): 4-bit, both dtyp
   }
 }
 
-TEST_CASE("wq_gemm heuristic v65's 16-row blocks: (1,6,2,2,1,2) and (1,8,1,4,1,2), 4-bit, both dtypes",
-          "[gpu]") {
+TEST_CASE(
+    "wq_gemm heuristic v65 and v66 16-row blocks: (1,6,2,2,1,2), (1,8,1,4,1,2), (1,2,1,4,4,3) and "
+    "(1,4,1,4,4,2), 4-bit, both dtypes",
+    "[gpu]") {
   // v65b's 12-tile blocks of 2 warps side by side: 264 columns end in a block of 9 tiles (the second warp 3),
   // 200 in one of 1; v65a's 8 × 4 warps along K (tails of 1 tile at both widths). K = 1408 (11 chunks) gives
   // some warps along K one chunk more than others in both blocks (1280: in v65a's 4 warps only), 4352 refills
-  // every stage. Rows 9-16 (bucket 16), a row block cut short at 9 and 13.
+  // every stage. v66's K splits in 4 (a cluster on sm_90) of 2 and 4 tiles × 4 warps along K: 10, 11 and 34
+  // chunks leave pieces of 2-3 and 8-9 chunks, so some warps along K have none in a piece. Rows 9-16 (bucket
+  // 16), a row block cut short at 9 and 13.
   std::vector<WqGemmProblem> problems;
   for (int64_t n : {200, 264})
     for (int64_t k : {1280, 1408, 4352})
@@ -277,8 +281,9 @@ TEST_CASE("wq_gemm heuristic v65's 16-row blocks: (1,6,2,2,1,2) and (1,8,1,4,1,2
           problems.push_back(make_problem(n, k, 4, 128, mode, act, 16));
   const std::vector<int64_t> ms = {9, 13, 16};
   WqGemmPlanOptions v65b = forced(1, 6, 2, 2, 1, true), v65a = forced(1, 8, 1, 4, 1, true);
-  v65b.config->stages = v65a.config->stages = 2;
-  for (const WqGemmPlanOptions& o : {v65b, v65a}) {
+  WqGemmPlanOptions v66_two = forced(1, 2, 1, 4, 4, true), v66_four = forced(1, 4, 1, 4, 4, true);
+  v65b.config->stages = v65a.config->stages = v66_four.config->stages = 2;  // v66_two: 3
+  for (const WqGemmPlanOptions& o : {v65b, v65a, v66_two, v66_four}) {
     INFO(o.config->str());
     const auto plans = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), o));
     for (std::size_t i = 0; i < problems.size(); ++i) {

@@ -17,15 +17,16 @@ using lowbit::test::staged;
 
 TEST_CASE("choose_config v57: bf16 at 9-16 rows on narrow K-heavy layers under 0.7 wave splits K in 4",
           "[config][heuristic]") {
-  // The config's own blocks fill under 0.7 of the SMs, 64 chunks or more: 6 tiles × 4 warps along K,
-  // K in 4 pieces, 2 stages; with 2-tile blocks (1280 columns) and 4-tile ones (2304-2816).
+  // The config's own blocks fill under 0.7 of the SMs, 64 chunks or more: 4 warps along K, K in 4 pieces;
+  // with 2-tile blocks (1280 columns) and 4-tile ones (2304-2816). 4-bit keeps its tiles (v66,
+  // heuristic_v66_test.cpp); 3-bit takes v57's 6 tiles, 2 stages.
   for (int64_t n : {1280, 2304, 2560, 2816}) {
     INFO(n);
-    CHECK(staged(choose_bf16_hopper(n, 8192, 16)) == "1,6,1,4,4,2+xs");
+    CHECK(staged(choose_bf16_hopper(n, 8192, 16, 3)) == "1,6,1,4,4,2+xs");
+    CHECK(choose_bf16_hopper(n, 8192, 16).split_k == 4);
   }
-  CHECK(staged(choose_bf16_hopper(1280, 16384, 16)) == "1,6,1,4,4,2+xs");
-  CHECK(staged(choose_bf16_hopper(1280, 8192, 12)) == "1,6,1,4,4,2+xs");  // the 16-row bucket
-  CHECK(staged(choose_bf16_hopper(1280, 8192, 16, 3)) == "1,6,1,4,4,2+xs");
+  CHECK(staged(choose_bf16_hopper(1280, 16384, 16, 3)) == "1,6,1,4,4,2+xs");
+  CHECK(staged(choose_bf16_hopper(1280, 8192, 12, 3)) == "1,6,1,4,4,2+xs");  // the 16-row bucket
   // 2-tile blocks over 0.7 of the SMs (1536, 2048 columns): unsplit, as measured.
   CHECK(staged(choose_bf16_hopper(1536, 8192, 16)) == "1,2,1,8,1,3+xs");
   CHECK(staged(choose_bf16_hopper(2048, 8192, 16)) == "1,2,1,8,1,3+xs");
