@@ -1,0 +1,41 @@
+// Heuristic v67 (docs/perf-notes.md, seventy-eighth session): 4-bit at 9-16 rows, where v25's split 3 makes
+// more clusters of 3 than fit at once (over 0.59 of the SMs' 4-tile blocks), K splits in 4 with 2 stages.
+#include <cstdint>
+#include <string>
+
+#include "kernels/wq_gemm_internal.hpp"
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+
+using lowbit::DequantMode;
+using lowbit::DType;
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
+using lowbit::test::staged;
+
+TEST_CASE(
+    "choose_config v67: 4-bit at 9-16 rows, v25's split 3 past the clusters of 3 that fit at once: K in 4",
+    "[config][heuristic]") {
+  // v25's 4-tile blocks over 64 chunks: split 3 up to 77 of them (0.59 of 132 SMs, 2464 columns), K in 4 with
+  // 2 stages from 78 (2465 columns) to v25's 0.7 bound (92 blocks, 2944 columns); both dtypes and modes.
+  for (int64_t n : {2472, 2560, 2816, 2944})
+    for (int64_t k : {9216, 16384})
+      for (DType act : {DType::F16, DType::BF16}) {
+        INFO(n << "x" << k << " " << static_cast<int>(act));
+        WqGemmProblem p = g128_problem(n, k, 16);
+        p.act = p.out = act;
+        CHECK(staged(choose_hopper(p)) == "1,4,1,4,4,2+xs");
+        p.mode = DequantMode::Symmetric;
+        CHECK(staged(choose_hopper(p)) == "1,4,1,4,4,2+xs");
+      }
+  for (int64_t n : {2304, 2464}) CHECK(staged(choose_hopper(n, 16384, 16)) == "1,4,1,4,3,3+xs");
+  CHECK(staged(choose_hopper(2976, 16384, 16)) == "1,4,1,8,1,3+xs");  // past v25's 0.7
+  // Not at 1-8 rows (v25's 8 warps along K, unmeasured here), nor 3- or 2-bit, nor sm_80.
+  CHECK(choose_hopper(2560, 16384, 8).split_k == 3);
+  CHECK(choose_hopper(2560, 16384, 16, 3).split_k == 3);
+  CHECK(choose_hopper(2560, 16384, 16, 2).split_k != 4);
+  CHECK(lowbit::choose_config(g128_problem(2560, 16384, 16), kSm80, 132).split_k != 4);
+}
