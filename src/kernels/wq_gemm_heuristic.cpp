@@ -548,12 +548,15 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     while (s.split_k < wq::kMaxMmaClusterSplit && unsplit_blocks * s.split_k < 1.5 * sms) ++s.split_k;
     // v67 (seventy-eighth session): 4-bit at 9-16 rows, where split 3 makes more clusters of 3 than fit at
     // once (39 per 132 SMs a block slot, twenty-fifth session's cudaOccupancyMaxActiveClusters, × 2 slots for
-    // these 79 KB blocks: over 0.59 of the SMs; 2465-2944 columns on 132): K in 4, 2 stages (56 KB, clusters
-    // of 4 fit 30 a slot × 4). H200 bench, file off, split 3 → this, fp16 / bf16: 2560×16384 15.02 → 10.18
-    // / 14.74 → 10.08, 2816×16384 17.69 → 10.61 / 17.55 → 10.52; under the bound split 3 stays the best
-    // (2304×16384 72 clusters: 1.04×; 2304×9216 1.07×). Split 3 with 2 stages ran 0.73-0.82×. Other widths
-    // and rows unmeasured.
-    if (bucket > 8 && p.bits == 4 && s.split_k == 3 && unsplit_blocks > 0.59 * sms)
+    // these 79 KB blocks: 78 on 132 SMs; more from 0.595 of the SMs, 2497-2944 columns on 132): K in 4, 2
+    // stages (56 KB, clusters of 4 fit 30 a slot × 4). H200 bench, file off, split 3 → this, fp16 / bf16:
+    // 2560×16384 15.02 → 10.18 / 14.74 → 10.08, 2816×16384 17.69 → 10.61 / 17.55 → 10.52; under the bound
+    // split 3 stays the best (2304×16384 72 clusters: 1.04×; 2304×9216 1.07×). Split 3 with 2 stages ran
+    // 0.73-0.82×. As measured: sm_90a, integer-zero or symmetric g128 (eight_tile_groups; not where every
+    // weight is dequantized first); other widths, formats and rows unmeasured. (The code review of the
+    // seventy-eighth session.)
+    if (sm90a && bucket > 8 && p.bits == 4 && wq::eight_tile_groups(p) && !wq::dequantizes_every_weight(p) &&
+        s.split_k == 3 && unsplit_blocks > 0.595 * sms)
       s.split_k = 4, s.stages = 2;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }

@@ -40,6 +40,9 @@ TEST_CASE("choose_config v66: bf16 4-bit in v57's band keeps 2 or 4 tiles, K in 
   // v25's split first (2304×16384), fp16, 3-bit (v57's 6 tiles), 8 rows, sm_80.
   CHECK(choose_bf16_hopper(1280, 7168, 16).split_k != 4);
   CHECK(staged(choose_bf16_hopper(1536, 8192, 16)) == "1,2,1,8,1,3+xs");
+  CHECK(staged(choose_bf16_hopper(1472, 8192, 16)) == "1,2,1,4,4,3+xs");  // 92 blocks: under 0.7 of 132
+  CHECK(choose_bf16_hopper(1480, 8192, 16).split_k == 1);                 // 93
+  CHECK(choose_bf16_hopper(1280, 8064, 16).split_k == 1);                 // 63 chunks
   CHECK(staged(choose_bf16_hopper(3072, 8192, 16)) == "1,4,1,8,1,3+xs");
   CHECK(staged(choose_bf16_hopper(2304, 16384, 16)) == "1,4,1,4,3,3+xs");
   CHECK(staged(choose_hopper(1280, 8192, 16)) == "1,2,1,8,1,3+xs");
