@@ -44,6 +44,16 @@ std::vector<unsigned char> raw_y(const DeviceLayer& L, int64_t m) {
   return out;
 }
 
+// Every problem at every M of `ms` through one forced config (no bias).
+void check_forced(const std::vector<WqGemmProblem>& problems, const std::vector<int64_t>& ms,
+                  const WqGemmPlanOptions& options) {
+  const auto plans = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), options));
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    auto L = make_layer(problems[i], false);
+    for (int64_t m : ms) run_and_check(*L, *plans[i], m, false);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("wq_gemm every bits x group x mode x dtype (small, odd N)", "[gpu]") {
@@ -236,11 +246,7 @@ TEST_CASE("wq_gemm 8-bit at 32- and 64-row warps: the zero folded in, or after t
   for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
     for (DType act : {DType::F16, DType::BF16})
       deep.push_back(make_problem(264, 4352, 8, 128, mode, act, 32));
-  const auto deep_plans = build_plans(deep, {17, 32}, std::vector<WqGemmPlanOptions>(deep.size(), v63));
-  for (std::size_t i = 0; i < deep.size(); ++i) {
-    auto L = make_layer(deep[i], false);
-    for (int64_t m : {17, 32}) run_and_check(*L, *deep_plans[i], m, false);
-  }
+  check_forced(deep, {17, 32}, v63);
 }
 
 TEST_CASE("wq_gemm 16 tiles × 8 warps along K (heuristic v64): 4-bit, both dtypes, groups 128 and 256",
@@ -256,11 +262,7 @@ TEST_CASE("wq_gemm 16 tiles × 8 warps along K (heuristic v64): 4-bit, both dtyp
   const std::vector<int64_t> ms = {1, 2, 3, 4, 8};
   WqGemmPlanOptions v64 = forced(1, 16, 1, 8, 1, true);
   v64.config->stages = 2;
-  const auto plans = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), v64));
-  for (std::size_t i = 0; i < problems.size(); ++i) {
-    auto L = make_layer(problems[i], false);
-    for (int64_t m : ms) run_and_check(*L, *plans[i], m, false);
-  }
+  check_forced(problems, ms, v64);
 }
 
 TEST_CASE(
@@ -285,11 +287,7 @@ TEST_CASE(
   v65b.config->stages = v65a.config->stages = v66_four.config->stages = 2;  // v66_two: 3
   for (const WqGemmPlanOptions& o : {v65b, v65a, v66_two, v66_four}) {
     INFO(o.config->str());
-    const auto plans = build_plans(problems, ms, std::vector<WqGemmPlanOptions>(problems.size(), o));
-    for (std::size_t i = 0; i < problems.size(); ++i) {
-      auto L = make_layer(problems[i], false);
-      for (int64_t m : ms) run_and_check(*L, *plans[i], m, false);
-    }
+    check_forced(problems, ms, o);
   }
 }
 

@@ -63,6 +63,12 @@ inline std::string staged(const WqGemmConfig& c) {
          std::to_string(c.warps_k) + "," + std::to_string(c.split_k) + "," + std::to_string(c.stages) + "+xs";
 }
 
+// `p` with activations (and output) in `act`.
+inline WqGemmProblem with_act(WqGemmProblem p, DType act) {
+  p.act = p.out = act;
+  return p;
+}
+
 // Variants of `p` (a g128 integer-zero problem) that a rule measured in that format alone leaves to the other
 // rules: groups of 64 and 256 and per channel, float zeros, fp16 accumulation, deterministic mode.
 inline std::vector<WqGemmProblem> other_formats(const WqGemmProblem& p) {

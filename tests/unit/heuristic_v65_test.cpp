@@ -19,13 +19,10 @@ using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
 using lowbit::test::other_formats;
 using lowbit::test::staged;
+using lowbit::test::with_act;
 
 namespace {
 const std::string kV65a = "1,8,1,4,1,2+xs", kV65b = "1,6,2,2,1,2+xs";
-WqGemmProblem with_act(WqGemmProblem p, DType act) {
-  p.act = p.out = act;
-  return p;
-}
 }  // namespace
 
 TEST_CASE("choose_config v65a: bf16 4-bit at 9-16 rows, 3-4 blocks of 16 tiles a SM, 4 warps along K",

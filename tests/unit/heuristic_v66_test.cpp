@@ -17,6 +17,7 @@ using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
 using lowbit::test::staged;
+using lowbit::test::with_act;
 
 TEST_CASE("choose_config v66: bf16 4-bit in v57's band keeps 2 or 4 tiles, K in 4 pieces",
           "[config][heuristic]") {
@@ -25,15 +26,15 @@ TEST_CASE("choose_config v66: bf16 4-bit in v57's band keeps 2 or 4 tiles, K in 
     for (int64_t m : {9, 16})
       for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric}) {
         INFO(n << "x" << k << " " << m << " " << static_cast<int>(mode));
-        WqGemmProblem p = g128_problem(n, k, m);
-        p.act = p.out = DType::BF16, p.mode = mode;
+        WqGemmProblem p = with_act(g128_problem(n, k, m), DType::BF16);
+        p.mode = mode;
         CHECK(staged(choose_hopper(p)) == "1,2,1,4,4,3+xs");
       }
   for (int64_t n : {2304, 2560, 2816})
     for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric}) {
       INFO(n << " " << static_cast<int>(mode));
-      WqGemmProblem p = g128_problem(n, 8192, 16);
-      p.act = p.out = DType::BF16, p.mode = mode;
+      WqGemmProblem p = with_act(g128_problem(n, 8192, 16), DType::BF16);
+      p.mode = mode;
       CHECK(staged(choose_hopper(p)) == "1,4,1,4,4,2+xs");
     }
   // Outside v57's band nothing changes: under 64 chunks, blocks over 0.7 of the SMs (1536, 3072 columns),
@@ -48,7 +49,6 @@ TEST_CASE("choose_config v66: bf16 4-bit in v57's band keeps 2 or 4 tiles, K in 
   CHECK(staged(choose_hopper(1280, 8192, 16)) == "1,2,1,8,1,3+xs");
   CHECK(staged(choose_bf16_hopper(1280, 8192, 16, 3)) == "1,6,1,4,4,2+xs");
   CHECK(choose_bf16_hopper(1280, 8192, 8).split_k != 4);
-  WqGemmProblem p = g128_problem(1280, 8192, 16);
-  p.act = p.out = DType::BF16;
+  const WqGemmProblem p = with_act(g128_problem(1280, 8192, 16), DType::BF16);
   CHECK(lowbit::choose_config(p, kSm80, 108).split_k == 1);
 }

@@ -15,6 +15,7 @@ using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
 using lowbit::test::kSm80;
 using lowbit::test::staged;
+using lowbit::test::with_act;
 
 TEST_CASE(
     "choose_config v67: 4-bit at 9-16 rows, v25's split 3 past the clusters of 3 that fit at once: K in 4",
@@ -26,8 +27,7 @@ TEST_CASE(
     for (int64_t k : {9216, 16384})
       for (DType act : {DType::F16, DType::BF16}) {
         INFO(n << "x" << k << " " << static_cast<int>(act));
-        WqGemmProblem p = g128_problem(n, k, 16);
-        p.act = p.out = act;
+        WqGemmProblem p = with_act(g128_problem(n, k, 16), act);
         CHECK(staged(choose_hopper(p)) == "1,4,1,4,4,2+xs");
         p.mode = DequantMode::Symmetric;
         CHECK(staged(choose_hopper(p)) == "1,4,1,4,4,2+xs");
