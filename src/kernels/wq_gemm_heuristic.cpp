@@ -555,9 +555,18 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // 0.73-0.82×. As measured: sm_90a, integer-zero or symmetric g128 (eight_tile_groups; not where every
     // weight is dequantized first); other widths, formats and rows unmeasured. (The code review of the
     // seventy-eighth session.)
-    if (sm90a && bucket > 8 && p.bits == 4 && wq::eight_tile_groups(p) && !wq::dequantizes_every_weight(p) &&
-        s.split_k == 3 && unsplit_blocks > 0.595 * sms)
-      s.split_k = 4, s.stages = 2;
+    // v68 (seventy-ninth session): the same band at 2-8 rows, 2/3/4-bit, where v25's (1,4,1,8,3,2) (2-bit: 3
+    // stages) loses more: 4 warps along K too, (1,4,1,4,4,2). Bench, file off, µs, split 3 → this, on
+    // 2560×16384 / 2816×16384 / 2816×9216 (80-88 blocks): fp16 4-bit at 4 rows 11.82 → 8.79 / 12.63 → 9.30 /
+    // 9.81 → 6.75 (2 and 8 rows alike: 0.68-0.75×); bf16 at 8 rows 0.81-0.87× (its 80 registers hold 3 blocks
+    // a SM, so its 80-88 clusters of 3 fit at once and it loses all the same); 3-bit at 8 rows 0.79-0.82×,
+    // 2-bit at 4 and 8 rows 0.77-0.81×. On 2304×16384 (72 blocks) split 3 stays the best (this: 1.02-1.09×).
+    // (1,4,1,8,2,2) and (1,4,1,4,3,2) ran 0.76-0.99×. (cudaOccupancyMaxActiveClusters, this session: 79
+    // clusters of 3 at 2 blocks a SM, 124 at 3.) Groups of 128, integer zeros or symmetric, as v67.
+    const bool past_clusters_of_3 = sm90a && p.group_size == 128 && !wq::dequantizes_every_weight(p) &&
+                                    s.split_k == 3 && unsplit_blocks > 0.595 * sms;
+    if (past_clusters_of_3 && ((bucket > 8 && p.bits == 4) || (bucket > 1 && bucket <= 8)))
+      s.warps_k = 4, s.split_k = 4, s.stages = 2;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }
   // v57 (seventy-first session): bf16 activations at 9-16 rows where the config's own blocks fill under 0.7

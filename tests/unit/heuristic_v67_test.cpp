@@ -37,15 +37,14 @@ TEST_CASE(
   // From 65 chunks (v25's bound on sm_90a): 2560×8320 splits, 2560×8192 is v66's (bf16) or unsplit (fp16).
   CHECK(staged(choose_hopper(2560, 8320, 16)) == "1,4,1,4,4,2+xs");
   CHECK(choose_hopper(2560, 8192, 16).split_k == 1);
-  // Not at 1-8 rows (v25's 8 warps along K, unmeasured here), nor 3- or 2-bit, nor other groups and formats,
-  // nor sm_90 without the a, nor sm_80.
+  // Not 3- or 2-bit (at 2-8 rows v68 takes them), nor other groups and formats, nor sm_90 without the a, nor
+  // sm_80.
   for (int group : {64, 256, 0}) {
     WqGemmProblem q = g128_problem(2560, 16384, 16);
     q.group_size = group;
     CHECK(choose_hopper(q).split_k != 4);
   }
   CHECK(lowbit::choose_config(g128_problem(2560, 16384, 16), lowbit::Arch::parse("sm_90"), 132).split_k != 4);
-  CHECK(choose_hopper(2560, 16384, 8).split_k == 3);
   CHECK(choose_hopper(2560, 16384, 16, 3).split_k == 3);
   CHECK(choose_hopper(2560, 16384, 16, 2).split_k != 4);
   CHECK(lowbit::choose_config(g128_problem(2560, 16384, 16), kSm80, 132).split_k != 4);
