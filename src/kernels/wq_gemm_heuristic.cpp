@@ -546,26 +546,22 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     s.warps_k = bucket <= 8 ? 8 : 4;
     s.split_k = 2;
     while (s.split_k < wq::kMaxMmaClusterSplit && unsplit_blocks * s.split_k < 1.5 * sms) ++s.split_k;
-    // v67 (seventy-eighth session): 4-bit at 9-16 rows, where split 3 makes more clusters of 3 than fit at
-    // once (39 per 132 SMs a block slot, twenty-fifth session's cudaOccupancyMaxActiveClusters, × 2 slots for
-    // these 79 KB blocks: 78 on 132 SMs; more from 0.595 of the SMs, 2497-2944 columns on 132): K in 4, 2
-    // stages (56 KB, clusters of 4 fit 30 a slot × 4). H200 bench, file off, split 3 → this, fp16 / bf16:
-    // 2560×16384 15.02 → 10.18 / 14.74 → 10.08, 2816×16384 17.69 → 10.61 / 17.55 → 10.52; under the bound
-    // split 3 stays the best (2304×16384 72 clusters: 1.04×; 2304×9216 1.07×). Split 3 with 2 stages ran
-    // 0.73-0.82×. As measured: sm_90a, integer-zero or symmetric g128 (eight_tile_groups; not where every
-    // weight is dequantized first); other widths, formats and rows unmeasured. (The code review of the
-    // seventy-eighth session.)
-    // v68 (seventy-ninth session): the same band at 2-8 rows, 2/3/4-bit, where v25's (1,4,1,8,3,2) (2-bit: 3
-    // stages) loses more: 4 warps along K too, (1,4,1,4,4,2). Bench, file off, µs, split 3 → this, on
-    // 2560×16384 / 2816×16384 / 2816×9216 (80-88 blocks): fp16 4-bit at 4 rows 11.82 → 8.79 / 12.63 → 9.30 /
-    // 9.81 → 6.75 (2 and 8 rows alike: 0.68-0.75×); bf16 at 8 rows 0.81-0.87× (its 80 registers hold 3 blocks
-    // a SM, so its 80-88 clusters of 3 fit at once and it loses all the same); 3-bit at 8 rows 0.79-0.82×,
-    // 2-bit at 4 and 8 rows 0.77-0.81×. On 2304×16384 (72 blocks) split 3 stays the best (this: 1.02-1.09×).
-    // (1,4,1,8,2,2) and (1,4,1,4,3,2) ran 0.76-0.99×. (cudaOccupancyMaxActiveClusters, this session: 79
-    // clusters of 3 at 2 blocks a SM, 124 at 3.) Groups of 128, integer zeros or symmetric, as v67.
-    const bool past_clusters_of_3 = sm90a && p.group_size == 128 && !wq::dequantizes_every_weight(p) &&
-                                    s.split_k == 3 && unsplit_blocks > 0.595 * sms;
-    if (past_clusters_of_3 && ((bucket > 8 && p.bits == 4) || (bucket > 1 && bucket <= 8)))
+    // v67 (seventy-eighth session) and v68 (seventy-ninth): where split 3 covers over 0.595 of the SMs'
+    // blocks (79-92 blocks of 4 tiles, 2497-2944 columns on 132 SMs), 4 warps along K, K in 4, 2 stages:
+    // (1,4,1,4,4,2). v67 took 4-bit at 9-16 rows, read as split 3's clusters past those that fit at once
+    // (cudaOccupancyMaxActiveClusters: 79 clusters of 3 at 2 blocks a SM, v25's 79 KB blocks at 16 rows). v68
+    // takes every row count and 2/3-bit: bf16 4-bit at 8 rows, whose 80 registers hold 3 blocks a SM (124
+    // clusters of 3 fit), lost all the same, so the fit is not the whole reason; 320-352 blocks of 4 warps
+    // spread over the SMs better than 240-264 of 8 (at 72 blocks they do not). H200 bench, file off, split 3
+    // → this, on 2560×16384 / 2816×16384 / 2816×9216 (80-88 blocks): 4-bit fp16 at 16 rows 0.60-0.68×, at 2-8
+    // 0.68-0.75×, at one row 0.85-0.90× (9.68 → 8.32 µs on 2560×16384); bf16 at 16 rows 0.60-0.68×, at 8
+    // 0.81-0.87×, at one row 0.85-0.90×; 3-bit at 8 and 16 rows 0.79-0.87×; 2-bit at one row 0.80-0.89×, at 4
+    // and 8 0.77-0.81×, at 16 0.82-0.89×. At the band's edge (2496×16384, 78 blocks) split 3 ran 0.96-0.99×
+    // this, on 2304×16384 (72) 0.91-1.00×. (1,4,1,8,2,2) and (1,4,1,4,3,2) ran 0.76-0.99× split 3 in the
+    // band. As measured: sm_90a, groups of 128, integer zeros or symmetric (not where every weight is
+    // dequantized first); 3-bit at one row follows 4 (unmeasured).
+    if (sm90a && p.group_size == 128 && !wq::dequantizes_every_weight(p) && s.split_k == 3 &&
+        unsplit_blocks > 0.595 * sms)
       s.warps_k = 4, s.split_k = 4, s.stages = 2;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }

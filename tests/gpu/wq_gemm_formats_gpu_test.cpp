@@ -291,19 +291,20 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("wq_gemm heuristic v68: (1,4,1,4,4,2) at 2-8 rows, 2/3/4-bit, both dtypes", "[gpu]") {
-  // v68's K split in 4 (a cluster on sm_90) of 4 tiles × 4 warps along K at 2-8 rows (the one-tile-of-8-rows
-  // kernels): 264 columns end in a block of 1 tile; K = 1408 (11 chunks) leaves pieces of 2-3 chunks, so some
-  // warps along K have none, 4352 (34) pieces of 8-9. Rows 2, 5 and 8 (buckets 2 and 8, the last cut short).
+TEST_CASE("wq_gemm heuristic v68: (1,4,1,4,4,2) at 1-16 rows, 2/3/4-bit, both dtypes", "[gpu]") {
+  // v68's K split in 4 (a cluster on sm_90) of 4 tiles × 4 warps along K in every kernel it serves (the
+  // one-row kernel, 8-row tiles, 16-row tiles): 264 columns end in a block of 1 tile; K = 1408 (11 chunks)
+  // leaves pieces of 2-3 chunks, so some warps along K have none, 4352 (34) pieces of 8-9. Rows 1, 2, 5, 8,
+  // 13 and 16 (buckets 1, 2, 8 and 16; 5 and 13 cut a tile short).
   std::vector<WqGemmProblem> problems;
   for (int64_t k : {1408, 4352})
     for (int bits : {2, 3, 4})
       for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
         for (DType act : {DType::F16, DType::BF16})
-          problems.push_back(make_problem(264, k, bits, 128, mode, act, 8));
+          problems.push_back(make_problem(264, k, bits, 128, mode, act, 16));
   WqGemmPlanOptions v68 = forced(1, 4, 1, 4, 4, true);
   v68.config->stages = 2;
-  check_forced(problems, {2, 5, 8}, v68);
+  check_forced(problems, {1, 2, 5, 8, 13, 16}, v68);
 }
 
 TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zeros", "[gpu]") {
