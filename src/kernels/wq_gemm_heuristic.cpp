@@ -351,12 +351,19 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // stages above (10240×8192: H200 best; the H100's is 8 × 4 in registers). Re-tunes of both
     // GPUs: 4096² 9.0 µs against 12.2 with the v5 choice.
     // v56 refines the 4 × 4 band's choice for 2- and 8-bit weights (below).
-    const bool four_by_four_band = tiles_per_sm > 4.2 && tiles_per_sm <= 6;
-    c = tiles_per_sm <= 2     ? make(1, 4, 8, 2)
-        : tiles_per_sm <= 4.2 ? make(1, 8, 8, 3)
-        : tiles_per_sm <= 6   ? make(1, 4, 4, 3)
-        : tiles_per_sm <= 8   ? make(1, 8, 4, 3)
-                              : make(1, 4, 8, 2);
+    // v70 (seventy-ninth session, out of sample): 8 × 8 only while its blocks (one a SM: 3 stages of 8 tiles,
+    // 8 warps) fit in one wave, else 4 × 4: over 4 tiles per SM up to 4.2 (4225-4435 columns on 132 SMs) the
+    // last blocks ran in a second wave. H200 tune, W4 fp16 4352×4096 at 32 rows (136 blocks): (1,8,1,8,1,3)
+    // 12.92 µs, (1,4,1,4,1,3) 9.70, the best (1,4,1,4,1,2) 9.46.
+    // As measured, sm_90a only (elsewhere 8 × 8 up to 4.2).
+    const bool eight_by_eight = tiles_per_sm > 2 && tiles_per_sm <= 4.2 &&
+                                (!sm90a || ceil_div(tiles, 8) * ceil_div(bucket, 16) <= sms);
+    const bool four_by_four_band = tiles_per_sm > 2 && !eight_by_eight && tiles_per_sm <= 6;
+    c = tiles_per_sm <= 2   ? make(1, 4, 8, 2)
+        : eight_by_eight    ? make(1, 8, 8, 3)
+        : tiles_per_sm <= 6 ? make(1, 4, 4, 3)
+        : tiles_per_sm <= 8 ? make(1, 8, 4, 3)
+                            : make(1, 4, 8, 2);
     c.x_shared = true;
     // Heuristic v24: over 6 up to 8 tiles per SM (8192×K, 7168×8192) with 16 chunks or more, 4-bit:
     // one 32-row block instead of two 16-row ones, the tuned best of every such entry of the H100 and
@@ -370,13 +377,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     if (tiles_per_sm > 6 && tiles_per_sm <= 8 && chunks >= 16 && bucket == 32 &&
         (p.bits == 4 || (sm90a && (p.bits <= 2 || p.bits == 8))))
       c.m_tiles = 2;
-    // v56, 2-bit weights (1 follows) at 32 rows over 4.2 up to 6 tiles per SM: one 32-row block of 6 tiles ×
-    // 8 warps along K, 2 stages (the H200 tune's best on 6144×4096). H200 bench, (1,4,1,4,1,3) → this, µs:
-    // 6144×4096 9.99 → 8.36, out of sample 5120×4096 9.90 → 8.40, 4608×3584 8.88 → 7.57, 5120×3072 7.97 →
-    // 6.99, 5120×5120 11.84 → 9.79, 5632×2048 (16 chunks) 6.03 → 5.58 (4 warps along K 5.42); bf16 6144×4096
-    // 10.03 → 8.42. Not where every weight is dequantized before the MMA: fit_registers leaves one row tile
-    // of those 6 (2-bit g64 6144×4096 10.75 → 11.66 µs, float zeros 11.86 → 13.18). From 16 chunks, as
-    // measured.
+    // v56, 2-bit weights (1 follows) at 32 rows over 4.2 (v70: past 8 × 8's one wave) up to 6 tiles per SM:
+    // one 32-row block of 6 tiles × 8 warps along K, 2 stages (the H200 tune's best on 6144×4096). H200
+    // bench, (1,4,1,4,1,3) → this, µs: 6144×4096 9.99 → 8.36, out of sample 5120×4096 9.90 → 8.40,
+    // 4608×3584 8.88 → 7.57, 5120×3072 7.97 → 6.99, 5120×5120 11.84 → 9.79, 5632×2048 (16 chunks) 6.03 → 5.58
+    // (4 warps along K 5.42); bf16 6144×4096 10.03 → 8.42. Not where every weight is dequantized before the
+    // MMA: fit_registers leaves one row tile of those 6 (2-bit g64 6144×4096 10.75 → 11.66 µs, float
+    // zeros 11.86 → 13.18). From 16 chunks, as measured.
     const bool two_bit_32 = sm90a && bucket == 32 && p.bits <= 2 && !wq::dequantizes_every_weight(p);
     if (two_bit_32 && four_by_four_band && chunks >= 16) {
       c = make(2, 6, 8, 2);

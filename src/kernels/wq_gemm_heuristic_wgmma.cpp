@@ -78,8 +78,15 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v29 (forty-sixth session, out of sample): 8-bit weights at 64 rows too. Gemma-2-2B's gate+up,
   // 18432×2304 (17.5 tiles per SM), H200 tune: mma.sync (2,4,2,2) 1.46× the best (all wgmma), this
   // rule's (4,4,8,1) with the image 1.02×.
+  // v69 (seventy-ninth session, out of sample): 2- and 8-bit weights at 128 rows too, here and in the
+  // few-block rule below (they had been left at 64 rows, as measured then). A sweep of the heuristic's grids
+  // against the blocks the H200 holds at once found their block-shared mma.sync blocks there; H200 tune of W8
+  // and W2 at 128 rows, mma.sync (the heuristic) against the best, all wgmma: W8 8704×4096 (8.2 tiles per
+  // SM) 57.72 µs against 26.19 (stream K over 128-row blocks with the image, this rule's), W2 45.29
+  // against 24.37 (the same); W8 4608×3584 (Qwen2.5-7B's QKV, 4.4 tiles per SM) 24.21 against 16.54,
+  // 4352×4096 26.87 against 17.65 (both K in 2; this rule's stream K 1.10× on 4352).
   const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 8 &&
-                        (bits == 4 || ((bits == 2 || bits == 8) && bucket == 64));
+                        (bits == 4 || ((bits == 2 || bits == 8) && (bucket == 64 || bucket == 128)));
   const bool large = weights >= 48e6 || wide_mid;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          g128 && !(bucket == 64 && bits == 8);
@@ -149,9 +156,10 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // one of them a wgmma config. H200 bench, µs, against (1,4,1,2,1,3) staged: 5120×4096 17.40 → 13.60,
   // 5120×8192 32.56 → 18.72, 4608×3584 15.45 → 12.10.
   const bool few_blocks_w2_64 = bucket == 64 && bits == 2 && g128 && tiles_per_sm > 4;
-  const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
-                                !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
-                                (bits == 4 || (four_way_64 && g128) || few_blocks_w8_64 || few_blocks_w2_64);
+  const bool few_blocks_wgmma =
+      rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
+      !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
+      (bits == 4 || bucket == 128 || (four_way_64 && g128) || few_blocks_w8_64 || few_blocks_w2_64);
   // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 144 chunks or more (10240×8192 and
   // wider; 8192×28672, 3584×18944, and out of sample 5120×27648), one 32-row tile per block of two MMA
   // warpgroups: the tuned best of every such entry on both GPUs (3584×18944's on the H100 1.03×; 5120×27648

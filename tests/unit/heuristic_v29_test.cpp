@@ -91,9 +91,10 @@ TEST_CASE("choose_config v29: 8-bit weights at 64 rows follow the 4-bit rules", 
   // Over 8 tiles per SM under 48 M weights: v4's large-layer blocks.
   CHECK(wgmma_shape(choose_hopper(18432, 2304, 64, 8)) == "4,4,8,1 sk1 img");
   CHECK(choose_hopper(16384, 2048, 64, 8).wgmma);
-  // Not at 128 rows. (Groups of 32 too since v41: tests/unit/heuristic_v39_test.cpp.)
-  CHECK_FALSE(choose_hopper(16384, 2048, 128, 8).wgmma);
-  CHECK_FALSE(choose_hopper(2304, 9216, 128, 8).wgmma);
+  // At 128 rows since v69 (tests/unit/heuristic_v69_test.cpp). (Groups of 32 too since v41:
+  // tests/unit/heuristic_v39_test.cpp.)
+  CHECK(choose_hopper(16384, 2048, 128, 8).wgmma);
+  CHECK(choose_hopper(2304, 9216, 128, 8).wgmma);
   lowbit::WqGemmProblem g32 = g128_problem(2304, 9216, 64, 8);
   g32.group_size = 32;
   CHECK(lowbit::choose_config(g32, kArch90, 132).wgmma);

@@ -145,7 +145,7 @@ TEST_CASE("choose_config v32: 2-bit weights at 64 rows over 4 tiles per SM on fe
   }
   CHECK_FALSE(choose_hopper(4096, 4096, 64, 2).wgmma);  // 3.9 tiles per SM: v31's 2 row tiles
   CHECK_FALSE(choose_hopper(5120, 4096, 16, 2).wgmma);
-  CHECK_FALSE(choose_hopper(5120, 4096, 128, 2).wgmma);  // 64 rows only
+  CHECK(choose_hopper(5120, 4096, 128, 2).wgmma);  // at 128 rows since v69
   // 3600 columns on 114 SMs: 3.9 tiles per SM, not over 4.
   CHECK_FALSE(
       lowbit::choose_config(g128_problem(3600, 8192, 64, 2), lowbit::Arch::parse("sm_90a"), 114).wgmma);

@@ -75,10 +75,13 @@ TEST_CASE("choose_config v56: 32-row mma.sync blocks in 2- and 8-bit weights", "
   g64.group_size = 64, float_zeros.mode = lowbit::DequantMode::SubFloatZeroThenScale;
   CHECK(staged(choose_hopper(g64)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(float_zeros)) == "1,4,1,4,1,3+xs");
-  // The bounds on 132 SMs: 4432 columns (554 tiles, 4.197 per SM) are out, 4440 (555, 4.205) in; 6336 (6.0)
+  // The bounds on 132 SMs: from v70 the band starts where 8 × 8's blocks stop fitting one wave, so 4224
+  // columns (132 blocks) are out, 4232 and 4432 (4.197 per SM, once v56's lower bound at 4.2) in; 6336 (6.0)
   // in, 6344 (6.008) out; under 16 chunks out (5632×1920 is 15).
   // (8-bit weights take v61/v62's 32-row block over 2 up to 6 tiles per SM.)
-  CHECK(staged(choose_hopper(4432, 4096, 32, 2)).find(",3+xs") != std::string::npos);
+  CHECK(staged(choose_hopper(4224, 4096, 32, 2)) == "1,8,1,8,1,3+xs");
+  CHECK(staged(choose_hopper(4232, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
+  CHECK(staged(choose_hopper(4432, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
   CHECK(staged(choose_hopper(4440, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
   CHECK(staged(choose_hopper(6336, 4096, 32, 2)) == "2,6,1,8,1,2+xs");
   for (int64_t n : {4432, 4440, 6336}) CHECK(staged(choose_hopper(n, 4096, 32, 8)) == "2,4,1,4,1,2+xs");
