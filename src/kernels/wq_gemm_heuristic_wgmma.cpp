@@ -48,7 +48,12 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   const bool g128 = p.group_size == 128 || bits == 2 || bits == 8;
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
   const bool small_128 = bucket == 128 && weights < 48e6 && bits == 4 && g128;
-  const bool one_wave_128 = small_128 && weights >= 8e6 && tiles_per_sm >= 7 && tiles_per_sm <= 10;
+  // v69 (seventy-ninth session): 2/8-bit weights take the one-wave rule too (and the pair's short-K bound,
+  // below). H200 tune, 8192×1024 at 128 rows, block-shared mma.sync (the heuristic before) against the best
+  // (4,2,8,1) unsplit: W8 13.82 µs against 8.62 (this rule's config, with the image and 4 stages, 9.72), W2
+  // 10.02 against 7.97 (8.73).
+  const bool one_wave_128 =
+      bucket == 128 && weights >= 8e6 && weights < 48e6 && g128 && tiles_per_sm >= 7 && tiles_per_sm <= 10;
   const bool k_heavy_128 = small_128 && weights >= 16e6 && p.k >= 2 * p.n;
   // - Heuristic v10 (after the coalesced activation loads, fifteenth session; H200 re-tune of the
   //   standard layers at 64/128 rows): 5-7 tiles per SM from 8 M weights (6144×4096) at 64 and 128
@@ -105,7 +110,9 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // v25's mma.sync: H200 64 rows 16.29 → 11.21 µs, 128 rows 18.54 → 15.25; H100 17.43 → 11.97, 18.48
   // → 15.49.
   auto pair_wave_at = [&](int mt) {
-    const bool short_k = bits == 4 && chunks < 28;
+    // v69: at 128 rows every width (H200 tune, 4608×2048 at 128 rows, 72 pair blocks: block-shared mma.sync
+    // 1.27× (W8) and 1.36× (W2) the best, (4,2,8,1) unsplit with the image; the pair 1.03× and 1.01×).
+    const bool short_k = (bits == 4 || bucket == 128) && chunks < 28;
     return mt * 16 <= bucket && wave_of(mt, 2, short_k ? 0.5 : 0.7) && chunks >= 16;
   };
   // Heuristic v20 (twenty-sixth session): 8-bit weights at 64 rows too. The exclusion dated from before
