@@ -403,6 +403,18 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Both measured at 4 bits (3 follows; v26 is sm_90a at 3/4 bits).
     if (v26 && tiles_per_sm > 2 && tiles_per_sm <= 4.2 && chunks <= 16) c.n_tiles = 4, c.warps_k = 4;
     if (v26 && tiles_per_sm > 8) c.warps_k = 4;
+    // v71 (seventy-ninth session, out of sample): 2-bit weights (1 follows) over 8 tiles per SM, where the
+    // 8 warps along K left 2.1-2.4 waves of 2 blocks a SM: 6 tiles a warp from 24 chunks, else v27's 4 warps
+    // along K. H200 bench, file off, (1,4,1,8,1,2) → (1,6,1,8,1,2) / (1,4,1,4,1,2), fp16 (bf16 alike), µs:
+    // 8704×4096 16.95 → 13.63 / 15.15, 9216×4096 16.89 → 13.31 / 15.22, 9216×3072 (Phi-3-mini's QKV) 13.51 →
+    // 11.15 / 12.52; 10112×2048 (16 chunks) 10.36 → 10.57 / 9.28. (wgmma stream K (2,2,8,1) 0.80-1.02×.) Not
+    // where every weight is dequantized before the MMA (as v56).
+    if (sm90a && p.bits <= 2 && tiles_per_sm > 8 && !wq::dequantizes_every_weight(p)) {
+      if (chunks >= 24)
+        c.n_tiles = 6, c.warps_k = 8, c.stages = 2;
+      else
+        c.warps_k = 4;
+    }
     // v27, out of sample again (H100 tune): under one wave of 2-tile blocks (2 row blocks × ⌈tiles / 2⌉
     // under the SM count: under 1056 columns on 132 SMs), 2 tiles a warp and 3 stages, twice the blocks.
     // Qwen2.5-0.5B's down, 896×4864 (38 chunks): 4.31 µs against 5.77 for (1,4,1,8,1,2). (1280×8192, 160

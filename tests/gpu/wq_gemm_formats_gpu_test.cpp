@@ -307,6 +307,21 @@ TEST_CASE("wq_gemm heuristic v68: (1,4,1,4,4,2) at 1-16 rows, 2/3/4-bit, both dt
   check_forced(problems, {1, 2, 5, 8, 13, 16}, v68);
 }
 
+TEST_CASE("wq_gemm heuristic v71: (1,6,1,8,1,2) at 17-32 rows, 1/2-bit, both dtypes", "[gpu]") {
+  // v71's 6 tiles × 8 warps along K in the 32-row bucket (two row blocks of 16): 264 columns end in a block
+  // of 3 tiles; K = 1408 (11 chunks) leaves some of the 8 warps without a chunk, 4352 (34) gives them 4-5.
+  // Rows 17 (the second row block holds one row), 24 and 32.
+  std::vector<WqGemmProblem> problems;
+  for (int64_t k : {1408, 4352})
+    for (int bits : {1, 2})
+      for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+        for (DType act : {DType::F16, DType::BF16})
+          problems.push_back(make_problem(264, k, bits, 128, mode, act, 32));
+  WqGemmPlanOptions v71 = forced(1, 6, 1, 8, 1, true);
+  v71.config->stages = 2;
+  check_forced(problems, {17, 24, 32}, v71);
+}
+
 TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zeros", "[gpu]") {
   struct Case {
     int64_t n, k;
