@@ -352,12 +352,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // GPUs: 4096² 9.0 µs against 12.2 with the v5 choice.
     // v56 refines the 4 × 4 band's choice for 2- and 8-bit weights (below).
     // v70 (seventy-ninth session, out of sample): 8 × 8 only while its blocks (one a SM: 3 stages of 8 tiles,
-    // 8 warps) fit in one wave, else 4 × 4: over 4 tiles per SM up to 4.2 (4225-4435 columns on 132 SMs) the
+    // 8 warps) fit in one wave, else 4 × 4: over 4 tiles per SM up to 4.2 (4225-4432 columns on 132 SMs) the
     // last blocks ran in a second wave. H200 tune, W4 fp16 4352×4096 at 32 rows (136 blocks): (1,8,1,8,1,3)
     // 12.92 µs, (1,4,1,4,1,3) 9.70, the best (1,4,1,4,1,2) 9.46.
-    // As measured, sm_90a only (elsewhere 8 × 8 up to 4.2).
-    const bool eight_by_eight = tiles_per_sm > 2 && tiles_per_sm <= 4.2 &&
-                                (!sm90a || ceil_div(tiles, 8) * ceil_div(bucket, 16) <= sms);
+    // As measured: sm_90a, and not where every weight is dequantized before the MMA (elsewhere 8 × 8 up to
+    // 4.2).
+    const bool v70 = sm90a && !wq::dequantizes_every_weight(p);
+    const bool eight_by_eight =
+        tiles_per_sm > 2 && tiles_per_sm <= 4.2 && (!v70 || ceil_div(tiles, 8) * ceil_div(bucket, 16) <= sms);
     const bool four_by_four_band = tiles_per_sm > 2 && !eight_by_eight && tiles_per_sm <= 6;
     c = tiles_per_sm <= 2   ? make(1, 4, 8, 2)
         : eight_by_eight    ? make(1, 8, 8, 3)
@@ -421,11 +423,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // such blocks, keeps its 4 tiles: both files' best.) Not from 64 chunks, where v26's 16 warps along K
     // apply (unmeasured together); 4-bit weights as measured (3 follows).
     if (v26 && 2 * ceil_div(tiles, 2) < sms && chunks < 64) c.n_tiles = 2, c.stages = 3;
-    // v56 (seventieth session), as v32 at 64 rows: 8-bit weights over 4.2 up to 6 tiles per SM (blocks of 4
-    // tiles × 4 warps along K, two row blocks: over 2.1 blocks per SM) take 2 stages. Three stages of their
-    // 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks a SM, so a second wave ran where 2
-    // stages (67 KB) fit 3. H200 bench, 3 → 2 stages, µs: 6144×4096 15.77 → 12.28 (the tune's best), out of
-    // sample 5120×4096 14.86 → 11.08, 4608×3584 12.82 → 10.00. fp32 accumulation, as measured.
+    // v56 (seventieth session), as v32 at 64 rows: 8-bit weights over 4.2 (v70: past 8 × 8's one wave) up to
+    // 6 tiles per SM (blocks of 4 tiles × 4 warps along K, two row blocks: over 2.1 blocks per SM) take 2
+    // stages. Three stages of their 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks a SM,
+    // so a second wave ran where 2 stages (67 KB) fit 3. H200 bench, 3 → 2 stages, µs: 6144×4096 15.77
+    // → 12.28 (the tune's best), out of sample 5120×4096 14.86 → 11.08, 4608×3584 12.82 → 10.00. fp32
+    // accumulation, as measured.
     if (sm90a && p.bits == 8 && p.accum == DType::F32 && four_by_four_band) c.stages = 2;
     // v61 (seventy-fourth session): bf16 8-bit weights over 2 up to 6 tiles per SM: one 32-row block of 4
     // tiles × 4 warps along K, 2 stages. bf16 makes each 8-bit pair in 5 instructions (dequant.cuh), so two
@@ -572,13 +575,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // takes every row count and 2/3-bit: bf16 4-bit at 8 rows, whose 80 registers hold 3 blocks a SM (124
     // clusters of 3 fit), lost all the same, so the fit is not the whole reason; 320-352 blocks of 4 warps
     // spread over the SMs better than 240-264 of 8 (at 72 blocks they do not). H200 bench, file off, split 3
-    // → this, on 2560×16384 / 2816×16384 / 2816×9216 (80-88 blocks): 4-bit fp16 at 16 rows 0.60-0.68×, at 2-8
-    // 0.68-0.75×, at one row 0.85-0.90× (9.68 → 8.32 µs on 2560×16384); bf16 at 16 rows 0.60-0.68×, at 8
-    // 0.81-0.87×, at one row 0.85-0.90×; 3-bit at 8 and 16 rows 0.79-0.87×; 2-bit at one row 0.80-0.89×, at 4
+    // → this, on 2560×16384 / 2816×16384 / 2816×9216 (80-88 blocks): 4-bit fp16 at 16 rows 0.60-0.68× (v67,
+    // the two K = 16384 layers), at 2-8 0.68-0.75×, at one row 0.85-0.90× (9.68 → 8.32 µs on 2560×16384);
+    // bf16 at 16 rows 0.60-0.68× (v67), at 8 0.81-0.87×, at one row 0.85-0.90×; GPTQ-symmetric bf16 at 4 rows
+    // 0.86-0.91×; 3-bit at one row 0.80-0.90×, at 8 and 16 rows 0.79-0.87×; 2-bit at one row 0.80-0.89×, at 4
     // and 8 0.77-0.81×, at 16 0.82-0.89×. At the band's edge (2496×16384, 78 blocks) split 3 ran 0.96-0.99×
-    // this, on 2304×16384 (72) 0.91-1.00×. (1,4,1,8,2,2) and (1,4,1,4,3,2) ran 0.76-0.99× split 3 in the
+    // this, on 2304×16384 (72) 0.91-1.00×. (1,4,1,8,2,2) and (1,4,1,4,3,2) ran 0.75-1.00× split 3 in the
     // band. As measured: sm_90a, groups of 128, integer zeros or symmetric (not where every weight is
-    // dequantized first); 3-bit at one row follows 4 (unmeasured).
+    // dequantized first).
     if (sm90a && p.group_size == 128 && !wq::dequantizes_every_weight(p) && s.split_k == 3 &&
         unsplit_blocks > 0.595 * sms)
       s.warps_k = 4, s.split_k = 4, s.stages = 2;

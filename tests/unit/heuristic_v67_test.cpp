@@ -13,7 +13,6 @@ using lowbit::DType;
 using lowbit::WqGemmProblem;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
-using lowbit::test::kSm80;
 using lowbit::test::staged;
 using lowbit::test::with_act;
 
@@ -37,12 +36,11 @@ TEST_CASE(
   // From 65 chunks (v25's bound on sm_90a): 2560×8320 splits, 2560×8192 is v66's (bf16) or unsplit (fp16).
   CHECK(staged(choose_hopper(2560, 8320, 16)) == "1,4,1,4,4,2+xs");
   CHECK(choose_hopper(2560, 8192, 16).split_k == 1);
-  // Not other groups and formats (3- and 2-bit: v68), nor sm_90 without the a, nor sm_80.
+  // Not other groups and formats (3- and 2-bit: v68), nor sm_90 without the a.
   for (int group : {64, 256, 0}) {
     WqGemmProblem q = g128_problem(2560, 16384, 16);
     q.group_size = group;
     CHECK(choose_hopper(q).split_k != 4);
   }
   CHECK(lowbit::choose_config(g128_problem(2560, 16384, 16), lowbit::Arch::parse("sm_90"), 132).split_k != 4);
-  CHECK(lowbit::choose_config(g128_problem(2560, 16384, 16), kSm80, 132).split_k != 4);
 }

@@ -11,7 +11,6 @@ using lowbit::DType;
 using lowbit::WqGemmProblem;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
-using lowbit::test::kSm80;
 using lowbit::test::wgmma_shape;
 using lowbit::test::with_act;
 
@@ -40,6 +39,7 @@ TEST_CASE("choose_config v69: 2/8-bit at 128 rows take 4-bit's wgmma rules", "[c
   // Unchanged: 64 rows (2/8-bit had these rules there already), under 8 M weights.
   CHECK(choose_hopper(8704, 4096, 64, 8).wgmma);
   CHECK(!choose_hopper(4352, 1024, 128, 8).wgmma);
-  // Not off sm_90a.
-  CHECK(!lowbit::choose_config(g128_problem(8704, 4096, 128, 8), kSm80, 132).wgmma);
+  // 1-bit weights follow 2; not on sm_90 without the a (no wgmma there).
+  CHECK(wgmma_shape(choose_hopper(8704, 4096, 128, 1)) == "8,2,8,1 sK img");
+  CHECK(!lowbit::choose_config(g128_problem(8704, 4096, 128, 8), lowbit::Arch::parse("sm_90"), 132).wgmma);
 }
