@@ -1,8 +1,9 @@
-// The heuristic's grids, for scripts/heuristic_waves.py (seventy-ninth session, docs/perf-notes.md § 79.1 and § 79.7):
-// one line per choice of choose_config on sm_90a over a grid of layers, M buckets, bit widths and dtypes, with its
-// launch grid, threads, shared memory and how its K pieces meet. Build against a static build of the library:
-//   g++ -std=c++20 -O1 -I include -I src scripts/heuristic_waves.cpp build/liblowbit.a -lfmt -ldl -lpthread \
-//     -o /tmp/hw && /tmp/hw [SMS] > /tmp/waves.txt
+// The heuristic's grids, for scripts/heuristic_waves.py (seventy-ninth session, docs/perf-notes.md § 79.1 and
+// § 79.7): one line per choice of choose_config on sm_90a over a grid of layers, M buckets, bit widths and
+// dtypes, with its launch grid, threads, shared memory and how its K pieces meet. Build against a static
+// build of the library:
+//   g++ -std=c++20 -O1 -I include -I src scripts/heuristic_waves.cpp build/liblowbit.a -lfmt -ldl -lpthread
+//     -o /tmp/hw    (one line), then: /tmp/hw [SMS] > /tmp/waves.txt
 // Line: bits act(0 fp16, 1 bf16, 2 GPTQ-symmetric bf16) n k m config | blocks B threads T smem S split P meet
 // (none, cluster, workspace or stream K) and the config as `--config` takes it.
 #include <cstdio>
@@ -39,9 +40,9 @@ int main(int argc, char** argv) {
                                        std::to_string(c.x_shared) + "," + std::to_string(c.wgmma) + "," +
                                        std::to_string(c.stream_k) + "," + std::to_string(c.x_image) + "," +
                                        std::to_string(c.x_sums);
-            std::printf("%d %d %ld %ld %ld %s | blocks %ld threads %u smem %u split %d meet %s\n", bits, act, n, k, m,
-                        config.c_str(), static_cast<long>(g.grid_x) * g.grid_y * g.grid_z, g.block, g.smem,
-                        c.split_k, c.stream_k ? "stream_k" : wq::k_split_path(c, arch));
+            std::printf("%d %d %ld %ld %ld %s | blocks %ld threads %u smem %u split %d meet %s\n", bits, act,
+                        n, k, m, config.c_str(), static_cast<long>(g.grid_x) * g.grid_y * g.grid_z, g.block,
+                        g.smem, c.split_k, c.stream_k ? "stream_k" : wq::k_split_path(c, arch));
           }
   return 0;
 }
