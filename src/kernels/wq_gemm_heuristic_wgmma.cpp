@@ -91,9 +91,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // against 24.37 (the same); W8 4608×3584 (Qwen2.5-7B's QKV, 4.4 tiles per SM) 24.21 against 16.54,
   // 4352×4096 26.87 against 17.65 (both K in 2; this rule's stream K 1.10× on 4352). Measured in groups of
   // 128 with integer zeros; 1-bit follows 2, and every group size and mode follows g128 (v41's convention
-  // here).
-  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 8 &&
-                        (bits == 4 || ((bits == 2 || bits == 8) && (bucket == 64 || bucket == 128)));
+  // here). So every width at both row counts.
+  const bool wide_mid = rows_64_128 && weights >= 8e6 && tiles_per_sm > 8;
   const bool large = weights >= 48e6 || wide_mid;
   const bool mid_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm >= 5 && tiles_per_sm < 7 &&
                          g128 && !(bucket == 64 && bits == 8);
