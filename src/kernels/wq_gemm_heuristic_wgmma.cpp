@@ -189,7 +189,13 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // image (below) W4 4096×14336 18.46 → 17.31, bf16 18.90 → 18.35, W2 17.93 → 15.96, W8 22.04-27.50 →
   // 22.03 (the mma.sync config's spread over two calls); 4096×12288 W4 16.05 → 15.70, bf16 16.53 → 16.72, W2
   // 15.79 → 14.62, W8 19.25-23.85 → 19.95.
-  const bool wide_32 = bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 96);
+  // v73 (eightieth session, out of sample): 2-bit weights (1-bit follow) from 8 M weights over 10 tiles per
+  // SM (past v71's per-warp band), on short K too. H200 tune of W2 f16 at 32 rows, block-shared mma.sync
+  // (2,4,2,2,1,3) (the heuristic before) against the best, (2,4,8,1) unsplit without the image (this rule's):
+  // 28672×1024 11.95 µs against 9.55, 26624×1024 11.83 against 9.43 (4-bit's block-shared config ran 1.03×
+  // its best there: 4-bit keeps it).
+  const bool wide_32_two_bit = bucket == 32 && bits == 2 && weights >= 8e6 && tiles_per_sm > 10;
+  const bool wide_32 = (bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 96)) || wide_32_two_bit;
   // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
   // and their grid.
   WqGemmConfig c32 = make(2, 4, 1, 3);

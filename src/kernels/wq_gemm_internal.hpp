@@ -277,6 +277,11 @@ WqGemmConfig few_rows_config(const WqGemmProblem& problem, const HeuristicShape&
 WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                         const MmaSyncFlags& flags);
 
+// Tiny layers' config (heuristic v72, wq_gemm_heuristic_tiny_layers.cpp): sm_90a, at most half as many tiles
+// as SMs, 1-128 rows; none elsewhere.
+std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& problem, const HeuristicShape& shape,
+                                              const Arch& arch);
+
 // 3-bit weights' own mma.sync config where their rules (v42-v44, wq_gemm_heuristic_three_bit.cpp) replace
 // `chosen`, the config of the rules they share with 4-bit weights; none elsewhere.
 std::optional<WqGemmConfig> three_bit_config(const WqGemmProblem& problem, const HeuristicShape& shape,

@@ -322,6 +322,38 @@ TEST_CASE("wq_gemm heuristic v71: (1,6,1,8,1,2) at 17-32 rows, 1/2-bit, both dty
   check_forced(problems, {17, 24, 32}, v71);
 }
 
+TEST_CASE("wq_gemm heuristic v72: tiny layers' 16-row blocks, 8 warps along K, K split in clusters",
+          "[gpu]") {
+  // v72's blocks: one 16-row tile of 2 tiles (4 from 65 rows), 8 warps along K, K in up to 8 pieces that meet
+  // in a cluster (sm_90). 136 columns end in a block of one tile (two at 4 tiles a block); K = 4352 (34
+  // chunks) in 7 pieces leaves pieces of 4-5 chunks and some of the 8 warps without one. 2/4/8-bit, both
+  // modes and dtypes; rows 1, 5 and 16 (2 stages), 17, 40 and 64 (split 3, 3 stages), 65 and 128 (4 tiles,
+  // split 2).
+  std::vector<WqGemmProblem> problems;
+  for (int bits : {2, 4, 8})
+    for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+      for (DType act : {DType::F16, DType::BF16})
+        problems.push_back(make_problem(136, 4352, bits, 128, mode, act, 128));
+  WqGemmPlanOptions few = forced(1, 2, 1, 8, 7, true), mid = forced(1, 2, 1, 8, 3, true),
+                    wide = forced(1, 4, 1, 8, 2, true);
+  few.config->stages = 2;
+  check_forced(problems, {1, 5, 16}, few);
+  check_forced(problems, {17, 40, 64}, mid);
+  check_forced(problems, {65, 128}, wide);
+}
+
+TEST_CASE("wq_gemm heuristic v74: 8-bit block-shared (2,4,2,2) with 2 stages at 17-32 rows", "[gpu]") {
+  // v74's block: 32 rows, 4 tiles × 2 warps side by side × 2 along K, 2 stages. 264 columns end in a block of
+  // one tile; K = 1408 (11 chunks: the two warps along K take 6 and 5).
+  std::vector<WqGemmProblem> problems;
+  for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+    for (DType act : {DType::F16, DType::BF16})
+      problems.push_back(make_problem(264, 1408, 8, 128, mode, act, 32));
+  WqGemmPlanOptions v74 = forced(2, 4, 2, 2, 1, true);
+  v74.config->stages = 2;
+  check_forced(problems, {17, 25, 32}, v74);
+}
+
 TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zeros", "[gpu]") {
   struct Case {
     int64_t n, k;

@@ -1,0 +1,37 @@
+// The heuristic's rule for tiny layers (v72): at most half as many 8-column tiles as SMs, the first step
+// of choose_config (wq_gemm_heuristic.cpp) at 1-128 rows on sm_90a. Fitted to `lowbit tune` runs like the
+// rest (docs/perf-notes.md, eightieth session).
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "kernels/wq_gemm_internal.hpp"
+
+namespace lowbit::wq {
+
+// Heuristic v72 (eightieth session, out of sample): layers of N ≤ 4·SMs columns (tensor-parallel shards of
+// MoE experts and unfused K/V projections: 128×8192, 256-512×7168, 384×4096) from 32 chunks of K. The rules
+// before gave them a handful of blocks: 8-32 blocks of 16 warps along K at one row, and at 64-128 rows
+// block-shared (2,4,2,2) blocks whose K split (fill_split's) reached the SMs with few warps each. H200 tune
+// of W4 f16 at 1/16/64/128 rows, the heuristic before against the best (tuner times): one row 1.10-1.40×
+// (256×7168 3.67 µs against 2.62), 16 rows 1.03-1.27×, 64 rows 1.01-1.48× (512×7168 7.74 against 5.23),
+// 128 rows 1.20-1.97× (256×7168 10.03 against 5.08). Every best staged per warp one 16-row tile of 2 tiles
+// (4 at 128 rows, where more rows share each dequantized weight) with 4-12 warps along K and K split until
+// the blocks number about the SMs at one row, 0.7 of them from 16 rows.
+std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
+                                              const Arch& arch) {
+  if (!has_wgmma(arch) || !may_stage_per_warp(p, arch) || p.group_size != 128 || dequantizes_every_weight(p))
+    return std::nullopt;
+  if (2 * h.tiles > h.sms || h.chunks < 32 || h.bucket > 128) return std::nullopt;
+  WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, 8, h.bucket <= 16 ? 2 : 3);
+  c.x_shared = true;
+  const int64_t blocks = ceil_div(h.tiles, c.n_tiles) * ceil_div(h.bucket, int64_t{16});
+  const double target = h.bucket == 1 ? h.sms : 0.7 * h.sms;
+  const int64_t most = std::min<int64_t>(kMaxMmaClusterSplit, h.chunks / c.warps_k);
+  c.split_k =
+      static_cast<int>(std::clamp<int64_t>(static_cast<int64_t>(std::ceil(target / blocks)), 1, most));
+  if (!can_implement(p, c, arch)) return std::nullopt;
+  return c;
+}
+
+}  // namespace lowbit::wq

@@ -1,0 +1,71 @@
+// Heuristics v72-v74 (docs/perf-notes.md, eightieth session): tiny layers' 16-row blocks (v72), 2-bit weights'
+// wgmma at 17-32 rows over 10 tiles per SM (v73), 8-bit weights' 2 stages where 3 would leave a second wave (v74).
+#include <cstdint>
+
+#include "lowbit/lowbit.hpp"
+#include "support/catch.hpp"
+#include "unit/heuristic_helpers.hpp"
+
+using lowbit::DType;
+using lowbit::WqGemmProblem;
+using lowbit::test::choose_hopper;
+using lowbit::test::g128_problem;
+using lowbit::test::kSm80;
+using lowbit::test::other_formats;
+using lowbit::test::staged;
+using lowbit::test::wgmma_shape;
+using lowbit::test::with_act;
+
+TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
+  // One row: K split until the blocks number the SMs (at most 8 pieces, at least a chunk a warp).
+  CHECK(staged(choose_hopper(128, 8192, 1)) == "1,2,1,8,8,2+xs");
+  CHECK(staged(choose_hopper(256, 7168, 1)) == "1,2,1,8,7,2+xs");  // 56 chunks: 7 a piece of 8 warps
+  CHECK(staged(choose_hopper(512, 7168, 1)) == "1,2,1,8,5,2+xs");
+  CHECK(staged(choose_hopper(384, 4096, 1)) == "1,2,1,8,4,2+xs");
+  // From 2 rows: 0.7 of the SMs; 3 stages from 17 rows, 4 tiles a block from 65.
+  CHECK(staged(choose_hopper(256, 7168, 16)) == "1,2,1,8,6,2+xs");
+  CHECK(staged(choose_hopper(512, 7168, 16)) == "1,2,1,8,3,2+xs");
+  CHECK(staged(choose_hopper(256, 7168, 64)) == "1,2,1,8,2,3+xs");
+  CHECK(staged(choose_hopper(384, 4096, 64)) == "1,2,1,8,1,3+xs");
+  CHECK(staged(choose_hopper(256, 7168, 128)) == "1,4,1,8,2,3+xs");
+  CHECK(staged(choose_hopper(512, 7168, 128)) == "1,4,1,8,1,3+xs");
+  for (DType act : {DType::F16, DType::BF16})
+    for (int bits : {2, 3, 4, 8}) {
+      INFO(static_cast<int>(act) << " w" << bits);
+      CHECK(staged(choose_hopper(with_act(g128_problem(256, 7168, 16, bits), act))) == "1,2,1,8,6,2+xs");
+    }
+  // The edges: 528 columns (66 tiles, half the SMs) are in, 536 are not; under 32 chunks not; over 128 rows not.
+  CHECK(staged(choose_hopper(528, 4096, 1)) == "1,2,1,8,4,2+xs");
+  CHECK(choose_hopper(536, 4096, 1).warps_k != 8);
+  CHECK(choose_hopper(256, 3968, 1).split_k == 1);
+  CHECK(choose_hopper(256, 7168, 256).wgmma);
+  // Not off sm_90a, not outside groups of 128 with integer zeros or symmetric.
+  CHECK(lowbit::choose_config(g128_problem(256, 7168, 1), kSm80, 132).split_k != 7);
+  for (const WqGemmProblem& p : other_formats(g128_problem(256, 7168, 1))) {
+    INFO(p.str());
+    CHECK(staged(choose_hopper(p)) != "1,2,1,8,7,2+xs");
+  }
+}
+
+TEST_CASE("choose_config v73: 2-bit at 32 rows over 10 tiles per SM from 8 M weights", "[config][heuristic]") {
+  for (int bits : {1, 2}) {
+    INFO("w" << bits);
+    CHECK(wgmma_shape(choose_hopper(28672, 1024, 32, bits)) == "2,4,8,1 sk1");
+    CHECK(wgmma_shape(choose_hopper(22016, 1024, 32, bits)) == "2,4,8,1 sk1");
+  }
+  // 4-bit keeps its block-shared mma.sync (1.03× the best there); under 8 M weights, or 10 tiles per SM, neither.
+  CHECK(staged(choose_hopper(28672, 1024, 32)) == "2,4,2,2,1,3+xs");
+  CHECK(!choose_hopper(14336, 512, 32, 2).wgmma);
+  CHECK(!choose_hopper(10496, 4096, 32, 2).wgmma);
+}
+
+TEST_CASE("choose_config v74: 8-bit (2,4,2,2) at 32 rows, 2-3 blocks a SM, 2 stages", "[config][heuristic]") {
+  for (DType act : {DType::F16, DType::BF16}) {
+    INFO(static_cast<int>(act));
+    CHECK(staged(choose_hopper(with_act(g128_problem(17408, 2048, 32, 8), act))) == "2,4,2,2,1,2+xs");
+    CHECK(staged(choose_hopper(with_act(g128_problem(19456, 2048, 32, 8), act))) == "2,4,2,2,1,2+xs");
+  }
+  // 264 blocks (two a SM at 3 stages) keep 3; so does 4-bit.
+  CHECK(staged(choose_hopper(16896, 2048, 32, 8)) == "2,4,2,2,1,3+xs");
+  CHECK(staged(choose_hopper(19456, 2048, 32)) == "2,4,2,2,1,3+xs");
+}
