@@ -2,12 +2,22 @@
 // of choose_config (wq_gemm_heuristic.cpp) at 1-128 rows on sm_90a. Fitted to `lowbit tune` runs like the
 // rest (docs/perf-notes.md, eightieth session).
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "kernels/wq_gemm_internal.hpp"
 
 namespace lowbit::wq {
+
+namespace {
+// Thread-block clusters of `size` (1-8) blocks that run at once with `per_sm` (1 or 2) blocks a SM, scaled
+// from the H200's 132 SMs (cudaOccupancyMaxActiveClusters, docs/perf-notes.md § 79.2): not linear in the
+// size, since a cluster's blocks must share one GPC.
+int64_t clusters_at_once(int64_t size, int per_sm, int sms) {
+  static constexpr int kOne[8] = {132, 66, 39, 30, 22, 17, 15, 15},
+                       kTwo[8] = {264, 132, 79, 62, 47, 39, 32, 30};
+  return int64_t{per_sm >= 2 ? kTwo[size - 1] : kOne[size - 1]} * sms / 132;
+}
+}  // namespace
 
 // Heuristic v72 (eightieth session, out of sample): layers of N ≤ 4·SMs columns (tensor-parallel shards of
 // MoE experts and unfused K/V projections: 128×8192, 256-512×7168, 384×4096) from 32 chunks of K. The rules
@@ -16,8 +26,8 @@ namespace lowbit::wq {
 // of W4 f16 at 1/16/64/128 rows, the heuristic before against the best (tuner times): one row 1.10-1.40×
 // (256×7168 3.67 µs against 2.62), 16 rows 1.03-1.27×, 64 rows 1.01-1.48× (512×7168 7.74 against 5.23),
 // 128 rows 1.20-1.97× (256×7168 10.03 against 5.08). Every best staged per warp one 16-row tile of 2 tiles
-// (4 at 128 rows, where more rows share each dequantized weight) with 4-12 warps along K and K split until
-// the blocks number about the SMs at one row, 0.7 of them from 16 rows.
+// (4-8 at 128 rows, where more rows share each dequantized weight) with 4-12 warps along K and K split until
+// the blocks numbered about the SMs at one row, 0.7 of them from 16 rows.
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                               const Arch& arch) {
   if (!has_wgmma(arch) || !may_stage_per_warp(p, arch) || p.group_size != 128 || dequantizes_every_weight(p))
@@ -25,11 +35,16 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
   if (2 * h.tiles > h.sms || h.chunks < 32 || h.bucket > 128) return std::nullopt;
   WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, 8, h.bucket <= 16 ? 2 : 3);
   c.x_shared = true;
+  // The split's pieces meet in a cluster, one a block of the unsplit grid; it stops short of the target where
+  // those clusters would not all run at once (320×8192 at 32 rows: 40 clusters of 3 where 39 fit; at 64 and
+  // 128 rows 80 of 2 where 66 fit: 1.22-1.23× the choice before). The blocks a SM: by shared memory (from 17
+  // rows one), at most 2 (registers: 60-102 a thread of 256).
   const int64_t blocks = ceil_div(h.tiles, c.n_tiles) * ceil_div(h.bucket, int64_t{16});
   const double target = h.bucket == 1 ? h.sms : 0.7 * h.sms;
   const int64_t most = std::min<int64_t>(kMaxMmaClusterSplit, h.chunks / c.warps_k);
-  c.split_k =
-      static_cast<int>(std::clamp<int64_t>(static_cast<int64_t>(std::ceil(target / blocks)), 1, most));
+  const int per_sm = (smem_limit(arch) + 1024) / (smem_bytes(p, c, arch) + 1024) >= 2 ? 2 : 1;
+  for (int64_t s = 2; s <= most && static_cast<double>(blocks * (s - 1)) < target; ++s)
+    if (blocks <= clusters_at_once(s, per_sm, h.sms)) c.split_k = static_cast<int>(s);
   if (!can_implement(p, c, arch)) return std::nullopt;
   return c;
 }

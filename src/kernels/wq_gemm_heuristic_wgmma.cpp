@@ -189,18 +189,22 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // image (below) W4 4096×14336 18.46 → 17.31, bf16 18.90 → 18.35, W2 17.93 → 15.96, W8 22.04-27.50 →
   // 22.03 (the mma.sync config's spread over two calls); 4096×12288 W4 16.05 → 15.70, bf16 16.53 → 16.72, W2
   // 15.79 → 14.62, W8 19.25-23.85 → 19.95.
-  // v73 (eightieth session, out of sample): 2-bit weights (1-bit follow) from 8 M weights over 10 tiles per
-  // SM (past v71's per-warp band), on short K too. H200 tune of W2 f16 at 32 rows, block-shared mma.sync
-  // (2,4,2,2,1,3) (the heuristic before) against the best, (2,4,8,1) unsplit without the image (this rule's):
-  // 28672×1024 11.95 µs against 9.55, 26624×1024 11.83 against 9.43 (4-bit's block-shared config ran 1.03×
-  // its best there: 4-bit keeps it).
-  const bool wide_32_two_bit = bucket == 32 && bits == 2 && weights >= 8e6 && tiles_per_sm > 10;
-  const bool wide_32 = (bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 96)) || wide_32_two_bit;
-  // The 32-row blocks of that rule: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
+  // The 32-row blocks of the rule below: two MMA warpgroups of 4 tiles a warp, K split to fill half the SMs,
   // and their grid.
   WqGemmConfig c32 = make(2, 4, 1, 3);
   c32.warps_n = 8, c32.wgmma = true;
   c32.split_k = wq::fill_split(p, c32, sms / 2.0);
+  // v73 (eightieth session, out of sample): 2-bit weights (1-bit follow) from 8 M weights over 10 tiles per
+  // SM (past v71's per-warp band), on short K too, where that split leaves 8 chunks a piece or more. H200
+  // tune of W2 f16 at 32 rows, block-shared mma.sync (2,4,2,2,1,3) (the heuristic before) against the best,
+  // (2,4,8,1) unsplit without the image (this rule's): 28672×1024 11.95 µs against 9.55, 26624×1024 11.83
+  // against 9.43 (4-bit's block-shared config ran 1.03× its best there: 4-bit keeps it). Bench, file off, the
+  // choice before → this: 0.765 on those two, out of sample 0.86-0.93 (22016×1024, 17920×1536, 11264×2048
+  // (stream K), 16384×2048 (split 2), bf16 22016×1024); 14336×1024, split 2 into pieces of 4 chunks, lost
+  // (1.043).
+  const bool wide_32_two_bit =
+      bucket == 32 && bits == 2 && weights >= 8e6 && tiles_per_sm > 10 && chunks / c32.split_k >= 8;
+  const bool wide_32 = (bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 96)) || wide_32_two_bit;
   const int64_t c32_blocks = ceil_div(tiles, c32.n_tiles * c32.warps_n) * c32.split_k;
   // Heuristic v25 (forty-second session, out-of-sample tunes): 32 rows on narrow layers of 2-5 tiles
   // per SM from 64 chunks, where that K split leaves the grid under 0.7 wave, take stream K (below,
@@ -225,6 +229,20 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // fill half the SMs the tune's split in 12 of 12. Bench against v51 forced, 20 cases at 200-4096 rows in
   // nine formats: 0.72-0.96×. The image is a copy of the activations the plan owns (ceil(M / 128) · 128 ·
   // K rounded up to 128 · 2 bytes); plans without buffers of their own run without it.
+  // Heuristic v75 (eightieth session, out of sample): 128 rows on K of 4 chunks or fewer (MoE experts' down
+  // projections at tensor parallelism: 7168×256, 7168×512) where 128-column blocks of 64 rows make 0.8-1.75
+  // waves: those blocks unsplit, 4 stages, no image. The rules before gave block-shared mma.sync
+  // (2,8,2,2,1,3): H200 tune of W4 f16, 7168×256 1.19× and 7168×512 1.25× the best; bench, file off, the
+  // choice before → this: 7168×256 0.846, 7168×512 0.801, out of sample 8192×512 0.777, 14336×512 (224
+  // blocks) 0.797. On 80 blocks and fewer (5120×256, 4096×384, 2048×512) it lost 1.02-1.58×. 4-bit weights in
+  // groups of 128 (3-bit follow), as measured.
+  const bool tiny_k_128 = bucket == 128 && chunks <= 4 && bits == 4 && p.group_size == 128 &&
+                          blocks_128(4) >= 0.8 * sms && blocks_128(4) <= 1.75 * sms;
+  if (tiny_k_128 && wq::has_wgmma(arch) && wq::may_run_wgmma(p)) {
+    WqGemmConfig t = make(4, 2, 1, 4);
+    t.warps_n = 8, t.wgmma = true;
+    if (can_implement(p, t, arch)) return t;
+  }
   if (bucket >= 256) {
     if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p))) return std::nullopt;
     WqGemmConfig big = make(8, 2, 1, 3);

@@ -354,6 +354,23 @@ TEST_CASE("wq_gemm heuristic v74: 8-bit block-shared (2,4,2,2) with 2 stages at 
   check_forced(problems, {17, 25, 32}, v74);
 }
 
+TEST_CASE("wq_gemm heuristic v75: wgmma 64-row blocks at 65-128 rows on K of 2-4 chunks", "[gpu]") {
+  if (!has_wgmma()) {
+    WARN("skipped: v75's config is Hopper's warpgroup MMA (sm_90a)");
+    return;
+  }
+  // v75's block: two MMA warpgroups of one m64 tile (128 columns, 64 rows), K unsplit, 4 stages (more than
+  // the chunks: K = 256 has 2), no image. 264 columns end in a block of one tile; rows 65 (the second row
+  // block holds one row), 100 and 128; 3/4-bit, both modes and dtypes.
+  std::vector<WqGemmProblem> problems;
+  for (int64_t k : {256, 384, 512})
+    for (int bits : {3, 4})
+      for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+        for (DType act : {DType::F16, DType::BF16})
+          problems.push_back(make_problem(264, k, bits, 128, mode, act, 128));
+  check_forced(problems, {65, 100, 128}, forced(4, 2, 8, 1, 1, false, true));
+}
+
 TEST_CASE("wq_gemm model and tensor-parallel shapes for 2/3/8-bit and float zeros", "[gpu]") {
   struct Case {
     int64_t n, k;

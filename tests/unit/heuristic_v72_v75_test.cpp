@@ -1,5 +1,6 @@
-// Heuristics v72-v74 (docs/perf-notes.md, eightieth session): tiny layers' 16-row blocks (v72), 2-bit weights'
-// wgmma at 17-32 rows over 10 tiles per SM (v73), 8-bit weights' 2 stages where 3 would leave a second wave (v74).
+// Heuristics v72-v75 (docs/perf-notes.md, eightieth session): tiny layers' 16-row blocks (v72), 2-bit
+// weights' wgmma at 17-32 rows over 10 tiles per SM (v73), 8-bit weights' 2 stages where 3 would leave a
+// second wave (v74), wgmma blocks of 64 rows at 128 rows on K of 4 chunks or fewer (v75).
 #include <cstdint>
 
 #include "lowbit/lowbit.hpp"
@@ -22,6 +23,11 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
   CHECK(staged(choose_hopper(256, 7168, 1)) == "1,2,1,8,7,2+xs");  // 56 chunks: 7 a piece of 8 warps
   CHECK(staged(choose_hopper(512, 7168, 1)) == "1,2,1,8,5,2+xs");
   CHECK(staged(choose_hopper(384, 4096, 1)) == "1,2,1,8,4,2+xs");
+  // The split stops where its clusters would not all fit at once (one block a SM from 17 rows): 320×8192 at
+  // 32 rows, 40 unsplit blocks, takes 2 pieces (66 clusters of 2 fit), not 3 (39 of 3); at 64 rows, 80, none.
+  CHECK(staged(choose_hopper(320, 8192, 32)) == "1,2,1,8,2,3+xs");
+  CHECK(staged(choose_hopper(320, 8192, 64)) == "1,2,1,8,1,3+xs");
+  CHECK(staged(choose_hopper(320, 8192, 128)) == "1,4,1,8,1,3+xs");
   // From 2 rows: 0.7 of the SMs; 3 stages from 17 rows, 4 tiles a block from 65.
   CHECK(staged(choose_hopper(256, 7168, 16)) == "1,2,1,8,6,2+xs");
   CHECK(staged(choose_hopper(512, 7168, 16)) == "1,2,1,8,3,2+xs");
@@ -34,7 +40,8 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
       INFO(static_cast<int>(act) << " w" << bits);
       CHECK(staged(choose_hopper(with_act(g128_problem(256, 7168, 16, bits), act))) == "1,2,1,8,6,2+xs");
     }
-  // The edges: 528 columns (66 tiles, half the SMs) are in, 536 are not; under 32 chunks not; over 128 rows not.
+  // The edges: 528 columns (66 tiles, half the SMs) are in, 536 are not; under 32 chunks not; over 128 rows
+  // not.
   CHECK(staged(choose_hopper(528, 4096, 1)) == "1,2,1,8,4,2+xs");
   CHECK(choose_hopper(536, 4096, 1).warps_k != 8);
   CHECK(choose_hopper(256, 3968, 1).split_k == 1);
@@ -47,15 +54,20 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
   }
 }
 
-TEST_CASE("choose_config v73: 2-bit at 32 rows over 10 tiles per SM from 8 M weights", "[config][heuristic]") {
+TEST_CASE("choose_config v73: 2-bit at 32 rows over 10 tiles per SM from 8 M weights",
+          "[config][heuristic]") {
   for (int bits : {1, 2}) {
     INFO("w" << bits);
     CHECK(wgmma_shape(choose_hopper(28672, 1024, 32, bits)) == "2,4,8,1 sk1");
     CHECK(wgmma_shape(choose_hopper(22016, 1024, 32, bits)) == "2,4,8,1 sk1");
   }
-  // 4-bit keeps its block-shared mma.sync (1.03× the best there); under 8 M weights, or 10 tiles per SM, neither.
+  // 4-bit keeps its block-shared mma.sync (1.03× the best there); under 8 M weights, or 10 tiles per SM,
+  // neither.
   CHECK(staged(choose_hopper(28672, 1024, 32)) == "2,4,2,2,1,3+xs");
   CHECK(!choose_hopper(14336, 512, 32, 2).wgmma);
+  // Nor where the blocks' K split leaves pieces of under 8 chunks (14336×1024: 2 of 4).
+  CHECK(!choose_hopper(14336, 1024, 32, 2).wgmma);
+  CHECK(wgmma_shape(choose_hopper(16384, 2048, 32, 2)) == "2,4,8,1 sk2");
   CHECK(!choose_hopper(10496, 4096, 32, 2).wgmma);
 }
 
@@ -68,4 +80,21 @@ TEST_CASE("choose_config v74: 8-bit (2,4,2,2) at 32 rows, 2-3 blocks a SM, 2 sta
   // 264 blocks (two a SM at 3 stages) keep 3; so does 4-bit.
   CHECK(staged(choose_hopper(16896, 2048, 32, 8)) == "2,4,2,2,1,3+xs");
   CHECK(staged(choose_hopper(19456, 2048, 32)) == "2,4,2,2,1,3+xs");
+}
+
+TEST_CASE("choose_config v75: 128 rows on K of 4 chunks or fewer, 0.8-1.75 waves of 64-row wgmma blocks",
+          "[config][heuristic]") {
+  for (DType act : {DType::F16, DType::BF16})
+    for (int64_t k : {256, 384, 512}) {
+      INFO(static_cast<int>(act) << " k" << k);
+      const lowbit::WqGemmConfig c = choose_hopper(with_act(g128_problem(7168, k, 128), act));
+      CHECK(wgmma_shape(c) == "4,2,8,1 sk1");
+      CHECK(c.stages == 4);
+    }
+  CHECK(wgmma_shape(choose_hopper(14336, 512, 128)) == "4,2,8,1 sk1");  // 224 blocks: 1.7 waves
+  // Under 0.8 wave (5120 columns: 80 blocks), over 1.75 (16384: 256), over 4 chunks, 2-bit: not this rule.
+  CHECK(!choose_hopper(5120, 256, 128).wgmma);
+  CHECK(wgmma_shape(choose_hopper(16384, 512, 128)) != "4,2,8,1 sk1");
+  CHECK(wgmma_shape(choose_hopper(7168, 640, 128)) != "4,2,8,1 sk1");
+  CHECK(!choose_hopper(7168, 512, 128, 2).wgmma);
 }
