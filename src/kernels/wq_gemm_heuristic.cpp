@@ -623,10 +623,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // take 2 stages: 66 KB of shared memory a block instead of 100 let 3 share an SM (ptxas: 164 registers, 3 a
   // SM), so the grid runs in one wave instead of two. H200 tune of W8 f16 at 32 rows, 3 stages (the heuristic
   // before) against 2 (the best): 17408×2048 (272 blocks) 16.21 µs against 14.82, 18432×1024 (288) 10.34
-  // against 9.13, 19456×2048 (304) 17.93 against 15.39.
-  if (sm90a && bucket == 32 && p.bits == 8 && c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 &&
-      c.warps_n == 2 && c.warps_k == 2 && c.split_k == 1 && c.stages == 3 && ceil_div(tiles, 8) > 2LL * sms &&
-      ceil_div(tiles, 8) <= 3LL * sms)
+  // against 9.13, 19456×2048 (304) 17.93 against 15.39. Bench, file off, 3 → 2 stages: 0.888-0.913 on those
+  // three, bf16 0.885-0.917 on two. Groups of 128 with integer zeros or symmetric, as measured.
+  if (sm90a && bucket == 32 && p.bits == 8 && p.group_size == 128 && !wq::dequantizes_every_weight(p) &&
+      c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 && c.warps_n == 2 && c.warps_k == 2 && c.split_k == 1 &&
+      c.stages == 3 && ceil_div(tiles, 8) > 2LL * sms && ceil_div(tiles, 8) <= 3LL * sms)
     c.stages = 2;
   // fp16 accumulation's rules at 32-128 rows (v47-v48, wq_gemm_heuristic_fp16_accum.cpp). They come after
   // fill_split and v25, which would replace their splits.

@@ -234,10 +234,13 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // waves: those blocks unsplit, 4 stages, no image. The rules before gave block-shared mma.sync
   // (2,8,2,2,1,3): H200 tune of W4 f16, 7168×256 1.19× and 7168×512 1.25× the best; bench, file off, the
   // choice before → this: 7168×256 0.846, 7168×512 0.801, out of sample 8192×512 0.777, 14336×512 (224
-  // blocks) 0.797. On 80 blocks and fewer (5120×256, 4096×384, 2048×512) it lost 1.02-1.58×. 4-bit weights in
-  // groups of 128 (3-bit follow), as measured.
+  // blocks) 0.797. On 80 blocks and fewer (5120×256, 4096×384, 2048×512) it lost 1.02-1.58×. 4-bit weights
+  // (3-bit follow) in groups of 128 with integer zeros or symmetric, as measured (bench: bf16 7168×256 /
+  // 7168×512 0.821 / 0.806, GPTQ-symmetric 7168×384 0.784, 3-bit 7168×512 0.787; 9216×384 0.866, 10240×512
+  // 0.969, 12288×256 0.906).
   const bool tiny_k_128 = bucket == 128 && chunks <= 4 && bits == 4 && p.group_size == 128 &&
-                          blocks_128(4) >= 0.8 * sms && blocks_128(4) <= 1.75 * sms;
+                          !dequantizes_every_weight(p) && blocks_128(4) >= 0.8 * sms &&
+                          blocks_128(4) <= 1.75 * sms;
   if (tiny_k_128 && wq::has_wgmma(arch) && wq::may_run_wgmma(p)) {
     WqGemmConfig t = make(4, 2, 1, 4);
     t.warps_n = 8, t.wgmma = true;
