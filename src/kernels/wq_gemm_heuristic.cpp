@@ -296,9 +296,9 @@ std::optional<WqGemmConfig> eight_bit_one_wave_32(const WqGemmProblem& p, const 
 WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_count) {
   // Fitted to `lowbit tune` over the model presets at M 1..128 on the H200 (docs/perf-notes.md,
   // "heuristic v3"); shapes are measured in 8-column tiles per SM so other GPUs scale with them.
-  // v72's tiny layers first (wq_gemm_heuristic_tiny_layers.cpp); v62's and v63's one wave of 32-row mma.sync
-  // blocks for 8-bit weights at 17-64 rows (above); then
-  // Hopper's warpgroup MMA, where its rules apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
+  // v72's tiny layers first (wq_gemm_heuristic_tiny_layers.cpp); then v62's and v63's one wave of 32-row
+  // mma.sync blocks for 8-bit weights at 17-64 rows (above); then Hopper's warpgroup MMA, where its rules
+  // apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
   if (auto t = wq::tiny_layer_config(p, wq::heuristic_shape(p, sm_count), arch)) return *t;
   if (auto e = eight_bit_one_wave_64(p, arch, sm_count)) return *e;
   if (auto e = eight_bit_one_wave_32(p, arch, sm_count)) return *e;
@@ -624,10 +624,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // SM), so the grid runs in one wave instead of two. H200 tune of W8 f16 at 32 rows, 3 stages (the heuristic
   // before) against 2 (the best): 17408×2048 (272 blocks) 16.21 µs against 14.82, 18432×1024 (288) 10.34
   // against 9.13, 19456×2048 (304) 17.93 against 15.39. Bench, file off, 3 → 2 stages: 0.888-0.913 on those
-  // three, bf16 0.885-0.917 on two. Groups of 128 with integer zeros or symmetric, as measured.
+  // three, bf16 0.885-0.917 on two. Groups of 128 with integer zeros or symmetric, not deterministic, as
+  // measured.
   if (sm90a && bucket == 32 && p.bits == 8 && p.group_size == 128 && !wq::dequantizes_every_weight(p) &&
-      c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 && c.warps_n == 2 && c.warps_k == 2 && c.split_k == 1 &&
-      c.stages == 3 && ceil_div(tiles, 8) > 2LL * sms && ceil_div(tiles, 8) <= 3LL * sms)
+      !p.deterministic && c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 && c.warps_n == 2 &&
+      c.warps_k == 2 && c.split_k == 1 && c.stages == 3 && ceil_div(tiles, 8) > 2LL * sms &&
+      ceil_div(tiles, 8) <= 3LL * sms)
     c.stages = 2;
   // fp16 accumulation's rules at 32-128 rows (v47-v48, wq_gemm_heuristic_fp16_accum.cpp). They come after
   // fill_split and v25, which would replace their splits.

@@ -20,31 +20,44 @@ int64_t clusters_at_once(int64_t size, int per_sm, int sms) {
 }  // namespace
 
 // Heuristic v72 (eightieth session, out of sample): layers of N ≤ 4·SMs columns (tensor-parallel shards of
-// MoE experts and unfused K/V projections: 128×8192, 256-512×7168, 384×4096) from 32 chunks of K. The rules
-// before gave them a handful of blocks: 8-32 blocks of 16 warps along K at one row, and at 64-128 rows
-// block-shared (2,4,2,2) blocks whose K split (fill_split's) reached the SMs with few warps each. H200 tune
-// of W4 f16 at 1/16/64/128 rows, the heuristic before against the best (tuner times): one row 1.10-1.40×
-// (256×7168 3.67 µs against 2.62), 16 rows 1.03-1.27×, 64 rows 1.01-1.48× (512×7168 7.74 against 5.23),
-// 128 rows 1.20-1.97× (256×7168 10.03 against 5.08). Every best staged per warp one 16-row tile of 2 tiles
-// (4-8 at 128 rows, where more rows share each dequantized weight) with 4-12 warps along K and K split until
-// the blocks numbered about the SMs at one row, 0.7 of them from 16 rows.
+// MoE experts and unfused K/V projections: 128×8192, 256-512×7168, 384×4096). The rules before gave them a
+// handful of blocks: 16-32 blocks of 16 warps along K at one row, per-warp (1,4,1,4) blocks at 64 rows and
+// block-shared (2,4,2,2) ones at 128, K split by fill_split. H200 tune of W4 f16 at 1/16/64/128 rows, the
+// heuristic before against the best (tuner times): one row 1.10-1.40× (256×7168 3.67 µs against 2.62), 16
+// rows 1.03-1.27×, 64 rows 1.01-1.48× (512×7168 7.74 against 5.23), 128 rows 1.19-1.97× (256×7168 10.03
+// against 5.08). Most bests staged per warp one 16-row tile of 2 tiles (4-8 at 128 rows, where more rows
+// share each dequantized weight) with 4-12 warps along K, K split until the blocks covered about 0.5-1.5 of
+// the SMs. Bench, file off, the choice before → this: W4 f16 on 9 layers at 1/4/16/32/64/128 rows 0.50-0.995×
+// but 128×4096 at 64 rows (1.046) and 448×14336 at 128 (1.008); on 256/512×7168 at 1/16/64/128 rows bf16
+// 0.49-0.99×, W2 0.46-0.94×, W8 0.57-1.000×, GPTQ-symmetric bf16 0.52-0.99×. Groups of 128 with integer zeros
+// or symmetric, 2/4/8-bit (1- and 3-bit follow), as measured; from 32 chunks of K at 1-16 rows (below that
+// the rules before were the tune's best or within 1.08× at one row), from 16 chunks at 17-128 rows; under 8 M
+// weights from 64 rows (from there v24's few-block wgmma rule takes them, unmeasured against this).
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                               const Arch& arch) {
   if (!has_wgmma(arch) || !may_stage_per_warp(p, arch) || p.group_size != 128 || dequantizes_every_weight(p))
     return std::nullopt;
-  if (2 * h.tiles > h.sms || h.chunks < 32 || h.bucket > 128) return std::nullopt;
+  const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
+  if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 16 ? 32 : 16) || h.bucket > 128 ||
+      (h.bucket >= 64 && weights >= 8e6))
+    return std::nullopt;
   WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, 8, h.bucket <= 16 ? 2 : 3);
   c.x_shared = true;
-  // The split's pieces meet in a cluster, one a block of the unsplit grid; it stops short of the target where
-  // those clusters would not all run at once (320×8192 at 32 rows: 40 clusters of 3 where 39 fit; at 64 and
-  // 128 rows 80 of 2 where 66 fit: 1.22-1.23× the choice before). The blocks a SM: by shared memory (from 17
-  // rows one), at most 2 (registers: 60-102 a thread of 256).
+  // K in the fewest pieces (at most 8, at least a chunk a warp) that make the SMs' count of blocks at one
+  // row, 0.7 of it from 2 rows. The pieces meet in a cluster, one a block of the unsplit grid, so the split
+  // stops short where those clusters would not all run at once (320×8192 at 32 rows: 40 clusters of 3 where
+  // 39 fit, 1.22× the choice before; split 2 0.81×). Blocks a SM by shared memory (the split's receive region
+  // counted), at most 2 (registers: 60-102 a thread of 256).
   const int64_t blocks = ceil_div(h.tiles, c.n_tiles) * ceil_div(h.bucket, int64_t{16});
   const double target = h.bucket == 1 ? h.sms : 0.7 * h.sms;
   const int64_t most = std::min<int64_t>(kMaxMmaClusterSplit, h.chunks / c.warps_k);
-  const int per_sm = (smem_limit(arch) + 1024) / (smem_bytes(p, c, arch) + 1024) >= 2 ? 2 : 1;
-  for (int64_t s = 2; s <= most && static_cast<double>(blocks * (s - 1)) < target; ++s)
-    if (blocks <= clusters_at_once(s, per_sm, h.sms)) c.split_k = static_cast<int>(s);
+  for (int64_t s = 2; s <= most && static_cast<double>(blocks * (s - 1)) < target; ++s) {
+    WqGemmConfig split = c;
+    split.split_k = static_cast<int>(s);
+    const int per_sm = (smem_limit(arch) + 1024) / (smem_bytes(p, split, arch) + 1024) >= 2 ? 2 : 1;
+    if (blocks > clusters_at_once(s, per_sm, h.sms)) break;
+    c.split_k = split.split_k;
+  }
   if (!can_implement(p, c, arch)) return std::nullopt;
   return c;
 }

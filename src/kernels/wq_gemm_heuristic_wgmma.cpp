@@ -201,7 +201,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // against 9.43 (4-bit's block-shared config ran 1.03× its best there: 4-bit keeps it). Bench, file off, the
   // choice before → this: 0.765 on those two, out of sample 0.86-0.93 (22016×1024, 17920×1536, 11264×2048
   // (stream K), 16384×2048 (split 2), bf16 22016×1024); 14336×1024, split 2 into pieces of 4 chunks, lost
-  // (1.043).
+  // (1.043). Measured in groups of 128 with integer zeros; every group size and mode follows (v41's
+  // convention for 2-bit weights here).
   const bool wide_32_two_bit =
       bucket == 32 && bits == 2 && weights >= 8e6 && tiles_per_sm > 10 && chunks / c32.split_k >= 8;
   const bool wide_32 = (bucket == 32 && large && (tiles_per_sm > 8.5 || chunks >= 96)) || wide_32_two_bit;
@@ -217,18 +218,6 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 16.62, 2560×8192 10.75 → 9.92 / 12.99 → 12.53.
   const bool narrow_32 =
       bucket == 32 && tiles_per_sm >= 2 && tiles_per_sm < 5 && chunks >= 64 && c32_blocks < 0.7 * sms;
-  // Heuristic v51 (sixty-sixth session): over 128 rows (buckets from 256: prefill) no rule above applied,
-  // and the mma.sync rules' blocks of 32-64 rows ran 1.31-1.80× a plain wgmma config (H200 bench, 4-bit g128
-  // fp16, µs: 8192² M = 256 120.1 → 66.7, M = 1024 486.0 → 305.2, M = 4096 1927.5 → 1203.1; 28672×4096
-  // M = 1024 748.6 → 573.4). v51 took blocks of 64 rows × 256 columns without the image, from forced
-  // configs without it, where 128 rows × 128 columns ran 1.00-1.12× slower.
-  // v52 (sixty-seventh session): the first tune over 128 rows (H200, four layers at 256, 1024 and 4096
-  // rows) put 128 rows × 128 columns first in 12 of 12, with the image in 11 (the twelfth, 28672×4096 at
-  // 4096 rows, never timed it), v51's blocks at 1.04-1.35× the best: the image is what the larger block
-  // needs. 3 stages were within 1.00-1.08× of the best (5 stages on 4096² at 1024 rows), the K split to
-  // fill half the SMs the tune's split in 12 of 12. Bench against v51 forced, 20 cases at 200-4096 rows in
-  // nine formats: 0.72-0.96×. The image is a copy of the activations the plan owns (ceil(M / 128) · 128 ·
-  // K rounded up to 128 · 2 bytes); plans without buffers of their own run without it.
   // Heuristic v75 (eightieth session, out of sample): 128 rows on K of 4 chunks or fewer (MoE experts' down
   // projections at tensor parallelism: 7168×256, 7168×512) where 128-column blocks of 64 rows make 0.8-1.75
   // waves: those blocks unsplit, 4 stages, no image. The rules before gave block-shared mma.sync
@@ -246,6 +235,18 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     t.warps_n = 8, t.wgmma = true;
     if (can_implement(p, t, arch)) return t;
   }
+  // Heuristic v51 (sixty-sixth session): over 128 rows (buckets from 256: prefill) no rule above applied,
+  // and the mma.sync rules' blocks of 32-64 rows ran 1.31-1.80× a plain wgmma config (H200 bench, 4-bit g128
+  // fp16, µs: 8192² M = 256 120.1 → 66.7, M = 1024 486.0 → 305.2, M = 4096 1927.5 → 1203.1; 28672×4096
+  // M = 1024 748.6 → 573.4). v51 took blocks of 64 rows × 256 columns without the image, from forced
+  // configs without it, where 128 rows × 128 columns ran 1.00-1.12× slower.
+  // v52 (sixty-seventh session): the first tune over 128 rows (H200, four layers at 256, 1024 and 4096
+  // rows) put 128 rows × 128 columns first in 12 of 12, with the image in 11 (the twelfth, 28672×4096 at
+  // 4096 rows, never timed it), v51's blocks at 1.04-1.35× the best: the image is what the larger block
+  // needs. 3 stages were within 1.00-1.08× of the best (5 stages on 4096² at 1024 rows), the K split to
+  // fill half the SMs the tune's split in 12 of 12. Bench against v51 forced, 20 cases at 200-4096 rows in
+  // nine formats: 0.72-0.96×. The image is a copy of the activations the plan owns (ceil(M / 128) · 128 ·
+  // K rounded up to 128 · 2 bytes); plans without buffers of their own run without it.
   if (bucket >= 256) {
     if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p))) return std::nullopt;
     WqGemmConfig big = make(8, 2, 1, 3);

@@ -325,7 +325,7 @@ TEST_CASE("wq_gemm heuristic v71: (1,6,1,8,1,2) at 17-32 rows, 1/2-bit, both dty
 TEST_CASE("wq_gemm heuristic v72: tiny layers' 16-row blocks, 8 warps along K, K split in clusters",
           "[gpu]") {
   // v72's blocks: one 16-row tile of 2 tiles (4 from 65 rows), 8 warps along K, K in up to 8 pieces that meet
-  // in a cluster (sm_90). 136 columns end in a block of one tile (two at 4 tiles a block); K = 4352 (34
+  // in a cluster (sm_90). 136 columns (17 tiles) end in a block of one tile; K = 4352 (34
   // chunks) in 7 pieces leaves pieces of 4-5 chunks and some of the 8 warps without one. 2/4/8-bit, both
   // modes and dtypes; rows 1, 5 and 16 (2 stages), 17, 40 and 64 (split 3, 3 stages), 65 and 128 (4 tiles,
   // split 2).
@@ -340,6 +340,33 @@ TEST_CASE("wq_gemm heuristic v72: tiny layers' 16-row blocks, 8 warps along K, K
   check_forced(problems, {1, 5, 16}, few);
   check_forced(problems, {17, 40, 64}, mid);
   check_forced(problems, {65, 128}, wide);
+  // The most pieces, 8 (a full cluster), at 1-16 rows: K = 8320 (65 chunks) in pieces of 8-9 chunks.
+  std::vector<WqGemmProblem> deep;
+  for (int bits : {2, 4, 8})
+    for (DType act : {DType::F16, DType::BF16})
+      deep.push_back(make_problem(136, 8320, bits, 128, DequantMode::SubZeroThenScale, act, 16));
+  WqGemmPlanOptions eight = forced(1, 2, 1, 8, 8, true);
+  eight.config->stages = 2;
+  check_forced(deep, {1, 9, 16}, eight);
+}
+
+TEST_CASE("wq_gemm heuristic v73: 1/2-bit wgmma 32-row blocks on short K, no image", "[gpu]") {
+  if (!has_wgmma()) {
+    WARN("skipped: v73's config is Hopper's warpgroup MMA (sm_90a)");
+    return;
+  }
+  // v73's block: two MMA warpgroups of 4 tiles a warp (256 columns, 32 rows), K unsplit (K = 1024: 8 chunks
+  // for 3 stages), no image. 264 columns end in a block of one tile; rows 17, 24 and 32. Integer zeros in
+  // groups of 128, float zeros (HQQ) in groups of 64, both dtypes, 1- and 2-bit.
+  std::vector<WqGemmProblem> problems;
+  for (int bits : {1, 2})
+    for (DType act : {DType::F16, DType::BF16}) {
+      problems.push_back(make_problem(264, 1024, bits, 128, DequantMode::SubZeroThenScale, act, 32));
+      problems.push_back(make_problem(264, 1024, bits, 64, DequantMode::SubFloatZeroThenScale, act, 32));
+    }
+  WqGemmPlanOptions v73 = forced(2, 4, 8, 1, 1, false, true);
+  v73.config->stages = 3;
+  check_forced(problems, {17, 24, 32}, v73);
 }
 
 TEST_CASE("wq_gemm heuristic v74: 8-bit block-shared (2,4,2,2) with 2 stages at 17-32 rows", "[gpu]") {

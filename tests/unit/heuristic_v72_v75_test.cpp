@@ -29,6 +29,7 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
   CHECK(staged(choose_hopper(320, 8192, 64)) == "1,2,1,8,1,3+xs");
   CHECK(staged(choose_hopper(320, 8192, 128)) == "1,4,1,8,1,3+xs");
   // From 2 rows: 0.7 of the SMs; 3 stages from 17 rows, 4 tiles a block from 65.
+  CHECK(staged(choose_hopper(256, 7168, 4)) == "1,2,1,8,6,2+xs");
   CHECK(staged(choose_hopper(256, 7168, 16)) == "1,2,1,8,6,2+xs");
   CHECK(staged(choose_hopper(512, 7168, 16)) == "1,2,1,8,3,2+xs");
   CHECK(staged(choose_hopper(256, 7168, 64)) == "1,2,1,8,2,3+xs");
@@ -45,6 +46,18 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
   CHECK(staged(choose_hopper(528, 4096, 1)) == "1,2,1,8,4,2+xs");
   CHECK(choose_hopper(536, 4096, 1).warps_k != 8);
   CHECK(choose_hopper(256, 3968, 1).split_k == 1);
+  // From 17 rows from 16 chunks (K = 2048); under 16 not.
+  CHECK(staged(choose_hopper(256, 2048, 64)) == "1,2,1,8,2,3+xs");
+  CHECK(staged(choose_hopper(512, 2048, 128)) == "1,4,1,8,1,3+xs");
+  CHECK(staged(choose_hopper(256, 1920, 64)) != "1,2,1,8,1,3+xs");
+  CHECK(staged(choose_hopper(256, 2048, 16)) != "1,2,1,8,2,2+xs");
+  // The split's receive region counts in the blocks a SM: 2-bit 144×8192 at 32 rows holds one block a SM (116
+  // KB with K in 5 pieces), where 18 clusters of 5 fit and of 6 do not.
+  CHECK(staged(choose_hopper(144, 8192, 32, 2)) == "1,2,1,8,5,3+xs");
+  // From 8 M weights at 64 and 128 rows v24's few-block wgmma rule keeps them.
+  CHECK(choose_hopper(512, 16384, 64).wgmma);
+  CHECK(choose_hopper(512, 16384, 128).wgmma);
+  CHECK(staged(choose_hopper(512, 16384, 32)) == "1,2,1,8,2,3+xs");
   CHECK(choose_hopper(256, 7168, 256).wgmma);
   // Not off sm_90a, not outside groups of 128 with integer zeros or symmetric.
   CHECK(lowbit::choose_config(g128_problem(256, 7168, 1), kSm80, 132).split_k != 7);
@@ -65,6 +78,9 @@ TEST_CASE("choose_config v73: 2-bit at 32 rows over 10 tiles per SM from 8 M wei
   // neither.
   CHECK(staged(choose_hopper(28672, 1024, 32)) == "2,4,2,2,1,3+xs");
   CHECK(!choose_hopper(14336, 512, 32, 2).wgmma);
+  // Under 8 M weights not (on 66 SMs 5632×1024 is over 10 tiles a SM with 5.8 M).
+  CHECK(!lowbit::choose_config(g128_problem(5632, 1024, 32, 2), lowbit::Arch::parse("sm_90a"), 66).wgmma);
+  CHECK(lowbit::choose_config(g128_problem(8448, 1024, 32, 2), lowbit::Arch::parse("sm_90a"), 66).wgmma);
   // Nor where the blocks' K split leaves pieces of under 8 chunks (14336×1024: 2 of 4).
   CHECK(!choose_hopper(14336, 1024, 32, 2).wgmma);
   CHECK(wgmma_shape(choose_hopper(16384, 2048, 32, 2)) == "2,4,8,1 sk2");
@@ -77,8 +93,14 @@ TEST_CASE("choose_config v74: 8-bit (2,4,2,2) at 32 rows, 2-3 blocks a SM, 2 sta
     CHECK(staged(choose_hopper(with_act(g128_problem(17408, 2048, 32, 8), act))) == "2,4,2,2,1,2+xs");
     CHECK(staged(choose_hopper(with_act(g128_problem(19456, 2048, 32, 8), act))) == "2,4,2,2,1,2+xs");
   }
-  // 264 blocks (two a SM at 3 stages) keep 3; so does 4-bit.
+  // 264 blocks (two a SM at 3 stages) keep 3, as do 397 (past three a SM at 2); so does 4-bit.
   CHECK(staged(choose_hopper(16896, 2048, 32, 8)) == "2,4,2,2,1,3+xs");
+  CHECK(staged(choose_hopper(25344, 1024, 32, 8)) == "2,4,2,2,1,2+xs");
+  CHECK(staged(choose_hopper(25408, 1024, 32, 8)) == "2,4,2,2,1,3+xs");
+  for (const WqGemmProblem& p : other_formats(g128_problem(17408, 2048, 32, 8))) {
+    INFO(p.str());
+    CHECK(staged(choose_hopper(p)) != "2,4,2,2,1,2+xs");
+  }
   CHECK(staged(choose_hopper(19456, 2048, 32)) == "2,4,2,2,1,3+xs");
 }
 
@@ -97,4 +119,10 @@ TEST_CASE("choose_config v75: 128 rows on K of 4 chunks or fewer, 0.8-1.75 waves
   CHECK(wgmma_shape(choose_hopper(16384, 512, 128)) != "4,2,8,1 sk1");
   CHECK(wgmma_shape(choose_hopper(7168, 640, 128)) != "4,2,8,1 sk1");
   CHECK(!choose_hopper(7168, 512, 128, 2).wgmma);
+  CHECK(wgmma_shape(choose_hopper(7168, 512, 128, 3)) == "4,2,8,1 sk1");
+  for (const WqGemmProblem& p : other_formats(g128_problem(7168, 512, 128))) {
+    INFO(p.str());
+    const lowbit::WqGemmConfig c = choose_hopper(p);
+    CHECK(!(c.wgmma && c.m_tiles == 4 && c.stages == 4 && !c.x_image));
+  }
 }
