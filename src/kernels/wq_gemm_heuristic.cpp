@@ -619,6 +619,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     s.n_tiles = v66 ? c.n_tiles : 6, s.warps_k = 4, s.split_k = 4, s.stages = v66 && c.n_tiles == 2 ? 3 : 2;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }
+  // v76-v77: narrow layers at 64/128 rows (wq_gemm_heuristic_tiny_layers.cpp).
+  if (auto n = wq::narrow_layer_config(p, h, c, arch)) c = *n;
   // v74 (eightieth session): 8-bit weights at 17-32 rows whose block-shared (2,4,2,2) blocks number 2-3 a SM
   // take 2 stages: 66 KB of shared memory a block instead of 100 let 3 share an SM (ptxas: 164 registers, 3 a
   // SM), so the grid runs in one wave instead of two. H200 tune of W8 f16 at 32 rows, 3 stages (the heuristic

@@ -1,6 +1,7 @@
-// The heuristic's rule for tiny layers (v72): at most half as many 8-column tiles as SMs, the first step
-// of choose_config (wq_gemm_heuristic.cpp) at 1-128 rows on sm_90a. Fitted to `lowbit tune` runs like the
-// rest (docs/perf-notes.md, eightieth session).
+// The heuristic's rules for tiny and narrow layers (v72, v76-v77): at most half as many 8-column tiles as SMs
+// (choose_config's first step, 1-128 rows), and up to 1.1 tiles a SM at 64/128 rows (a change to the mma.sync
+// rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest (docs/perf-notes.md, eightieth
+// session).
 #include <algorithm>
 #include <optional>
 
@@ -17,6 +18,13 @@ int64_t clusters_at_once(int64_t size, int per_sm, int sms) {
                        kTwo[8] = {264, 132, 79, 62, 47, 39, 32, 30};
   return int64_t{per_sm >= 2 ? kTwo[size - 1] : kOne[size - 1]} * sms / 132;
 }
+
+// The formats v72 and v76-v77 were measured in: groups of 128 with integer zeros or symmetric, on sm_90a,
+// activations staged per warp allowed (not deterministic).
+bool measured_format(const WqGemmProblem& p, const Arch& arch) {
+  return has_wgmma(arch) && may_stage_per_warp(p, arch) && p.group_size == 128 &&
+         !dequantizes_every_weight(p);
+}
 }  // namespace
 
 // Heuristic v72 (eightieth session, out of sample): layers of N ≤ 4·SMs columns (tensor-parallel shards of
@@ -29,16 +37,16 @@ int64_t clusters_at_once(int64_t size, int per_sm, int sms) {
 // share each dequantized weight) with 4-12 warps along K, K split until the blocks covered about 0.5-1.5 of
 // the SMs. Bench, file off, the choice before → this: W4 f16 on 9 layers at 1/4/16/32/64/128 rows 0.50-0.995×
 // but 128×4096 at 64 rows (1.046) and 448×14336 at 128 (1.008); on 256/512×7168 at 1/16/64/128 rows bf16
-// 0.49-0.99×, W2 0.46-0.94×, W8 0.57-1.000×, GPTQ-symmetric bf16 0.52-0.99×. Groups of 128 with integer zeros
-// or symmetric, 2/4/8-bit (1- and 3-bit follow), as measured; from 32 chunks of K at 1-16 rows (below that
-// the rules before were the tune's best or within 1.08× at one row), from 16 chunks at 17-128 rows; under 8 M
-// weights from 64 rows (from there v24's few-block wgmma rule takes them, unmeasured against this).
+// 0.49-0.99×, W2 0.46-0.94×, W8 0.57-1.000×, GPTQ-symmetric bf16 0.52-0.99×. 2/4/8-bit (1- and 3-bit follow)
+// in measured_format. From 32 chunks of K up to 32 rows, from 16 at 33-128 rows: on 16-24 chunks the rules
+// before were within 1.08× of the tune's best at one row and ran 0.90-0.98× this at 32 rows, while this ran
+// 0.61-0.95× them at 64/128 rows on 7 layers. Under 8 M weights from 64 rows: from there v24's few-block
+// wgmma stream K ran 0.63-0.98× this (512×16384, 280×28672).
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                               const Arch& arch) {
-  if (!has_wgmma(arch) || !may_stage_per_warp(p, arch) || p.group_size != 128 || dequantizes_every_weight(p))
-    return std::nullopt;
+  if (!measured_format(p, arch)) return std::nullopt;
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 16 ? 32 : 16) || h.bucket > 128 ||
+  if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 32 ? 32 : 16) || h.bucket > 128 ||
       (h.bucket >= 64 && weights >= 8e6))
     return std::nullopt;
   WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, 8, h.bucket <= 16 ? 2 : 3);
@@ -60,6 +68,30 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
   }
   if (!can_implement(p, c, arch)) return std::nullopt;
   return c;
+}
+
+// Heuristics v76 and v77 (eightieth session, out of sample): narrow layers past v72's band, 0.5-1.1 tiles a
+// SM (528-1160 columns on 132 SMs), from 16 chunks, where the mma.sync rules chose per-warp (1,4,1,4,1,3)
+// blocks at 64 rows or block-shared (2,4,2,2) ones at 128. H200 tune of W4 f16 (640-1152 columns): 1.10-1.17×
+// the best at 64 rows, every best (1,4,1,8,1,3); 1.09-1.24× at 128 rows, bests of five shapes, (1,4,1,4,1,3)
+// within 1.06× wherever listed. Bench, file off, µs ratios against the choice before: v76 (8 warps along K at
+// 64 rows) 0.887-0.961 on 7 layers (640×4096 4.97 → 4.46); v77 ((1,4,1,4,1,3) at 128 rows) 0.850-0.977 on 8
+// (768×2048 5.19 → 4.41), where (1,4,1,8,1,3) lost 1.07-1.19×. 3/4-bit weights in measured_format, as
+// measured.
+std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
+                                                const WqGemmConfig& chosen, const Arch& arch) {
+  if (!measured_format(p, arch) || (p.bits != 3 && p.bits != 4) || 2 * h.tiles <= h.sms ||
+      10 * h.tiles > 11LL * h.sms || h.chunks < 16)
+    return std::nullopt;
+  WqGemmConfig per_warp = base_config(1, 4, 4, 3);
+  per_warp.x_shared = true;
+  const bool v76 = h.bucket == 64 && chosen == per_warp;
+  const bool v77 = h.bucket == 128 && !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 &&
+                   chosen.n_tiles == 4 && chosen.warps_n == 2 && chosen.warps_k == 2;
+  if (!v76 && !v77) return std::nullopt;
+  if (v76) per_warp.warps_k = 8;
+  if (!can_implement(p, per_warp, arch)) return std::nullopt;
+  return per_warp;
 }
 
 }  // namespace lowbit::wq

@@ -281,6 +281,10 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& problem, const Heur
 // as SMs, 1-128 rows; none elsewhere.
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                               const Arch& arch);
+// Narrow layers' config at 64/128 rows (heuristics v76-v77, the same file) in place of `chosen`, the mma.sync
+// rules' choice: sm_90a, 0.5-1.1 tiles a SM; none elsewhere.
+std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& problem, const HeuristicShape& shape,
+                                                const WqGemmConfig& chosen, const Arch& arch);
 
 // 3-bit weights' own mma.sync config where their rules (v42-v44, wq_gemm_heuristic_three_bit.cpp) replace
 // `chosen`, the config of the rules they share with 4-bit weights; none elsewhere.

@@ -284,9 +284,10 @@ WqGemmPlan::WqGemmPlan(Runtime& rt, const WqGemmProblem& problem, const std::vec
     // Stream K and wgmma K splits need only the counters there (their sums go through the scratch
     // below them); mma.sync K splits also the fp32 sums; a cluster adds the pieces itself (nothing).
     impl_->workspace_bytes =
-        std::max(impl_->workspace_bytes, wq::adds_in_scratch(c)         ? wq::counter_bytes(pb.n, pb.m)
-                                         : wq::needs_split_workspace(c, ctx.arch()) ? wq::workspace_bytes(pb, c.split_k)
-                                                                        : 0);
+        std::max(impl_->workspace_bytes, wq::adds_in_scratch(c) ? wq::counter_bytes(pb.n, pb.m)
+                                         : wq::needs_split_workspace(c, ctx.arch())
+                                             ? wq::workspace_bytes(pb, c.split_k)
+                                             : 0);
     impl_->stream_k_bytes = std::max(impl_->stream_k_bytes, wq::stream_k_scratch_bytes(pb, c));
   }
   if (layer.permute) {
@@ -455,7 +456,8 @@ void WqGemmPlan::run(const WqGemmArgs& a, int64_t m, Stream stream) const {
   options.overlap_previous = (needs_own_buffer(b->config) && im.overlap_image) || early;
   // The wgmma kernel's two- and three-way K splits, and the mma.sync kernel's of up to eight pieces
   // (sm_90), add their pieces through a cluster's shared memory.
-  if (wq::adds_in_cluster(b->config, im.ctx->arch())) options.cluster_y = static_cast<unsigned>(b->config.split_k);
+  if (wq::adds_in_cluster(b->config, im.ctx->arch()))
+    options.cluster_y = static_cast<unsigned>(b->config.split_k);
   wq::Geometry shape = geo;
   if (early) {
     // The next call may start early (chained), and this one while the previous kernel runs: each block
