@@ -302,7 +302,12 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   if (auto t = wq::tiny_layer_config(p, wq::heuristic_shape(p, sm_count), arch)) return *t;
   if (auto e = eight_bit_one_wave_64(p, arch, sm_count)) return *e;
   if (auto e = eight_bit_one_wave_32(p, arch, sm_count)) return *e;
-  if (auto w = wq::choose_wgmma_config(p, arch, sm_count)) return *w;
+  if (auto w = wq::choose_wgmma_config(p, arch, sm_count)) {
+    // v76 takes v24's few-block wgmma stream K on narrow layers at 64 rows
+    // (wq_gemm_heuristic_tiny_layers.cpp).
+    if (auto n = wq::narrow_layer_config(p, wq::heuristic_shape(p, sm_count), *w, arch)) return *n;
+    return *w;
+  }
   const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
   const int64_t bucket = h.bucket, tiles = h.tiles, chunks = h.chunks;
   const int sms = h.sms;

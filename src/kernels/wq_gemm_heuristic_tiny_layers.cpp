@@ -70,24 +70,30 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
   return c;
 }
 
-// Heuristics v76 and v77 (eightieth session, out of sample): narrow layers past v72's band, 0.5-1.1 tiles a
-// SM (528-1160 columns on 132 SMs), from 16 chunks, where the mma.sync rules chose per-warp (1,4,1,4,1,3)
-// blocks at 64 rows or block-shared (2,4,2,2) ones at 128. H200 tune of W4 f16 (640-1152 columns): 1.10-1.17×
-// the best at 64 rows, every best (1,4,1,8,1,3); 1.09-1.24× at 128 rows, bests of five shapes, (1,4,1,4,1,3)
-// within 1.06× wherever listed. Bench, file off, µs ratios against the choice before: v76 (8 warps along K at
-// 64 rows) 0.887-0.961 on 7 layers (640×4096 4.97 → 4.46); v77 ((1,4,1,4,1,3) at 128 rows) 0.850-0.977 on 8
-// (768×2048 5.19 → 4.41), where (1,4,1,8,1,3) lost 1.07-1.19×. 3/4-bit weights in measured_format, as
-// measured.
+// Heuristics v76 and v77 (eightieth session, out of sample): narrow layers past v72's band (over half a tile
+// a SM), from 16 chunks. H200 tune of W4 f16 on 640-1152 columns: at 64 rows the heuristic before
+// ((1,4,1,4,1,3) staged per warp) 1.10-1.17× the best, every best (1,4,1,8,1,3); at 128 rows (block-shared
+// (2,4,2,2)) 1.09-1.24×, (1,4,1,4,1,3) within 1.06× of the bests wherever listed.
+// - v76, 64 rows, up to one tile a SM (one wave of (1,4,1,8,1,3)'s blocks, one a SM by shared memory): that
+// block.
+//   Bench, file off, µs ratios against the choice before: 0.871-0.961 on 9 layers of 600-1024 columns, K
+//   2048-7168 (640×4096 4.97 → 4.46), bf16 0.897-0.914 on two; over one wave it lost (1088×3584 1.217,
+//   1152×2048 1.254). It takes v24's few-block wgmma stream K too on up to 64 chunks: 1024×8192 9.46 → 7.26,
+//   1056×8192 9.98 → 7.31.
+// - v77, 128 rows, up to 1.1 tiles a SM: (1,4,1,4,1,3) for the block-shared choice. Bench: 0.836-0.983 on 11
+//   layers (768×2048 5.19 → 4.41), bf16 0.836-0.917 on two; (1,4,1,8,1,3) lost there (1.07-1.19×), and
+//   against v24's wgmma (1024/1056×8192) (1,4,1,4,1,3) ran 1.03× and 0.96×: wgmma stays.
+// 3/4-bit weights in measured_format, as measured.
 std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                                 const WqGemmConfig& chosen, const Arch& arch) {
-  if (!measured_format(p, arch) || (p.bits != 3 && p.bits != 4) || 2 * h.tiles <= h.sms ||
-      10 * h.tiles > 11LL * h.sms || h.chunks < 16)
+  if (!measured_format(p, arch) || (p.bits != 3 && p.bits != 4) || 2 * h.tiles <= h.sms || h.chunks < 16)
     return std::nullopt;
   WqGemmConfig per_warp = base_config(1, 4, 4, 3);
   per_warp.x_shared = true;
-  const bool v76 = h.bucket == 64 && chosen == per_warp;
-  const bool v77 = h.bucket == 128 && !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 &&
-                   chosen.n_tiles == 4 && chosen.warps_n == 2 && chosen.warps_k == 2;
+  const bool v24_wgmma = chosen.wgmma && chosen.stream_k && h.chunks <= 64;
+  const bool v76 = h.bucket == 64 && h.tiles <= h.sms && (chosen == per_warp || v24_wgmma);
+  const bool v77 = h.bucket == 128 && 10 * h.tiles <= 11LL * h.sms && !chosen.wgmma && chosen.x_shared &&
+                   chosen.m_tiles == 2 && chosen.n_tiles == 4 && chosen.warps_n == 2 && chosen.warps_k == 2;
   if (!v76 && !v77) return std::nullopt;
   if (v76) per_warp.warps_k = 8;
   if (!can_implement(p, per_warp, arch)) return std::nullopt;

@@ -1,6 +1,7 @@
-// Heuristics v72-v75 (docs/perf-notes.md, eightieth session): tiny layers' 16-row blocks (v72), 2-bit
+// Heuristics v72-v77 (docs/perf-notes.md, eightieth session): tiny layers' 16-row blocks (v72), 2-bit
 // weights' wgmma at 17-32 rows over 10 tiles per SM (v73), 8-bit weights' 2 stages where 3 would leave a
-// second wave (v74), wgmma blocks of 64 rows at 128 rows on K of 4 chunks or fewer (v75).
+// second wave (v74), wgmma blocks of 64 rows at 128 rows on K of 4 chunks or fewer (v75), narrow layers at 64
+// and 128 rows (v76-v77).
 #include <cstdint>
 
 #include "lowbit/lowbit.hpp"
@@ -46,11 +47,12 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
   CHECK(staged(choose_hopper(528, 4096, 1)) == "1,2,1,8,4,2+xs");
   CHECK(choose_hopper(536, 4096, 1).warps_k != 8);
   CHECK(choose_hopper(256, 3968, 1).split_k == 1);
-  // From 17 rows from 16 chunks (K = 2048); under 16 not.
+  // From 33 rows from 16 chunks (K = 2048); under 16 not, nor at 17-32 rows under 32.
   CHECK(staged(choose_hopper(256, 2048, 64)) == "1,2,1,8,2,3+xs");
   CHECK(staged(choose_hopper(512, 2048, 128)) == "1,4,1,8,1,3+xs");
   CHECK(staged(choose_hopper(256, 1920, 64)) != "1,2,1,8,1,3+xs");
   CHECK(staged(choose_hopper(256, 2048, 16)) != "1,2,1,8,2,2+xs");
+  CHECK(staged(choose_hopper(256, 2048, 32)) == "1,2,1,8,1,3+xs");
   // The split's receive region counts in the blocks a SM: 2-bit 144×8192 at 32 rows holds one block a SM (116
   // KB with K in 5 pieces), where 18 clusters of 5 fit and of 6 do not.
   CHECK(staged(choose_hopper(144, 8192, 32, 2)) == "1,2,1,8,5,3+xs");
@@ -124,5 +126,32 @@ TEST_CASE("choose_config v75: 128 rows on K of 4 chunks or fewer, 0.8-1.75 waves
     INFO(p.str());
     const lowbit::WqGemmConfig c = choose_hopper(p);
     CHECK(!(c.wgmma && c.m_tiles == 4 && c.stages == 4 && !c.x_image));
+  }
+}
+
+TEST_CASE("choose_config v76-v77: narrow layers (over half a tile a SM) at 64 and 128 rows",
+          "[config][heuristic]") {
+  for (DType act : {DType::F16, DType::BF16})
+    for (int bits : {3, 4}) {
+      INFO(static_cast<int>(act) << " w" << bits);
+      // v76: 8 warps along K at 64 rows up to one tile a SM, also in place of v24's wgmma (8 M weights or
+      // more).
+      CHECK(staged(choose_hopper(with_act(g128_problem(640, 4096, 64, bits), act))) == "1,4,1,8,1,3+xs");
+      CHECK(staged(choose_hopper(with_act(g128_problem(1056, 8192, 64, bits), act))) == "1,4,1,8,1,3+xs");
+      // v77: (1,4,1,4,1,3) at 128 rows up to 1.1 tiles a SM, not in place of wgmma.
+      CHECK(staged(choose_hopper(with_act(g128_problem(1152, 2048, 128, bits), act))) == "1,4,1,4,1,3+xs");
+      CHECK(choose_hopper(with_act(g128_problem(1024, 8192, 128, bits), act)).wgmma);
+    }
+  // Over one tile a SM at 64 rows (two waves of 8-warp blocks), over 1.1 at 128, past 64 chunks for wgmma's
+  // layers: the rules before.
+  CHECK(staged(choose_hopper(1088, 3584, 64)) == "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(1168, 4096, 128)) == "2,4,2,2,1,3+xs");
+  CHECK(choose_hopper(1024, 16384, 64).wgmma);
+  // 2/8-bit weights and the formats not measured keep them.
+  CHECK(staged(choose_hopper(640, 4096, 64, 2)) != "1,4,1,8,1,3+xs");
+  CHECK(staged(choose_hopper(640, 4096, 64, 8)) != "1,4,1,8,1,3+xs");
+  for (const WqGemmProblem& p : other_formats(g128_problem(640, 4096, 64))) {
+    INFO(p.str());
+    CHECK(staged(choose_hopper(p)) != "1,4,1,8,1,3+xs");
   }
 }
