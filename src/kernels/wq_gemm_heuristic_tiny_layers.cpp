@@ -75,11 +75,10 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
 // ((1,4,1,4,1,3) staged per warp) 1.10-1.17× the best, every best (1,4,1,8,1,3); at 128 rows (block-shared
 // (2,4,2,2)) 1.09-1.24×, (1,4,1,4,1,3) within 1.06× of the bests wherever listed.
 // - v76, 64 rows, up to one tile a SM (one wave of (1,4,1,8,1,3)'s blocks, one a SM by shared memory): that
-// block.
-//   Bench, file off, µs ratios against the choice before: 0.871-0.961 on 9 layers of 600-1024 columns, K
-//   2048-7168 (640×4096 4.97 → 4.46), bf16 0.897-0.914 on two; over one wave it lost (1088×3584 1.217,
-//   1152×2048 1.254). It takes v24's few-block wgmma stream K too on up to 64 chunks: 1024×8192 9.46 → 7.26,
-//   1056×8192 9.98 → 7.31.
+//   block. Bench, file off, µs ratios against the choice before: 0.865-0.961 on 12 layers of 600-1024
+//   columns, K 2048-8192 (640×4096 4.97 → 4.46), bf16 0.897-0.914 on two; over one wave it lost
+//   (1088×3584 1.217, 1152×2048 1.254). It takes v24's few-block wgmma stream K too on up to 64 chunks:
+//   0.733-0.827 on 1000-1056×8192 (1024×8192 9.46 → 7.26; bf16 and 3-bit among them).
 // - v77, 128 rows, up to 1.1 tiles a SM: (1,4,1,4,1,3) for the block-shared choice. Bench: 0.836-0.983 on 11
 //   layers (768×2048 5.19 → 4.41), bf16 0.836-0.917 on two; (1,4,1,8,1,3) lost there (1.07-1.19×), and
 //   against v24's wgmma (1024/1056×8192) (1,4,1,4,1,3) ran 1.03× and 0.96×: wgmma stays.
