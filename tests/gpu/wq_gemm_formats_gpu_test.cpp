@@ -33,6 +33,12 @@ WqGemmPlanOptions forced(int mt, int nt, int wn, int wk, int sk, bool x_shared =
 bool has_wgmma() {
   return wq::has_wgmma(gpu_runtime().arch());
 }
+// For the cases of a rule's wgmma config: says so, visibly, off sm_90a.
+bool skipped_without_wgmma(const char* rule) {
+  if (has_wgmma()) return false;
+  WARN("skipped: " << rule << "'s config is Hopper's warpgroup MMA (sm_90a)");
+  return true;
+}
 
 const DequantMode kModes[] = {DequantMode::SubZeroThenScale, DequantMode::Symmetric,
                               DequantMode::SubFloatZeroThenScale, DequantMode::ScaleThenAddZero};
@@ -351,10 +357,7 @@ TEST_CASE("wq_gemm heuristic v72: tiny layers' 16-row blocks, 8 warps along K, K
 }
 
 TEST_CASE("wq_gemm heuristic v73: 1/2-bit wgmma 32-row blocks on short K, no image", "[gpu]") {
-  if (!has_wgmma()) {
-    WARN("skipped: v73's config is Hopper's warpgroup MMA (sm_90a)");
-    return;
-  }
+  if (skipped_without_wgmma("v73")) return;
   // v73's block: two MMA warpgroups of 4 tiles a warp (256 columns, 32 rows), K unsplit (K = 1024: 8 chunks
   // for 3 stages), no image. 264 columns end in a block of one tile; rows 17, 24 and 32. Integer zeros in
   // groups of 128, float zeros (HQQ) in groups of 64, both dtypes, 1- and 2-bit.
@@ -382,10 +385,7 @@ TEST_CASE("wq_gemm heuristic v74: 8-bit block-shared (2,4,2,2) with 2 stages at 
 }
 
 TEST_CASE("wq_gemm heuristic v75: wgmma 64-row blocks at 65-128 rows on K of 2-4 chunks", "[gpu]") {
-  if (!has_wgmma()) {
-    WARN("skipped: v75's config is Hopper's warpgroup MMA (sm_90a)");
-    return;
-  }
+  if (skipped_without_wgmma("v75")) return;
   // v75's block: two MMA warpgroups of one m64 tile (128 columns, 64 rows), K unsplit, 4 stages (more than
   // the chunks: K = 256 has 2), no image. 264 columns end in a block of one tile; rows 65 (the second row
   // block holds one row), 100 and 128; 3/4-bit, both modes and dtypes.
