@@ -299,16 +299,16 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // v72's tiny layers first (wq_gemm_heuristic_tiny_layers.cpp); then v62's and v63's one wave of 32-row
   // mma.sync blocks for 8-bit weights at 17-64 rows (above); then Hopper's warpgroup MMA, where its rules
   // apply (wq_gemm_heuristic_wgmma.cpp); then mma.sync.
-  if (auto t = wq::tiny_layer_config(p, wq::heuristic_shape(p, sm_count), arch)) return *t;
+  const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
+  if (auto t = wq::tiny_layer_config(p, h, arch)) return *t;
   if (auto e = eight_bit_one_wave_64(p, arch, sm_count)) return *e;
   if (auto e = eight_bit_one_wave_32(p, arch, sm_count)) return *e;
   if (auto w = wq::choose_wgmma_config(p, arch, sm_count)) {
     // v76 takes v24's few-block wgmma stream K on narrow layers at 64 rows
     // (wq_gemm_heuristic_tiny_layers.cpp).
-    if (auto n = wq::narrow_layer_config(p, wq::heuristic_shape(p, sm_count), *w, arch)) return *n;
+    if (auto n = wq::narrow_layer_config(p, h, *w, arch)) return *n;
     return *w;
   }
-  const wq::HeuristicShape h = wq::heuristic_shape(p, sm_count);
   const int64_t bucket = h.bucket, tiles = h.tiles, chunks = h.chunks;
   const int sms = h.sms;
   const double tiles_per_sm = h.tiles_per_sm;
@@ -633,10 +633,11 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // against 9.13, 19456×2048 (304) 17.93 against 15.39. Bench, file off, 3 → 2 stages: 0.888-0.913 on those
   // three, bf16 0.885-0.917 on two. Groups of 128 with integer zeros or symmetric, not deterministic, as
   // measured.
+  const int64_t blocks_of_8_tiles = ceil_div(tiles, 8);  // (2,4,2,2)'s at 17-32 rows: one row block
   if (sm90a && bucket == 32 && p.bits == 8 && p.group_size == 128 && !wq::dequantizes_every_weight(p) &&
       !p.deterministic && c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 && c.warps_n == 2 &&
-      c.warps_k == 2 && c.split_k == 1 && c.stages == 3 && ceil_div(tiles, 8) > 2LL * sms &&
-      ceil_div(tiles, 8) <= 3LL * sms)
+      c.warps_k == 2 && c.split_k == 1 && c.stages == 3 && blocks_of_8_tiles > 2LL * sms &&
+      blocks_of_8_tiles <= 3LL * sms)
     c.stages = 2;
   // fp16 accumulation's rules at 32-128 rows (v47-v48, wq_gemm_heuristic_fp16_accum.cpp). They come after
   // fill_split and v25, which would replace their splits.
