@@ -44,12 +44,13 @@ bool measured_format(const WqGemmProblem& p, const Arch& arch) {
 // wgmma stream K ran 0.63-0.98× this (512×16384, 280×28672).
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                               const Arch& arch) {
-  if (!measured_format(p, arch)) return std::nullopt;
+  if (!(has_wgmma(arch) && may_stage_per_warp(p, arch) && p.accum != DType::F16)) return std::nullopt;
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
-  if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 32 ? 32 : 16) || h.bucket > 128 ||
+  const bool short_k_16 = h.bucket == 16 && h.chunks >= 16 && h.chunks < 32;  // v78
+  if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 32 && !short_k_16 ? 32 : 16) || h.bucket > 128 ||
       (h.bucket >= 64 && weights >= 8e6))
     return std::nullopt;
-  WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, 8, h.bucket <= 16 ? 2 : 3);
+  WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, short_k_16 ? 4 : 8, h.bucket <= 16 ? 2 : 3);
   c.x_shared = true;
   // K in the fewest pieces (at most 8, at least a chunk a warp) that make the SMs' count of blocks at one
   // row, 0.7 of it from 2 rows. The pieces meet in a cluster, one a block of the unsplit grid, so the split
@@ -66,7 +67,7 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
     if (blocks > clusters_at_once(s, per_sm, h.sms)) break;
     c.split_k = split.split_k;
   }
-  if (!can_implement(p, c, arch)) return std::nullopt;
+  if ((short_k_16 && c.split_k < 4) || !can_implement(p, c, arch)) return std::nullopt;
   return c;
 }
 
