@@ -8,14 +8,15 @@
 #   gpu_shards.sh run I BINARY [ARGS]    shard I (0-based) of the GPU test binary
 #   gpu_shards.sh check BINARY           every test case in exactly one shard (lists only: no GPU)
 set -euo pipefail
-NAMES=(groups_f16 groups_bf16 formats accum_f16 sweeps rest)
+NAMES=(groups_f16 groups_bf16 formats accum_f16 sweeps heuristics rest)
 SPECS=(
   '*: f16 activations'
   '*: bf16 activations'
   'wq_gemm every bits*'
   'wq_gemm fp16 accumulation: every*'
   '[sweep]'
-)  # and the rest
+  'wq_gemm heuristic*'
+)  # and the rest (eighty-first session: the heuristics' forced configs apart, as rest neared the timeout)
 [ ${#NAMES[@]} -eq $((${#SPECS[@]} + 1)) ] || { echo "gpu_shards.sh: one name per spec, then 'rest'" >&2; exit 2; }
 spec() {  # the Catch2 test spec of shard $1
   if [ "$1" -lt ${#SPECS[@]} ]; then

@@ -1,7 +1,7 @@
-// The heuristic's rules for tiny and narrow layers (v72, v76-v77): at most half as many 8-column tiles as SMs
-// (choose_config's first step, 1-128 rows), and up to 1.1 tiles a SM at 64/128 rows (a change to the mma.sync
-// rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest (docs/perf-notes.md, eightieth
-// session).
+// The heuristic's rules for tiny and narrow layers (v72, v78, v76-v77): at most half as many 8-column tiles
+// as SMs (choose_config's first step, 1-128 rows), and up to 1.1 tiles a SM at 64/128 rows (a change to the
+// mma.sync rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest (docs/perf-notes.md,
+// eightieth session).
 #include <algorithm>
 #include <optional>
 
@@ -19,11 +19,15 @@ int64_t clusters_at_once(int64_t size, int per_sm, int sms) {
   return int64_t{per_sm >= 2 ? kTwo[size - 1] : kOne[size - 1]} * sms / 132;
 }
 
-// The formats v72 and v76-v77 were measured in: groups of 128 with integer zeros or symmetric, on sm_90a,
-// activations staged per warp allowed (not deterministic).
+// Where v72 and v78 were measured: sm_90a with activations staged per warp allowed (not deterministic), every
+// group and dequantization mode but fp16 accumulation (its own rules, wq_gemm_heuristic_fp16_accum.cpp).
+bool tiny_layer_format(const WqGemmProblem& p, const Arch& arch) {
+  return has_wgmma(arch) && may_stage_per_warp(p, arch) && p.accum != DType::F16;
+}
+
+// Where v76-v77 were measured: that, in groups of 128 with integer zeros or symmetric.
 bool measured_format(const WqGemmProblem& p, const Arch& arch) {
-  return has_wgmma(arch) && may_stage_per_warp(p, arch) && p.group_size == 128 &&
-         !dequantizes_every_weight(p);
+  return tiny_layer_format(p, arch) && p.group_size == 128 && !dequantizes_every_weight(p);
 }
 }  // namespace
 
@@ -37,14 +41,22 @@ bool measured_format(const WqGemmProblem& p, const Arch& arch) {
 // share each dequantized weight) with 4-12 warps along K, K split until the blocks covered about 0.5-1.5 of
 // the SMs. Bench, file off, the choice before → this: W4 f16 on 9 layers at 1/4/16/32/64/128 rows 0.50-0.995×
 // but 128×4096 at 64 rows (1.046) and 448×14336 at 128 (1.008); on 256/512×7168 at 1/16/64/128 rows bf16
-// 0.49-0.99×, W2 0.46-0.94×, W8 0.57-1.000×, GPTQ-symmetric bf16 0.52-0.99×. 2/4/8-bit (1- and 3-bit follow)
-// in measured_format. From 32 chunks of K up to 32 rows, from 16 at 33-128 rows: on 16-24 chunks the rules
-// before were within 1.08× of the tune's best at one row and ran 0.90-0.98× this at 32 rows, while this ran
-// 0.61-0.95× them at 64/128 rows on 7 layers. Under 8 M weights from 64 rows: from there v24's few-block
-// wgmma stream K ran 0.63-0.98× this (512×16384, 280×28672).
+// 0.49-0.99×, W2 0.46-0.94×, W8 0.57-1.000×, GPTQ-symmetric bf16 0.52-0.99×. From 32 chunks of K up to 32
+// rows, from 16 at 33-128 rows: on 16-24 chunks the rules before were within 1.08× of the tune's best at one
+// row and ran 0.90-0.98× this at 32 rows, while this ran 0.61-0.95× them at 64/128 rows on 7 layers. Under 8
+// M weights from 64 rows: from there v24's few-block wgmma stream K ran 0.63-0.98× this (512×16384,
+// 280×28672). Groups of 128 with integer zeros or symmetric at first; since the eighty-first session every
+// format in tiny_layer_format: the rules before ran 1.05-1.99× the best on 29 of 36 tuned problems in
+// g32/g64/g256, per channel and HQQ's float zeros (tuner times), and this ran 0.514-0.974× them on 68 of 69
+// pairs (bench, file off; 2/3/4/8-bit, f16/bf16, q·s + z among them; in and out of sample), 1.015× on one
+// (float zeros g64, 320×8192 at 128 rows). v78 (eighty-first session): at 9-16 rows on 16-31 chunks, 4 warps
+// along K and K split the same way, where that makes 4 pieces or more. Bench, file off, against the rules
+// before ((1,2,1,8,1,3), unsplit): 0.785-0.976× on 17 pairs of 128-448 columns, K 2048-3072 (224×3072 3.01
+// → 2.49 µs), bf16, W2 and g64 among them; split 3 (512×2048, 32 blocks) 1.062×, so not. (The tune had the
+// rules before 1.18× the best on 256×2048; in bench times, weights rotated out of L2, 1.053×.)
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                               const Arch& arch) {
-  if (!(has_wgmma(arch) && may_stage_per_warp(p, arch) && p.accum != DType::F16)) return std::nullopt;
+  if (!tiny_layer_format(p, arch)) return std::nullopt;
   const double weights = static_cast<double>(p.n) * static_cast<double>(p.k);
   const bool short_k_16 = h.bucket == 16 && h.chunks >= 16 && h.chunks < 32;  // v78
   if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 32 && !short_k_16 ? 32 : 16) || h.bucket > 128 ||

@@ -356,6 +356,40 @@ TEST_CASE("wq_gemm heuristic v72: tiny layers' 16-row blocks, 8 warps along K, K
   check_forced(deep, {1, 9, 16}, eight);
 }
 
+TEST_CASE("wq_gemm heuristic v72 in every format, v78: tiny layers' K splits with small groups and zeros",
+          "[gpu]") {
+  // v72's blocks (as above) where every weight is dequantized before the MMA or the scale comes per column:
+  // groups of 32 and 64 with integer zeros, HQQ's float zeros and q·s + z in groups of 64, per channel, and
+  // groups of 256 (one group over two chunks, so a K piece may start inside a group). 136 columns, K = 4352
+  // (34 chunks) in 7 pieces of 4-5 chunks; 2/4-bit, both dtypes; rows 1 and 16, 40, 128.
+  std::vector<WqGemmProblem> problems;
+  for (int bits : {2, 4})
+    for (DType act : {DType::F16, DType::BF16}) {
+      problems.push_back(make_problem(136, 4352, bits, 32, DequantMode::SubZeroThenScale, act, 128));
+      problems.push_back(make_problem(136, 4352, bits, 64, DequantMode::SubFloatZeroThenScale, act, 128));
+      problems.push_back(make_problem(136, 4352, bits, 64, DequantMode::ScaleThenAddZero, act, 128));
+      problems.push_back(make_problem(136, 4352, bits, 0, DequantMode::SubZeroThenScale, act, 128));
+      problems.push_back(make_problem(136, 4352, bits, 256, DequantMode::Symmetric, act, 128));
+    }
+  WqGemmPlanOptions few = forced(1, 2, 1, 8, 7, true), mid = forced(1, 2, 1, 8, 3, true),
+                    wide = forced(1, 4, 1, 8, 2, true);
+  few.config->stages = 2;
+  check_forced(problems, {1, 16}, few);
+  check_forced(problems, {40}, mid);
+  check_forced(problems, {128}, wide);
+  // v78's block: 4 warps along K, K in 4-6 pieces; K = 2432 (19 chunks) in 5 pieces of 3-4 chunks leaves a warp
+  // without one. Rows 9 and 16; integer zeros in groups of 128 and 64, float zeros in groups of 64.
+  std::vector<WqGemmProblem> short_k;
+  for (DType act : {DType::F16, DType::BF16}) {
+    short_k.push_back(make_problem(136, 2432, 4, 128, DequantMode::SubZeroThenScale, act, 16));
+    short_k.push_back(make_problem(136, 2432, 2, 64, DequantMode::SubZeroThenScale, act, 16));
+    short_k.push_back(make_problem(136, 2432, 4, 64, DequantMode::SubFloatZeroThenScale, act, 16));
+  }
+  WqGemmPlanOptions v78 = forced(1, 2, 1, 4, 5, true);
+  v78.config->stages = 2;
+  check_forced(short_k, {9, 16}, v78);
+}
+
 TEST_CASE("wq_gemm heuristic v73: 1/2-bit wgmma 32-row blocks on short K, no image", "[gpu]") {
   if (skipped_without_wgmma("v73")) return;
   // v73's block: two MMA warpgroups of 4 tiles a warp (256 columns, 32 rows), K unsplit (K = 1024: 8 chunks

@@ -1,8 +1,9 @@
-// Heuristics v72-v77 (docs/perf-notes.md, eightieth session): tiny layers' 16-row blocks (v72), 2-bit
-// weights' wgmma at 17-32 rows over 10 tiles per SM (v73), 8-bit weights' 2 stages where 3 would leave a
-// second wave (v74), wgmma blocks of 64 rows at 128 rows on K of 4 chunks or fewer (v75), narrow layers at 64
-// and 128 rows (v76-v77).
+// Heuristics v72-v78 (docs/perf-notes.md, eightieth and eighty-first sessions): tiny layers' 16-row blocks
+// (v72; v78 at 9-16 rows on short K), 2-bit weights' wgmma at 17-32 rows over 10 tiles per SM (v73), 8-bit
+// weights' 2 stages where 3 would leave a second wave (v74), wgmma blocks of 64 rows at 128 rows on K of 4
+// chunks or fewer (v75), narrow layers at 64 and 128 rows (v76-v77).
 #include <cstdint>
+#include <vector>
 
 #include "lowbit/lowbit.hpp"
 #include "support/catch.hpp"
@@ -61,12 +62,41 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
   CHECK(choose_hopper(512, 16384, 128).wgmma);
   CHECK(staged(choose_hopper(512, 16384, 32)) == "1,2,1,8,2,3+xs");
   CHECK(choose_hopper(256, 7168, 256).wgmma);
-  // Not off sm_90a, not outside groups of 128 with integer zeros or symmetric.
+  // Not off sm_90a. Every group and dequantization mode since the eighty-first session, but not fp16
+  // accumulation or deterministic mode (other_formats' last two).
   CHECK(lowbit::choose_config(g128_problem(256, 7168, 1), kSm80, 132).split_k != 7);
-  for (const WqGemmProblem& p : other_formats(g128_problem(256, 7168, 1))) {
-    INFO(p.str());
-    CHECK(staged(choose_hopper(p)) != "1,2,1,8,7,2+xs");
+  const std::vector<WqGemmProblem> formats = other_formats(g128_problem(256, 7168, 1));
+  for (size_t i = 0; i < formats.size(); ++i) {
+    INFO(formats[i].str());
+    CHECK((staged(choose_hopper(formats[i])) == "1,2,1,8,7,2+xs") == (i + 2 < formats.size()));
   }
+  WqGemmProblem g32 = g128_problem(256, 7168, 128), sz = g32;
+  g32.group_size = 32;
+  sz.group_size = 64, sz.mode = lowbit::DequantMode::ScaleThenAddZero;
+  CHECK(staged(choose_hopper(g32)) == "1,4,1,8,2,3+xs");
+  CHECK(staged(choose_hopper(sz)) == "1,4,1,8,2,3+xs");
+}
+
+TEST_CASE("choose_config v78: tiny layers at 9-16 rows on 16-31 chunks", "[config][heuristic]") {
+  // 4 warps along K, K split to 0.7 of the SMs' blocks (at most a chunk a warp), where that is 4 pieces or
+  // more.
+  CHECK(staged(choose_hopper(256, 2048, 16)) == "1,2,1,4,4,2+xs");
+  CHECK(staged(choose_hopper(192, 2560, 16)) == "1,2,1,4,5,2+xs");
+  CHECK(staged(choose_hopper(224, 3072, 16)) == "1,2,1,4,6,2+xs");
+  CHECK(staged(choose_hopper(448, 2048, 16)) == "1,2,1,4,4,2+xs");
+  CHECK(staged(choose_hopper(256, 2048, 9)) == "1,2,1,4,4,2+xs");
+  for (DType act : {DType::F16, DType::BF16})
+    for (int bits : {2, 3, 4, 8}) {
+      INFO(static_cast<int>(act) << " w" << bits);
+      CHECK(staged(choose_hopper(with_act(g128_problem(384, 3072, 16, bits), act))) == "1,2,1,4,4,2+xs");
+    }
+  // Split 3 (512 columns: 32 blocks) not; nor at 8 or 17 rows, on 15 or 32 chunks.
+  CHECK(choose_hopper(512, 2048, 16).warps_k != 4);
+  CHECK(choose_hopper(512, 2560, 16).warps_k != 4);
+  CHECK(choose_hopper(256, 2048, 8).warps_k != 4);
+  CHECK(choose_hopper(256, 2048, 17).warps_k != 4);
+  CHECK(choose_hopper(256, 1920, 16).warps_k != 4);
+  CHECK(staged(choose_hopper(256, 4096, 16)) == "1,2,1,8,4,2+xs");
 }
 
 TEST_CASE("choose_config v73: 2-bit at 32 rows over 10 tiles per SM from 8 M weights",
