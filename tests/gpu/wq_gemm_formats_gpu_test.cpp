@@ -377,8 +377,8 @@ TEST_CASE("wq_gemm heuristic v72 in every format, v78: tiny layers' K splits wit
   check_forced(problems, {1, 16}, few);
   check_forced(problems, {40}, mid);
   check_forced(problems, {128}, wide);
-  // v78's block: 4 warps along K, K in 4-6 pieces; K = 2432 (19 chunks) in 5 pieces of 3-4 chunks leaves a warp
-  // without one. Rows 9 and 16; integer zeros in groups of 128 and 64, float zeros in groups of 64.
+  // v78's block: 4 warps along K, K in 4-6 pieces; K = 2432 (19 chunks) in 5 pieces of 3-4 chunks leaves a
+  // warp without one. Rows 9 and 16; integer zeros in groups of 128 and 64, float zeros in groups of 64.
   std::vector<WqGemmProblem> short_k;
   for (DType act : {DType::F16, DType::BF16}) {
     short_k.push_back(make_problem(136, 2432, 4, 128, DequantMode::SubZeroThenScale, act, 16));
