@@ -390,6 +390,22 @@ TEST_CASE("wq_gemm heuristic v72 in every format, v78: tiny layers' K splits wit
   check_forced(short_k, {9, 16}, v78);
 }
 
+TEST_CASE("wq_gemm heuristic v76 and v77 in every format: narrow layers' per-warp blocks", "[gpu]") {
+  // v76's block at 33-64 rows (4 tiles × 8 warps along K) and v77's at 65-128 (4 tiles × 4 warps along K),
+  // both staged per warp, K unsplit, where every weight is dequantized before the MMA or the scale comes per
+  // column: 3/4-bit in groups of 32 (integer zeros), 64 (HQQ's float zeros, q·s + z) and per channel. 264
+  // columns end in a block of one tile; K = 2432 (19 chunks) gives the 8 warps along K 2-3 chunks each.
+  std::vector<WqGemmProblem> problems;
+  for (DType act : {DType::F16, DType::BF16}) {
+    problems.push_back(make_problem(264, 2432, 4, 32, DequantMode::SubZeroThenScale, act, 128));
+    problems.push_back(make_problem(264, 2432, 3, 64, DequantMode::SubFloatZeroThenScale, act, 128));
+    problems.push_back(make_problem(264, 2432, 4, 64, DequantMode::ScaleThenAddZero, act, 128));
+    problems.push_back(make_problem(264, 2432, 4, 0, DequantMode::SubZeroThenScale, act, 128));
+  }
+  check_forced(problems, {33, 64}, forced(1, 4, 1, 8, 1, true));
+  check_forced(problems, {65, 128}, forced(1, 4, 1, 4, 1, true));
+}
+
 TEST_CASE("wq_gemm heuristic v73: 1/2-bit wgmma 32-row blocks on short K, no image", "[gpu]") {
   if (skipped_without_wgmma("v73")) return;
   // v73's block: two MMA warpgroups of 4 tiles a warp (256 columns, 32 rows), K unsplit (K = 1024: 8 chunks
