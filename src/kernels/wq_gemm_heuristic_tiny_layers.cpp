@@ -19,15 +19,11 @@ int64_t clusters_at_once(int64_t size, int per_sm, int sms) {
   return int64_t{per_sm >= 2 ? kTwo[size - 1] : kOne[size - 1]} * sms / 132;
 }
 
-// Where v72 and v78 were measured: sm_90a with activations staged per warp allowed (not deterministic), every
-// group and dequantization mode but fp16 accumulation (its own rules, wq_gemm_heuristic_fp16_accum.cpp).
+// Where v72, v76 and v78 were measured: sm_90a with activations staged per warp allowed (not deterministic),
+// every group and dequantization mode but fp16 accumulation (its own rules,
+// wq_gemm_heuristic_fp16_accum.cpp).
 bool tiny_layer_format(const WqGemmProblem& p, const Arch& arch) {
   return has_wgmma(arch) && may_stage_per_warp(p, arch) && p.accum != DType::F16;
-}
-
-// Where v76-v77 were measured: that, in groups of 128 with integer zeros or symmetric.
-bool measured_format(const WqGemmProblem& p, const Arch& arch) {
-  return tiny_layer_format(p, arch) && p.group_size == 128 && !dequantizes_every_weight(p);
 }
 }  // namespace
 
@@ -62,7 +58,10 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
   if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 32 && !short_k_16 ? 32 : 16) || h.bucket > 128 ||
       (h.bucket >= 64 && weights >= 8e6))
     return std::nullopt;
-  WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, short_k_16 ? 4 : 8, h.bucket <= 16 ? 2 : 3);
+  // 1-bit weights at 65-128 rows: 4 stages (a chunk of one tile is 128 bytes; 0.811-0.820× 3 stages on
+  // 256/512×7168, where 2-bit ran 0.979-1.006×).
+  const int stages = h.bucket <= 16 ? 2 : h.bucket >= 128 && p.bits == 1 ? 4 : 3;
+  WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, short_k_16 ? 4 : 8, stages);
   c.x_shared = true;
   // K in the fewest pieces (at most 8, at least a chunk a warp) that make the SMs' count of blocks at one
   // row, 0.7 of it from 2 rows. The pieces meet in a cluster, one a block of the unsplit grid, so the split
@@ -95,17 +94,23 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
 // - v77, 128 rows, up to 1.1 tiles a SM: (1,4,1,4,1,3) for the block-shared choice. Bench: 0.836-0.983 on 11
 //   layers (768×2048 5.19 → 4.41), bf16 0.836-0.917 on two; (1,4,1,8,1,3) lost there (1.07-1.19×), and
 //   against v24's wgmma (1024/1056×8192) (1,4,1,4,1,3) ran 1.03× and 0.96×: wgmma stays.
-// 3/4-bit weights in measured_format, as measured.
+// 3/4-bit weights, as measured; at first in groups of 128 with integer zeros or symmetric. Eighty-first
+// session, bench, file off, against the choice before: v76 in every format of tiny_layer_format 0.780-0.941
+// on 20 pairs (g32, g64, g256, per channel, HQQ's float zeros and q·s + z in g64, bf16 and 3-bit among them);
+// v77 0.935 in g256 and 0.945 per channel, but 0.914-1.075 where every weight is dequantized before the MMA
+// (g32/g64, float zeros, q·s
+// + z: 1.014-1.075 with float zeros, 1.054-1.071 on 768×7168 in g32/g64), so v77 only where it is not.
 std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                                 const WqGemmConfig& chosen, const Arch& arch) {
-  if (!measured_format(p, arch) || (p.bits != 3 && p.bits != 4) || 2 * h.tiles <= h.sms || h.chunks < 16)
+  if (!tiny_layer_format(p, arch) || (p.bits != 3 && p.bits != 4) || 2 * h.tiles <= h.sms || h.chunks < 16)
     return std::nullopt;
   WqGemmConfig per_warp = base_config(1, 4, 4, 3);
   per_warp.x_shared = true;
   const bool v24_wgmma = chosen.wgmma && chosen.stream_k && h.chunks <= 64;
   const bool v76 = h.bucket == 64 && h.tiles <= h.sms && (chosen == per_warp || v24_wgmma);
-  const bool v77 = h.bucket == 128 && 10 * h.tiles <= 11LL * h.sms && !chosen.wgmma && chosen.x_shared &&
-                   chosen.m_tiles == 2 && chosen.n_tiles == 4 && chosen.warps_n == 2 && chosen.warps_k == 2;
+  const bool v77 = h.bucket == 128 && 10 * h.tiles <= 11LL * h.sms && !dequantizes_every_weight(p) &&
+                   !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 && chosen.n_tiles == 4 &&
+                   chosen.warps_n == 2 && chosen.warps_k == 2;
   if (!v76 && !v77) return std::nullopt;
   if (v76) per_warp.warps_k = 8;
   if (!can_implement(p, per_warp, arch)) return std::nullopt;

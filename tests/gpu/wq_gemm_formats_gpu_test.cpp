@@ -388,6 +388,14 @@ TEST_CASE("wq_gemm heuristic v72 in every format, v78: tiny layers' K splits wit
   WqGemmPlanOptions v78 = forced(1, 2, 1, 4, 5, true);
   v78.config->stages = 2;
   check_forced(short_k, {9, 16}, v78);
+  // 1-bit weights at 65-128 rows: v72's wide block with 4 stages (integer zeros and symmetric, both dtypes).
+  std::vector<WqGemmProblem> one_bit;
+  for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
+    for (DType act : {DType::F16, DType::BF16})
+      one_bit.push_back(make_problem(136, 4352, 1, 128, mode, act, 128));
+  WqGemmPlanOptions deep = forced(1, 4, 1, 8, 2, true);
+  deep.config->stages = 4;
+  check_forced(one_bit, {65, 128}, deep);
 }
 
 TEST_CASE("wq_gemm heuristic v76 and v77 in every format: narrow layers' per-warp blocks", "[gpu]") {

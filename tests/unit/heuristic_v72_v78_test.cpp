@@ -177,11 +177,26 @@ TEST_CASE("choose_config v76-v77: narrow layers (over half a tile a SM) at 64 an
   CHECK(staged(choose_hopper(1088, 3584, 64)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(1168, 4096, 128)) == "2,4,2,2,1,3+xs");
   CHECK(choose_hopper(1024, 16384, 64).wgmma);
-  // 2/8-bit weights and the formats not measured keep them.
+  // 2/8-bit weights keep them.
   CHECK(staged(choose_hopper(640, 4096, 64, 2)) != "1,4,1,8,1,3+xs");
   CHECK(staged(choose_hopper(640, 4096, 64, 8)) != "1,4,1,8,1,3+xs");
-  for (const WqGemmProblem& p : other_formats(g128_problem(640, 4096, 64))) {
-    INFO(p.str());
-    CHECK(staged(choose_hopper(p)) != "1,4,1,8,1,3+xs");
+  // v76 in every group and mode since the eighty-first session (not fp16 accumulation or deterministic mode,
+  // other_formats' last two); v77 in g256 and per channel, not where every weight is dequantized before the
+  // MMA (g64, float zeros).
+  const std::vector<WqGemmProblem> at_64 = other_formats(g128_problem(640, 4096, 64)),
+                                   at_128 = other_formats(g128_problem(1152, 2048, 128));
+  for (size_t i = 0; i < at_64.size(); ++i) {
+    INFO(at_64[i].str());
+    CHECK((staged(choose_hopper(at_64[i])) == "1,4,1,8,1,3+xs") == (i + 2 < at_64.size()));
+    const bool scale_after =
+        at_128[i].group_size != 64 && at_128[i].mode != lowbit::DequantMode::SubFloatZeroThenScale;
+    CHECK((staged(choose_hopper(at_128[i])) == "1,4,1,4,1,3+xs") == (scale_after && i + 2 < at_128.size()));
   }
+}
+
+TEST_CASE("choose_config v72: 1-bit weights at 65-128 rows take 4 stages", "[config][heuristic]") {
+  CHECK(staged(choose_hopper(256, 7168, 128, 1)) == "1,4,1,8,2,4+xs");
+  CHECK(staged(choose_hopper(512, 7168, 128, 1)) == "1,4,1,8,1,4+xs");
+  CHECK(staged(choose_hopper(256, 7168, 64, 1)) == "1,2,1,8,2,3+xs");
+  CHECK(staged(choose_hopper(256, 7168, 128, 2)) == "1,4,1,8,2,3+xs");
 }
