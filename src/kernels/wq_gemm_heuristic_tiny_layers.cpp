@@ -19,9 +19,9 @@ int64_t clusters_at_once(int64_t size, int per_sm, int sms) {
   return int64_t{per_sm >= 2 ? kTwo[size - 1] : kOne[size - 1]} * sms / 132;
 }
 
-// Where v72, v76 and v78 were measured: sm_90a with activations staged per warp allowed (not deterministic),
-// every group and dequantization mode but fp16 accumulation (its own rules,
-// wq_gemm_heuristic_fp16_accum.cpp).
+// Where v72 and v76-v78 apply: sm_90a with activations staged per warp allowed (not deterministic), every
+// group and dequantization mode but fp16 accumulation (its own rules, wq_gemm_heuristic_fp16_accum.cpp); v77
+// and the formats each rule was benched in are at the rules.
 bool tiny_layer_format(const WqGemmProblem& p, const Arch& arch) {
   return has_wgmma(arch) && may_stage_per_warp(p, arch) && p.accum != DType::F16;
 }
@@ -49,7 +49,8 @@ bool tiny_layer_format(const WqGemmProblem& p, const Arch& arch) {
 // along K and K split the same way, where that makes 4 pieces or more. Bench, file off, against the rules
 // before ((1,2,1,8,1,3), unsplit): 0.785-0.976× on 17 pairs of 128-448 columns, K 2048-3072 (224×3072 3.01
 // → 2.49 µs), bf16, W2 and g64 among them; split 3 (512×2048, 32 blocks) 1.062×, so not. (The tune had the
-// rules before 1.18× the best on 256×2048; in bench times, weights rotated out of L2, 1.053×.)
+// rules before 1.18× the best on 256×2048; in bench times, weights rotated out of L2, 1.053×.) Benched in
+// g128 (W4 and W2, f16 and bf16) and W4 g64; the other formats follow v72's.
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                               const Arch& arch) {
   if (!tiny_layer_format(p, arch)) return std::nullopt;
@@ -58,15 +59,17 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
   if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 32 && !short_k_16 ? 32 : 16) || h.bucket > 128 ||
       (h.bucket >= 64 && weights >= 8e6))
     return std::nullopt;
-  // 1-bit weights at 65-128 rows: 4 stages (a chunk of one tile is 128 bytes; 0.811-0.820× 3 stages on
-  // 256/512×7168, where 2-bit ran 0.979-1.006×).
+  // 1-bit weights at 65-128 rows: 4 stages (a chunk of one tile is 128 bytes). Bench, g128, against 3:
+  // 0.814-0.961× on 6 layers (f16, bf16, symmetric), where 2-bit ran 0.979-1.006×; other groups unmeasured.
   const int stages = h.bucket <= 16 ? 2 : h.bucket >= 128 && p.bits == 1 ? 4 : 3;
   WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, short_k_16 ? 4 : 8, stages);
   c.x_shared = true;
-  // K in the fewest pieces (at most 8, at least a chunk a warp) that make the SMs' count of blocks at one
-  // row, 0.7 of it from 2 rows. The pieces meet in a cluster, one a block of the unsplit grid, so the split
-  // stops short where those clusters would not all run at once (320×8192 at 32 rows: 40 clusters of 3 where
-  // 39 fit, 1.22× the choice before; split 2 0.81×). Blocks a SM by shared memory (the split's receive region
+  // K in the fewest pieces (at most 8, K at least a chunk a warp a piece) that make the SMs' count of blocks
+  // at one row, 0.7 of it from 2 rows. v78's 4 warps along K: no piece under a chunk a warp, as in every
+  // split benched (pieces are ceil(chunks / split) chunks, so the last is the shortest: 17 chunks in 4 leave
+  // it 2, 25 in 6 none). The pieces meet in a cluster, one a block of the unsplit grid, so the split stops
+  // short where those clusters would not all run at once (320×8192 at 32 rows: 40 clusters of 3 where 39
+  // fit, 1.22× the choice before; split 2 0.81×). Blocks a SM by shared memory (the split's receive region
   // counted), at most 2 (registers: 60-102 a thread of 256).
   const int64_t blocks = ceil_div(h.tiles, c.n_tiles) * ceil_div(h.bucket, int64_t{16});
   const double target = h.bucket == 1 ? h.sms : 0.7 * h.sms;
@@ -76,6 +79,7 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
     split.split_k = static_cast<int>(s);
     const int per_sm = (smem_limit(arch) + 1024) / (smem_bytes(p, split, arch) + 1024) >= 2 ? 2 : 1;
     if (blocks > clusters_at_once(s, per_sm, h.sms)) break;
+    if (short_k_16 && h.chunks - (s - 1) * ceil_div(h.chunks, s) < c.warps_k) break;
     c.split_k = split.split_k;
   }
   if ((short_k_16 && c.split_k < 4) || !can_implement(p, c, arch)) return std::nullopt;
@@ -98,8 +102,8 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
 // session, bench, file off, against the choice before: v76 in every format of tiny_layer_format 0.780-0.941
 // on 20 pairs (g32, g64, g256, per channel, HQQ's float zeros and q·s + z in g64, bf16 and 3-bit among them);
 // v77 0.935 in g256 and 0.945 per channel, but 0.914-1.075 where every weight is dequantized before the MMA
-// (g32/g64, float zeros, q·s
-// + z: 1.014-1.075 with float zeros, 1.054-1.071 on 768×7168 in g32/g64), so v77 only where it is not.
+// (g32/g64, float zeros, q·s + z: 1.014-1.075 with float zeros, 1.054-1.071 on 768×7168 in g32/g64), so v77
+// only where it is not.
 std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                                 const WqGemmConfig& chosen, const Arch& arch) {
   if (!tiny_layer_format(p, arch) || (p.bits != 3 && p.bits != 4) || 2 * h.tiles <= h.sms || h.chunks < 16)

@@ -277,8 +277,8 @@ WqGemmConfig few_rows_config(const WqGemmProblem& problem, const HeuristicShape&
 WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                         const MmaSyncFlags& flags);
 
-// Tiny layers' config (heuristic v72, wq_gemm_heuristic_tiny_layers.cpp): sm_90a, at most half as many tiles
-// as SMs, 1-128 rows; none elsewhere.
+// Tiny layers' config (heuristics v72 and v78, wq_gemm_heuristic_tiny_layers.cpp): sm_90a, at most half as
+// many tiles as SMs, 1-128 rows; none elsewhere.
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                               const Arch& arch);
 // Narrow layers' config at 64/128 rows (heuristics v76-v77, the same file) in place of `chosen`, the mma.sync

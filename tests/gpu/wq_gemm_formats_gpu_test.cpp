@@ -361,7 +361,7 @@ TEST_CASE("wq_gemm heuristic v72 in every format, v78: tiny layers' K splits wit
   // v72's blocks (as above) where every weight is dequantized before the MMA or the scale comes per column:
   // groups of 32 and 64 with integer zeros, HQQ's float zeros and q·s + z in groups of 64, per channel, and
   // groups of 256 (one group over two chunks, so a K piece may start inside a group). 136 columns, K = 4352
-  // (34 chunks) in 7 pieces of 4-5 chunks; 2/4-bit, both dtypes; rows 1 and 16, 40, 128.
+  // (34 chunks) in 7 pieces of 4-5 chunks; 2/4-bit, both dtypes; rows 1 and 16, 40, 128; act-order below.
   std::vector<WqGemmProblem> problems;
   for (int bits : {2, 4})
     for (DType act : {DType::F16, DType::BF16}) {
@@ -371,23 +371,36 @@ TEST_CASE("wq_gemm heuristic v72 in every format, v78: tiny layers' K splits wit
       problems.push_back(make_problem(136, 4352, bits, 0, DequantMode::SubZeroThenScale, act, 128));
       problems.push_back(make_problem(136, 4352, bits, 256, DequantMode::Symmetric, act, 128));
     }
+  // Act-order checkpoints (GPTQ's g_idx, a random permutation here) take the same blocks behind their
+  // permutation pre-kernel: 4-bit integer zeros and 8-bit float zeros in groups of 128.
+  for (DType act : {DType::F16, DType::BF16})
+    for (int bits : {4, 8}) {
+      WqGemmProblem p = make_problem(
+          136, 4352, bits, 128,
+          bits == 8 ? DequantMode::SubFloatZeroThenScale : DequantMode::SubZeroThenScale, act, 128);
+      p.act_order = true;
+      problems.push_back(p);
+    }
   WqGemmPlanOptions few = forced(1, 2, 1, 8, 7, true), mid = forced(1, 2, 1, 8, 3, true),
                     wide = forced(1, 4, 1, 8, 2, true);
   few.config->stages = 2;
   check_forced(problems, {1, 16}, few);
   check_forced(problems, {40}, mid);
   check_forced(problems, {128}, wide);
-  // v78's block: 4 warps along K, K in 4-6 pieces; K = 2432 (19 chunks) in 5 pieces of 3-4 chunks leaves a
-  // warp without one. Rows 9 and 16; integer zeros in groups of 128 and 64, float zeros in groups of 64.
-  std::vector<WqGemmProblem> short_k;
-  for (DType act : {DType::F16, DType::BF16}) {
-    short_k.push_back(make_problem(136, 2432, 4, 128, DequantMode::SubZeroThenScale, act, 16));
-    short_k.push_back(make_problem(136, 2432, 2, 64, DequantMode::SubZeroThenScale, act, 16));
-    short_k.push_back(make_problem(136, 2432, 4, 64, DequantMode::SubFloatZeroThenScale, act, 16));
+  // v78's blocks as the heuristic picks them (tests/unit/heuristic_v72_v78_test.cpp): 4 warps along K, K =
+  // 2432 (19 chunks) in 4 pieces of 5, 5, 5 and 4 chunks (1-2 a warp), K = 3072 (24) in 6 of 4 (one a warp).
+  // Rows 9 and 16; integer zeros in groups of 128 and 64, float zeros in groups of 64, both dtypes.
+  for (int64_t k : {2432, 3072}) {
+    std::vector<WqGemmProblem> short_k;
+    for (DType act : {DType::F16, DType::BF16}) {
+      short_k.push_back(make_problem(136, k, 4, 128, DequantMode::SubZeroThenScale, act, 16));
+      short_k.push_back(make_problem(136, k, 2, 64, DequantMode::SubZeroThenScale, act, 16));
+      short_k.push_back(make_problem(136, k, 4, 64, DequantMode::SubFloatZeroThenScale, act, 16));
+    }
+    WqGemmPlanOptions v78 = forced(1, 2, 1, 4, k == 2432 ? 4 : 6, true);
+    v78.config->stages = 2;
+    check_forced(short_k, {9, 16}, v78);
   }
-  WqGemmPlanOptions v78 = forced(1, 2, 1, 4, 5, true);
-  v78.config->stages = 2;
-  check_forced(short_k, {9, 16}, v78);
   // 1-bit weights at 65-128 rows: v72's wide block with 4 stages (integer zeros and symmetric, both dtypes).
   std::vector<WqGemmProblem> one_bit;
   for (DequantMode mode : {DequantMode::SubZeroThenScale, DequantMode::Symmetric})
@@ -398,20 +411,23 @@ TEST_CASE("wq_gemm heuristic v72 in every format, v78: tiny layers' K splits wit
   check_forced(one_bit, {65, 128}, deep);
 }
 
-TEST_CASE("wq_gemm heuristic v76 and v77 in every format: narrow layers' per-warp blocks", "[gpu]") {
+TEST_CASE("wq_gemm heuristic v76 and v77 outside g128: narrow layers' per-warp blocks", "[gpu]") {
   // v76's block at 33-64 rows (4 tiles × 8 warps along K) and v77's at 65-128 (4 tiles × 4 warps along K),
-  // both staged per warp, K unsplit, where every weight is dequantized before the MMA or the scale comes per
-  // column: 3/4-bit in groups of 32 (integer zeros), 64 (HQQ's float zeros, q·s + z) and per channel. 264
-  // columns end in a block of one tile; K = 2432 (19 chunks) gives the 8 warps along K 2-3 chunks each.
-  std::vector<WqGemmProblem> problems;
+  // both staged per warp, K unsplit, on a narrow layer (1032 columns: 129 tiles, under one a SM; the last
+  // block holds one). v76 where every weight is dequantized before the MMA (4-bit g32 integer zeros, 3-bit
+  // HQQ g64, 4-bit q·s + z g64) and per channel; v77 where the scale comes after it (4-bit g256 symmetric,
+  // 3-bit per channel). K = 2432 (19 chunks) gives the 8 warps along K 2-3 chunks each.
+  std::vector<WqGemmProblem> v76_problems, v77_problems;
   for (DType act : {DType::F16, DType::BF16}) {
-    problems.push_back(make_problem(264, 2432, 4, 32, DequantMode::SubZeroThenScale, act, 128));
-    problems.push_back(make_problem(264, 2432, 3, 64, DequantMode::SubFloatZeroThenScale, act, 128));
-    problems.push_back(make_problem(264, 2432, 4, 64, DequantMode::ScaleThenAddZero, act, 128));
-    problems.push_back(make_problem(264, 2432, 4, 0, DequantMode::SubZeroThenScale, act, 128));
+    v76_problems.push_back(make_problem(1032, 2432, 4, 32, DequantMode::SubZeroThenScale, act, 64));
+    v76_problems.push_back(make_problem(1032, 2432, 3, 64, DequantMode::SubFloatZeroThenScale, act, 64));
+    v76_problems.push_back(make_problem(1032, 2432, 4, 64, DequantMode::ScaleThenAddZero, act, 64));
+    v76_problems.push_back(make_problem(1032, 2432, 4, 0, DequantMode::SubZeroThenScale, act, 64));
+    v77_problems.push_back(make_problem(1032, 2560, 4, 256, DequantMode::Symmetric, act, 128));
+    v77_problems.push_back(make_problem(1032, 2432, 3, 0, DequantMode::SubZeroThenScale, act, 128));
   }
-  check_forced(problems, {33, 64}, forced(1, 4, 1, 8, 1, true));
-  check_forced(problems, {65, 128}, forced(1, 4, 1, 4, 1, true));
+  check_forced(v76_problems, {33, 64}, forced(1, 4, 1, 8, 1, true));
+  check_forced(v77_problems, {65, 128}, forced(1, 4, 1, 4, 1, true));
 }
 
 TEST_CASE("wq_gemm heuristic v73: 1/2-bit wgmma 32-row blocks on short K, no image", "[gpu]") {

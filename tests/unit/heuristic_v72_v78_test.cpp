@@ -48,11 +48,11 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
   CHECK(staged(choose_hopper(528, 4096, 1)) == "1,2,1,8,4,2+xs");
   CHECK(choose_hopper(536, 4096, 1).warps_k != 8);
   CHECK(choose_hopper(256, 3968, 1).split_k == 1);
-  // From 33 rows from 16 chunks (K = 2048); under 16 not, nor at 17-32 rows under 32.
+  // From 33 rows from 16 chunks (K = 2048); under 16 not, nor at 17-32 rows under 32 (at 9-16 rows v78
+  // below).
   CHECK(staged(choose_hopper(256, 2048, 64)) == "1,2,1,8,2,3+xs");
   CHECK(staged(choose_hopper(512, 2048, 128)) == "1,4,1,8,1,3+xs");
   CHECK(staged(choose_hopper(256, 1920, 64)) != "1,2,1,8,1,3+xs");
-  CHECK(staged(choose_hopper(256, 2048, 16)) != "1,2,1,8,2,2+xs");
   CHECK(staged(choose_hopper(256, 2048, 32)) == "1,2,1,8,1,3+xs");
   // The split's receive region counts in the blocks a SM: 2-bit 144×8192 at 32 rows holds one block a SM (116
   // KB with K in 5 pieces), where 18 clusters of 5 fit and of 6 do not.
@@ -63,12 +63,11 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
   CHECK(staged(choose_hopper(512, 16384, 32)) == "1,2,1,8,2,3+xs");
   CHECK(choose_hopper(256, 7168, 256).wgmma);
   // Not off sm_90a. Every group and dequantization mode since the eighty-first session, but not fp16
-  // accumulation or deterministic mode (other_formats' last two).
+  // accumulation or deterministic mode.
   CHECK(lowbit::choose_config(g128_problem(256, 7168, 1), kSm80, 132).split_k != 7);
-  const std::vector<WqGemmProblem> formats = other_formats(g128_problem(256, 7168, 1));
-  for (size_t i = 0; i < formats.size(); ++i) {
-    INFO(formats[i].str());
-    CHECK((staged(choose_hopper(formats[i])) == "1,2,1,8,7,2+xs") == (i + 2 < formats.size()));
+  for (const WqGemmProblem& p : other_formats(g128_problem(256, 7168, 1))) {
+    INFO(p.str());
+    CHECK((staged(choose_hopper(p)) == "1,2,1,8,7,2+xs") == (p.accum != DType::F16 && !p.deterministic));
   }
   WqGemmProblem g32 = g128_problem(256, 7168, 128), sz = g32;
   g32.group_size = 32;
@@ -78,8 +77,8 @@ TEST_CASE("choose_config v72: tiny layers", "[config][heuristic]") {
 }
 
 TEST_CASE("choose_config v78: tiny layers at 9-16 rows on 16-31 chunks", "[config][heuristic]") {
-  // 4 warps along K, K split to 0.7 of the SMs' blocks (at most a chunk a warp), where that is 4 pieces or
-  // more.
+  // 4 warps along K, K split to 0.7 of the SMs' blocks (at least a chunk a warp in every piece), where that
+  // is 4 pieces or more.
   CHECK(staged(choose_hopper(256, 2048, 16)) == "1,2,1,4,4,2+xs");
   CHECK(staged(choose_hopper(192, 2560, 16)) == "1,2,1,4,5,2+xs");
   CHECK(staged(choose_hopper(224, 3072, 16)) == "1,2,1,4,6,2+xs");
@@ -97,6 +96,15 @@ TEST_CASE("choose_config v78: tiny layers at 9-16 rows on 16-31 chunks", "[confi
   CHECK(choose_hopper(256, 2048, 17).warps_k != 4);
   CHECK(choose_hopper(256, 1920, 16).warps_k != 4);
   CHECK(staged(choose_hopper(256, 4096, 16)) == "1,2,1,8,4,2+xs");
+  // Pieces are ceil(chunks / split) chunks, the last the shortest: the split stops before a last piece of
+  // under 4 chunks. 25 chunks: 5 pieces of 5, not 6 (the sixth empty); 31: 4 pieces, not 5 (8, 8, 8, 7
+  // against 7 × 4 and 3); 17: 3 pieces (4 would leave 2), so not v78. The GPU case's layers: 136×2432 (19
+  // chunks) in 4, 136×3072 (24) in 6.
+  CHECK(staged(choose_hopper(128, 3200, 16)) == "1,2,1,4,5,2+xs");
+  CHECK(staged(choose_hopper(128, 3968, 16)) == "1,2,1,4,4,2+xs");
+  CHECK(choose_hopper(128, 2176, 16).warps_k != 4);
+  CHECK(staged(choose_hopper(136, 2432, 16)) == "1,2,1,4,4,2+xs");
+  CHECK(staged(choose_hopper(136, 3072, 16)) == "1,2,1,4,6,2+xs");
 }
 
 TEST_CASE("choose_config v73: 2-bit at 32 rows over 10 tiles per SM from 8 M weights",
@@ -180,17 +188,17 @@ TEST_CASE("choose_config v76-v77: narrow layers (over half a tile a SM) at 64 an
   // 2/8-bit weights keep them.
   CHECK(staged(choose_hopper(640, 4096, 64, 2)) != "1,4,1,8,1,3+xs");
   CHECK(staged(choose_hopper(640, 4096, 64, 8)) != "1,4,1,8,1,3+xs");
-  // v76 in every group and mode since the eighty-first session (not fp16 accumulation or deterministic mode,
-  // other_formats' last two); v77 in g256 and per channel, not where every weight is dequantized before the
-  // MMA (g64, float zeros).
-  const std::vector<WqGemmProblem> at_64 = other_formats(g128_problem(640, 4096, 64)),
-                                   at_128 = other_formats(g128_problem(1152, 2048, 128));
-  for (size_t i = 0; i < at_64.size(); ++i) {
-    INFO(at_64[i].str());
-    CHECK((staged(choose_hopper(at_64[i])) == "1,4,1,8,1,3+xs") == (i + 2 < at_64.size()));
-    const bool scale_after =
-        at_128[i].group_size != 64 && at_128[i].mode != lowbit::DequantMode::SubFloatZeroThenScale;
-    CHECK((staged(choose_hopper(at_128[i])) == "1,4,1,4,1,3+xs") == (scale_after && i + 2 < at_128.size()));
+  // v76 in every group and mode since the eighty-first session (not fp16 accumulation or deterministic mode);
+  // v77 in g256 and per channel, not where every weight is dequantized before the MMA (g64, float zeros).
+  for (const WqGemmProblem& p : other_formats(g128_problem(640, 4096, 64))) {
+    INFO(p.str());
+    CHECK((staged(choose_hopper(p)) == "1,4,1,8,1,3+xs") == (p.accum != DType::F16 && !p.deterministic));
+  }
+  for (const WqGemmProblem& p : other_formats(g128_problem(1152, 2048, 128))) {
+    INFO(p.str());
+    const bool scale_after = p.group_size != 64 && p.mode != lowbit::DequantMode::SubFloatZeroThenScale &&
+                             p.accum != DType::F16 && !p.deterministic;
+    CHECK((staged(choose_hopper(p)) == "1,4,1,4,1,3+xs") == scale_after);
   }
 }
 
