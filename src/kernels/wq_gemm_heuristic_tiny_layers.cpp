@@ -1,7 +1,7 @@
 // The heuristic's rules for tiny and narrow layers (v72, v78, v76-v77): at most half as many 8-column tiles
-// as SMs (choose_config's first step, 1-128 rows), and up to 1.1 tiles a SM at 64/128 rows (a change to the
-// mma.sync rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest (docs/perf-notes.md,
-// eightieth session).
+// as SMs (choose_config's first step, 1-128 rows), and up to 1 tile a SM at 64 rows, 1.5 at 128 (a change to
+// the mma.sync rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest (docs/perf-notes.md,
+// eightieth and eighty-first sessions).
 #include <algorithm>
 #include <optional>
 
@@ -95,7 +95,8 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
 //   columns, K 2048-8192 (640×4096 4.97 → 4.46), bf16 0.897-0.914 on two; over one wave it lost
 //   (1088×3584 1.217, 1152×2048 1.254). It takes v24's few-block wgmma stream K too on up to 64 chunks:
 //   0.733-0.827 on 1000-1056×8192 (1024×8192 9.46 → 7.26; bf16 and 3-bit among them).
-// - v77, 128 rows, up to 1.1 tiles a SM: (1,4,1,4,1,3) for the block-shared choice. Bench: 0.836-0.983 on 11
+// - v77, 128 rows, up to 1.1 tiles a SM (1.5 since the eighty-first session, below): (1,4,1,4,1,3) for the
+//   block-shared choice. Bench: 0.836-0.983 on 11
 //   layers (768×2048 5.19 → 4.41), bf16 0.836-0.917 on two; (1,4,1,8,1,3) lost there (1.07-1.19×), and
 //   against v24's wgmma (1024/1056×8192) (1,4,1,4,1,3) ran 1.03× and 0.96×: wgmma stays.
 // 3/4-bit weights, as measured; at first in groups of 128 with integer zeros or symmetric. Eighty-first
@@ -103,7 +104,11 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
 // on 20 pairs (g32, g64, g256, per channel, HQQ's float zeros and q·s + z in g64, bf16 and 3-bit among them);
 // v77 0.935 in g256 and 0.945 per channel, but 0.914-1.075 where every weight is dequantized before the MMA
 // (g32/g64, float zeros, q·s + z: 1.014-1.075 with float zeros, 1.054-1.071 on 768×7168 in g32/g64), so v77
-// only where it is not.
+// only where it is not. A tune at 1.3-1.9 tiles a SM had (2,4,2,2) at 1.18-1.24× the best on 1408×5120 and
+// 1536×4096 (best v77's block): forced against (2,4,2,2,1,3), 0.778-0.827 on 7 layers of 1.21-1.45 tiles a SM
+// (bf16, 3-bit, g256 among them), 1.079-1.128 on 1600×3584 and 1664×2048 (1.52-1.58: 400-416 blocks of 3 a
+// SM, past one wave) and 1.10-1.28 at 1.7-1.94. So up to one wave of its blocks, and at most the 1.5 tiles a
+// SM measured.
 std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                                 const WqGemmConfig& chosen, const Arch& arch) {
   if (!tiny_layer_format(p, arch) || (p.bits != 3 && p.bits != 4) || 2 * h.tiles <= h.sms || h.chunks < 16)
@@ -112,9 +117,12 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   per_warp.x_shared = true;
   const bool v24_wgmma = chosen.wgmma && chosen.stream_k && h.chunks <= 64;
   const bool v76 = h.bucket == 64 && h.tiles <= h.sms && (chosen == per_warp || v24_wgmma);
-  const bool v77 = h.bucket == 128 && 10 * h.tiles <= 11LL * h.sms && !dequantizes_every_weight(p) &&
-                   !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 && chosen.n_tiles == 4 &&
-                   chosen.warps_n == 2 && chosen.warps_k == 2;
+  // v77's blocks a SM by shared memory (3 for 4-bit g128: 75 KB each).
+  const int64_t per_sm = (smem_limit(arch) + 1024) / (smem_bytes(p, per_warp, arch) + 1024);
+  const bool one_wave = ceil_div(h.tiles, int64_t{per_warp.n_tiles}) * (h.bucket / 16) <= per_sm * h.sms;
+  const bool v77 = h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms && one_wave &&
+                   !dequantizes_every_weight(p) && !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 &&
+                   chosen.n_tiles == 4 && chosen.warps_n == 2 && chosen.warps_k == 2;
   if (!v76 && !v77) return std::nullopt;
   if (v76) per_warp.warps_k = 8;
   if (!can_implement(p, per_warp, arch)) return std::nullopt;

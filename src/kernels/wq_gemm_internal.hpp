@@ -282,7 +282,7 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& problem, const Heur
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                               const Arch& arch);
 // Narrow layers' config at 64/128 rows (heuristics v76-v77, the same file) in place of `chosen`, the mma.sync
-// rules' choice: sm_90a, 0.5-1.1 tiles a SM; none elsewhere.
+// rules' choice: sm_90a, 0.5-1 tiles a SM at 64 rows, 0.5-1.5 at 128 (one wave); none elsewhere.
 std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                                 const WqGemmConfig& chosen, const Arch& arch);
 

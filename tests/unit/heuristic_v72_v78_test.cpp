@@ -180,10 +180,18 @@ TEST_CASE("choose_config v76-v77: narrow layers (over half a tile a SM) at 64 an
       CHECK(staged(choose_hopper(with_act(g128_problem(1152, 2048, 128, bits), act))) == "1,4,1,4,1,3+xs");
       CHECK(choose_hopper(with_act(g128_problem(1024, 8192, 128, bits), act)).wgmma);
     }
-  // Over one tile a SM at 64 rows (two waves of 8-warp blocks), over 1.1 at 128, past 64 chunks for wgmma's
-  // layers: the rules before.
+  // Over one tile a SM at 64 rows (two waves of 8-warp blocks), past 64 chunks for wgmma's layers: the rules
+  // before.
   CHECK(staged(choose_hopper(1088, 3584, 64)) == "1,4,1,4,1,3+xs");
-  CHECK(staged(choose_hopper(1168, 4096, 128)) == "2,4,2,2,1,3+xs");
+  // At 128 rows since the eighty-first session: up to 1.5 tiles a SM while v77's blocks (3 a SM by shared
+  // memory in 4-bit g128) make one wave: 1560 columns (49 column blocks × 8 row blocks = 392 of 396) in, 1584
+  // (400) not.
+  CHECK(staged(choose_hopper(1168, 4096, 128)) == "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(1536, 4096, 128)) == "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(1560, 4096, 128)) == "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(1584, 4096, 128)) == "2,4,2,2,1,3+xs");
+  CHECK(staged(choose_hopper(1600, 3584, 128)) == "2,4,2,2,1,3+xs");
+  CHECK(staged(choose_hopper(1792, 4096, 128)) == "2,4,2,2,1,3+xs");
   CHECK(choose_hopper(1024, 16384, 64).wgmma);
   // 2/8-bit weights keep them.
   CHECK(staged(choose_hopper(640, 4096, 64, 2)) != "1,4,1,8,1,3+xs");
