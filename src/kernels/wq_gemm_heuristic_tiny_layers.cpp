@@ -96,9 +96,9 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
 //   (1088×3584 1.217, 1152×2048 1.254). It takes v24's few-block wgmma stream K too on up to 64 chunks:
 //   0.733-0.827 on 1000-1056×8192 (1024×8192 9.46 → 7.26; bf16 and 3-bit among them).
 // - v77, 128 rows, up to 1.1 tiles a SM (1.5 since the eighty-first session, below): (1,4,1,4,1,3) for the
-//   block-shared choice. Bench: 0.836-0.983 on 11
-//   layers (768×2048 5.19 → 4.41), bf16 0.836-0.917 on two; (1,4,1,8,1,3) lost there (1.07-1.19×), and
-//   against v24's wgmma (1024/1056×8192) (1,4,1,4,1,3) ran 1.03× and 0.96×: wgmma stays.
+//   block-shared choice. Bench: 0.836-0.983 on 11 layers (768×2048 5.19 → 4.41), bf16 0.836-0.917 on two;
+//   (1,4,1,8,1,3) lost there (1.07-1.19×), and against v24's wgmma (1024/1056×8192) (1,4,1,4,1,3) ran 1.03×
+//   and 0.96×: wgmma stays.
 // 3/4-bit weights, as measured; at first in groups of 128 with integer zeros or symmetric. Eighty-first
 // session, bench, file off, against the choice before: v76 in every format of tiny_layer_format 0.780-0.941
 // on 20 pairs (g32, g64, g256, per channel, HQQ's float zeros and q·s + z in g64, bf16 and 3-bit among them);
