@@ -77,8 +77,7 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
   for (int64_t s = 2; s <= most && static_cast<double>(blocks * (s - 1)) < target; ++s) {
     WqGemmConfig split = c;
     split.split_k = static_cast<int>(s);
-    const int per_sm = (smem_limit(arch) + 1024) / (smem_bytes(p, split, arch) + 1024) >= 2 ? 2 : 1;
-    if (blocks > clusters_at_once(s, per_sm, h.sms)) break;
+    if (blocks > clusters_at_once(s, smem_blocks_per_sm(p, split, arch) >= 2 ? 2 : 1, h.sms)) break;
     if (short_k_16 && h.chunks - (s - 1) * ceil_div(h.chunks, s) < c.warps_k) break;
     c.split_k = split.split_k;
   }
@@ -117,12 +116,11 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   per_warp.x_shared = true;
   const bool v24_wgmma = chosen.wgmma && chosen.stream_k && h.chunks <= 64;
   const bool v76 = h.bucket == 64 && h.tiles <= h.sms && (chosen == per_warp || v24_wgmma);
-  // v77's blocks a SM by shared memory (3 for 4-bit g128: 75 KB each).
-  const int64_t per_sm = (smem_limit(arch) + 1024) / (smem_bytes(p, per_warp, arch) + 1024);
-  const bool one_wave = ceil_div(h.tiles, int64_t{per_warp.n_tiles}) * (h.bucket / 16) <= per_sm * h.sms;
-  const bool v77 = h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms && one_wave &&
-                   !dequantizes_every_weight(p) && !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 &&
-                   chosen.n_tiles == 4 && chosen.warps_n == 2 && chosen.warps_k == 2;
+  // One wave of v77's blocks (3 a SM by shared memory in 4-bit g128: 75 KB each).
+  const bool v77 = h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms &&
+                   smem_waves(p, per_warp, arch, h.sms) == 1 && !dequantizes_every_weight(p) &&
+                   !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 && chosen.n_tiles == 4 &&
+                   chosen.warps_n == 2 && chosen.warps_k == 2;
   if (!v76 && !v77) return std::nullopt;
   if (v76) per_warp.warps_k = 8;
   if (!can_implement(p, per_warp, arch)) return std::nullopt;

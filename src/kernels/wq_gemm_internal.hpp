@@ -170,6 +170,12 @@ bool adds_in_scratch(const WqGemmConfig& config);
 const char* k_split_path(const WqGemmConfig& config, const Arch& arch);
 // Shared memory a block may opt in to on an arch.
 std::size_t smem_limit(const Arch& arch);
+// Blocks of a config a SM holds by shared memory alone (at problem.m's bucket; 1 KiB reserved a block).
+int64_t smem_blocks_per_sm(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch);
+// Whole waves of an mma.sync config's blocks at problem.m's bucket, where shared memory and threads decide
+// how many blocks a SM holds (INT64_MAX where a block does not fit). Registers are left out: they are known
+// only after a compile.
+int64_t smem_waves(const WqGemmProblem& problem, const WqGemmConfig& config, const Arch& arch, int sms);
 
 // Bytes read and written by one call, for the floor: packed weights + scales + zeros + x + y (+ bias).
 std::size_t traffic_bytes(const WqGemmProblem& problem);

@@ -243,10 +243,10 @@ WqGemmConfig fit_registers(const WqGemmProblem& p, WqGemmConfig c) {
   return c;
 }
 
-namespace {
-// Whole waves of an mma.sync config's blocks at problem.m's bucket, where shared memory and threads decide
-// how many blocks a SM holds (INT64_MAX where a block does not fit). Registers are left out: they are known
-// only after a compile (see keep_one_wave).
+int64_t smem_blocks_per_sm(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch) {
+  return static_cast<int64_t>((smem_limit(arch) + 1024) / (smem_bytes(p, c, arch) + 1024));
+}
+
 int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& arch, int sms) {
   // Threads a SM holds: 2048 on sm_80, sm_90 and sm_100/103; 1536 on sm_86/87/89 and sm_120/121, and on
   // sm_110, which we could not confirm (fewer threads only makes the cut readier); 1024 on sm_75.
@@ -256,12 +256,10 @@ int64_t smem_waves(const WqGemmProblem& p, const WqGemmConfig& c, const Arch& ar
                                                                                 : 1536;
   const int64_t bucket = m_bucket(p.m);
   const Geometry g = geometry(p, c, arch, bucket, bucket);  // the grid and shared memory the launch takes
-  const int64_t per_sm =
-      std::min<int64_t>(threads_per_sm / g.block, (smem_limit(arch) + 1024) / (g.smem + 1024));
+  const int64_t per_sm = std::min<int64_t>(threads_per_sm / g.block, smem_blocks_per_sm(p, c, arch));
   const int64_t blocks = int64_t{g.grid_x} * g.grid_y * g.grid_z;
   return per_sm > 0 ? ceil_div(blocks, per_sm * std::max(sms, 1)) : INT64_MAX;
 }
-}  // namespace
 
 WqGemmConfig keep_one_wave(const WqGemmProblem& p, WqGemmConfig c, int64_t entry_bucket, const Arch& arch,
                            int sms) {
