@@ -7,7 +7,13 @@ B=$ROOT/build-dev
 S=$OUT/summary.txt
 : >"$S"
 # device_build TARGET...: configure and build; on failure print the errors into the summary and exit.
+# NO_BUILD=1: build-dev is built already, by the caller (two scripts side by side on two GPUs would otherwise
+# rebuild it under each other's running benches; eightieth session): only check that the CLI is there.
 device_build() {
+  if [ "${NO_BUILD:-0}" = 1 ]; then
+    [ -x "$B/lowbit" ] || { echo "NO_BUILD=1 but no $B/lowbit" | tee -a "$S"; exit 1; }
+    return 0
+  fi
   # The device keeps build-dev between calls of one lease, but the synced tree may carry older
   # mtimes than a template a variant script rewrote there: touch them so ninja re-embeds them
   # (session 28: a tune ran on the last variant's templates).

@@ -7,10 +7,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 step() { echo "== $*" | tee -a "$S"; }
 step "gpu"; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$S"
 step "build"
-# NO_BUILD=1: build-dev is already built (a run beside another device script on a second GPU); RUN_CACHE_DIR
-# then keeps this run's kernel cache, which it empties first, apart from the other's (eightieth session).
-if [ "${NO_BUILD:-0}" = 1 ]; then :
-elif [ "${SKIP_TESTS:-0}" = 1 ]; then device_build lowbit_cli; else device_build lowbit_cli lowbit_gpu_tests; fi
+# NO_BUILD=1 (device_build): build-dev is already built (a run beside another device script on a second GPU);
+# RUN_CACHE_DIR then keeps this run's kernel cache, which it empties first, apart from the other's.
+if [ "${SKIP_TESTS:-0}" = 1 ]; then device_build lowbit_cli; else device_build lowbit_cli lowbit_gpu_tests; fi
 export LOWBIT_CACHE_DIR=${RUN_CACHE_DIR:-$B/cache-run}
 rm -rf "$LOWBIT_CACHE_DIR"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then

@@ -6,8 +6,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/device_common.sh"
 TUNE_FILE=${TUNE_FILE:?one lowbit tune argument list a line}
 [[ $TUNE_FILE = /* ]] || TUNE_FILE=$ROOT/$TUNE_FILE
-[ "${NO_BUILD:-0}" = 1 ] || device_build lowbit_cli  # NO_BUILD=1: build-dev is built already
-[ -x "$B/lowbit" ] || { echo "no $B/lowbit (NO_BUILD=1 without a build?)" | tee -a "$S"; exit 1; }
+device_build lowbit_cli  # NO_BUILD=1: build-dev is built already (device_common.sh)
 export LOWBIT_CACHE_DIR=$B/cache-tune
 i=0
 while IFS= read -r line; do
