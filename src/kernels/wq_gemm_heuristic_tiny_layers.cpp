@@ -59,9 +59,11 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
   if (2 * h.tiles > h.sms || h.chunks < (h.bucket <= 32 && !short_k_16 ? 32 : 16) || h.bucket > 128 ||
       (h.bucket >= 64 && weights >= 8e6))
     return std::nullopt;
-  // 1-bit weights at 65-128 rows: 4 stages (a chunk of one tile is 128 bytes). Bench, g128, against 3:
-  // 0.814-0.961× on 6 layers (f16, bf16, symmetric), where 2-bit ran 0.979-1.006×; other groups unmeasured.
-  const int stages = h.bucket <= 16 ? 2 : h.bucket >= 128 && p.bits == 1 ? 4 : 3;
+  // 1-bit weights at 65-128 rows in groups of 128 or 256: 4 stages (a chunk of one tile is 128 bytes).
+  // Bench against 3: g128 0.814-0.961× on 6 layers (f16, bf16, symmetric), g256 0.898-0.919× on two, where
+  // 2-bit ran 0.979-1.006×; g32, g64 and per channel 0.982-1.031× on 8 (eighty-second session), so not.
+  const bool deep_one_bit = p.bits == 1 && (p.group_size == 128 || p.group_size == 256);
+  const int stages = h.bucket <= 16 ? 2 : h.bucket >= 128 && deep_one_bit ? 4 : 3;
   WqGemmConfig c = base_config(1, h.bucket >= 128 ? 4 : 2, short_k_16 ? 4 : 8, stages);
   c.x_shared = true;
   // K in the fewest pieces (at most 8, K at least a chunk a warp a piece) that make the SMs' count of blocks

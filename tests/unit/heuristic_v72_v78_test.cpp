@@ -215,4 +215,11 @@ TEST_CASE("choose_config v72: 1-bit weights at 65-128 rows take 4 stages", "[con
   CHECK(staged(choose_hopper(512, 7168, 128, 1)) == "1,4,1,8,1,4+xs");
   CHECK(staged(choose_hopper(256, 7168, 64, 1)) == "1,2,1,8,2,3+xs");
   CHECK(staged(choose_hopper(256, 7168, 128, 2)) == "1,4,1,8,2,3+xs");
+  // Groups of 256 too; g32, g64 and per channel ran flat (0.982-1.031×) and keep 3.
+  for (int group : {32, 64, 256, 0}) {
+    WqGemmProblem p = g128_problem(256, 7168, 128, 1);
+    p.group_size = group;
+    INFO(p.str());
+    CHECK(staged(choose_hopper(p)) == (group == 256 ? "1,4,1,8,2,4+xs" : "1,4,1,8,2,3+xs"));
+  }
 }
