@@ -631,13 +631,14 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // SM), so the grid runs in one wave instead of two. H200 tune of W8 f16 at 32 rows, 3 stages (the heuristic
   // before) against 2 (the best): 17408×2048 (272 blocks) 16.21 µs against 14.82, 18432×1024 (288) 10.34
   // against 9.13, 19456×2048 (304) 17.93 against 15.39. Bench, file off, 3 → 2 stages: 0.888-0.913 on those
-  // three, bf16 0.885-0.917 on two. Groups of 128 with integer zeros or symmetric, not deterministic, as
-  // measured.
+  // three, bf16 0.885-0.917 on two. Groups of 128 with integer zeros or symmetric at first; every group and
+  // mode since the eighty-second session: an H200 tune had 8-bit per channel 1.18× the best on 22016×2048
+  // (3 stages against 2), and 2 stages ran 0.800-0.935× 3 (bench, forced) on 17408/19456/22016×2048 per
+  // channel (bf16 too), g64, g32 and HQQ g64. Not deterministic or fp16 accumulation (unmeasured).
   const int64_t blocks_of_8_tiles = ceil_div(tiles, 8);  // (2,4,2,2)'s at 17-32 rows: one row block
-  if (sm90a && bucket == 32 && p.bits == 8 && p.group_size == 128 && !wq::dequantizes_every_weight(p) &&
-      !p.deterministic && c.x_shared && c.m_tiles == 2 && c.n_tiles == 4 && c.warps_n == 2 &&
-      c.warps_k == 2 && c.split_k == 1 && c.stages == 3 && blocks_of_8_tiles > 2LL * sms &&
-      blocks_of_8_tiles <= 3LL * sms)
+  if (sm90a && bucket == 32 && p.bits == 8 && !p.deterministic && p.accum != DType::F16 && c.x_shared &&
+      c.m_tiles == 2 && c.n_tiles == 4 && c.warps_n == 2 && c.warps_k == 2 && c.split_k == 1 &&
+      c.stages == 3 && blocks_of_8_tiles > 2LL * sms && blocks_of_8_tiles <= 3LL * sms)
     c.stages = 2;
   // fp16 accumulation's rules at 32-128 rows (v47-v48, wq_gemm_heuristic_fp16_accum.cpp). They come after
   // fill_split and v25, which would replace their splits.

@@ -1,7 +1,7 @@
-// The heuristic's rules for tiny and narrow layers (v72, v78, v76-v77): at most half as many 8-column tiles
-// as SMs (choose_config's first step, 1-128 rows), and up to 1 tile a SM at 64 rows, 1.5 at 128 (a change to
-// the mma.sync rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest (docs/perf-notes.md,
-// eightieth and eighty-first sessions).
+// The heuristic's rules for tiny and narrow layers (v72, v78, v76-v77, v80-v81): at most half as many
+// 8-column tiles as SMs (choose_config's first step, 1-128 rows), and up to 2 tiles a SM at 64 and 128 rows
+// (a change to the mma.sync rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest
+// (docs/perf-notes.md, eightieth and eighty-first sessions).
 #include <algorithm>
 #include <optional>
 
@@ -119,14 +119,29 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   const bool v24_wgmma = chosen.wgmma && chosen.stream_k && h.chunks <= 64;
   const bool v76 = h.bucket == 64 && h.tiles <= h.sms && (chosen == per_warp || v24_wgmma);
   // One wave of v77's blocks (3 a SM by shared memory in 4-bit g128: 75 KB each).
+  const bool block_shared = !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 && chosen.n_tiles == 4 &&
+                            chosen.warps_n == 2 && chosen.warps_k == 2;  // (2,4,2,2)
   const bool v77 = h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms &&
-                   smem_waves(p, per_warp, arch, h.sms) == 1 && !dequantizes_every_weight(p) &&
-                   !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 && chosen.n_tiles == 4 &&
-                   chosen.warps_n == 2 && chosen.warps_k == 2;
-  if (!v76 && !v77) return std::nullopt;
-  if (v76) per_warp.warps_k = 8;
-  if (!can_implement(p, per_warp, arch)) return std::nullopt;
-  return per_warp;
+                   smem_waves(p, per_warp, arch, h.sms) == 1 && !dequantizes_every_weight(p) && block_shared;
+  // v80 (eighty-second session): 4-bit weights at 64 rows over 1 and up to 2 tiles a SM, where the rules
+  // leave (1,4,1,4,1,3): 32-row warps, 4 stages. v81: 128 rows over 1.5 and up to 2 tiles a SM, block-shared
+  // (2,4,2,2,1,3) with 4 warps along K. H200 tune of W4 f16 on 1536-2176 columns: at 64 rows (2,4,1,4,1,4)
+  // the best of 7 of 8 (the heuristic 1.056-1.071× it; 2176×3584, 2.06 a SM, (1,4,1,4,1,2), 1.017×); at 128
+  // rows (2,4,2,4) or (2,4,2,6) on 1536-1920 columns (1.10-1.13×). Bench, file off, forced against the
+  // choice before: v80 0.922-0.958 on 12 layers of 1.09-1.94 tiles a SM, bf16 0.947-0.948, g64 0.898-0.905,
+  // HQQ g64 0.815-0.821, but 3-bit 1.064-1.069 (so 4-bit only); v81 0.904-0.937 on 6 layers of 1.52-1.94
+  // ((2,4,2,6) 0.881-0.986). Both blocks take 150-168 KB of shared memory (one a SM), and 2 tiles a SM make
+  // one wave of them (64 rows: 4 tiles × 2 row blocks; 128 rows: 8 tiles × 4).
+  const bool v80 =
+      h.bucket == 64 && p.bits == 4 && h.tiles > h.sms && h.tiles <= 2LL * h.sms && chosen == per_warp;
+  const bool v81 = h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms && block_shared;
+  if (!v76 && !v77 && !v80 && !v81) return std::nullopt;
+  WqGemmConfig c = per_warp;
+  if (v76) c.warps_k = 8;
+  if (v80) c.m_tiles = 2, c.stages = 4;
+  if (v81) c = chosen, c.warps_k = 4;
+  if (!can_implement(p, c, arch)) return std::nullopt;
+  return c;
 }
 
 }  // namespace lowbit::wq

@@ -269,8 +269,18 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     if (can_implement(p, big, arch)) return big;  // every problem of scripts/heuristic_grid.cpp
     return std::nullopt;
   }
+  // Heuristic v79 (eighty-second session, out of sample): 128 rows under 8 M weights (which every rule above
+  // needs) over 2 tiles a SM, where the mma.sync rules' block-shared (2,4,2,2,1,3) makes 133-264 blocks of
+  // 32 rows: the cluster pair of 64-row blocks, without the image. H200 tune of W4 f16, 2176×3584 (136
+  // blocks on 132 SMs): (2,4,2,2,1,3) 1.255× the best, v24's stream K (4,2,8,1). Bench, file off, against
+  // (2,4,2,2,1,3): (4,2,8,1,2,3) 0.812-0.906 on 11 layers of 2.06-2.91 tiles a SM, K 2048-3584 (2560×2560
+  // 11.42 → 9.84 µs), bf16 0.802-0.857, 3-bit 0.671-0.720, g64 0.767-0.823; stream K 0.79-0.99 on K ≥ 2560
+  // but 1.03-1.10 on 16 chunks. 4-bit weights of every group (3-bit follows, v24's convention), from 16
+  // chunks, under 4 tiles a SM (pair_wave's band; 3-4 benched at the rule's adoption, docs/perf-notes.md).
+  const bool small_pair_128 =
+      bucket == 128 && bits == 4 && weights < 8e6 && tiles > 2LL * sms && tiles_per_sm < 4 && chunks >= 16;
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
-                          narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32;
+                          narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32 || small_pair_128;
   // (v56: every width from 32 rows, so no format check is left here: 1/3-bit map to 2/4, and 2/8-bit weights
   // of every group follow g128's rules, v41.)
   if (!(wq::has_wgmma(arch) && wq::may_run_wgmma(p) && wgmma_rows)) return std::nullopt;
@@ -339,6 +349,11 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     WqGemmConfig s = blocks_128_config(8, 3);
     s.split_k = 4;
     if (can_implement(p, s, arch)) return s;
+  }
+  if (small_pair_128) {  // v79, above
+    WqGemmConfig pair = blocks_128_config(4, 3);
+    pair.split_k = 2, pair.x_image = false;
+    if (can_implement(p, pair, arch)) return pair;
   }
   for (int mt : {8, 4}) {
     if (!pair_wave_at(mt)) continue;

@@ -137,9 +137,10 @@ TEST_CASE("choose_config v74: 8-bit (2,4,2,2) at 32 rows, 2-3 blocks a SM, 2 sta
   CHECK(staged(choose_hopper(16896, 2048, 32, 8)) == "2,4,2,2,1,3+xs");
   CHECK(staged(choose_hopper(25344, 1024, 32, 8)) == "2,4,2,2,1,2+xs");
   CHECK(staged(choose_hopper(25408, 1024, 32, 8)) == "2,4,2,2,1,3+xs");
+  // Every group and mode since the eighty-second session; not fp16 accumulation or deterministic mode.
   for (const WqGemmProblem& p : other_formats(g128_problem(17408, 2048, 32, 8))) {
     INFO(p.str());
-    CHECK(staged(choose_hopper(p)) != "2,4,2,2,1,2+xs");
+    CHECK((staged(choose_hopper(p)) == "2,4,2,2,1,2+xs") == (p.accum != DType::F16 && !p.deterministic));
   }
   CHECK(staged(choose_hopper(19456, 2048, 32)) == "2,4,2,2,1,3+xs");
 }
@@ -180,18 +181,17 @@ TEST_CASE("choose_config v76-v77: narrow layers (over half a tile a SM) at 64 an
       CHECK(staged(choose_hopper(with_act(g128_problem(1152, 2048, 128, bits), act))) == "1,4,1,4,1,3+xs");
       CHECK(choose_hopper(with_act(g128_problem(1024, 8192, 128, bits), act)).wgmma);
     }
-  // Over one tile a SM at 64 rows (two waves of 8-warp blocks), past 64 chunks for wgmma's layers: the rules
-  // before.
-  CHECK(staged(choose_hopper(1088, 3584, 64)) == "1,4,1,4,1,3+xs");
+  // Over one tile a SM at 64 rows (two waves of 8-warp blocks), past 64 chunks for wgmma's layers: not v76
+  // (v80 below).
+  CHECK(staged(choose_hopper(1088, 3584, 64)) != "1,4,1,8,1,3+xs");
   // At 128 rows since the eighty-first session: up to 1.5 tiles a SM while v77's blocks (3 a SM by shared
   // memory in 4-bit g128) make one wave: 1560 columns (49 column blocks × 8 row blocks = 392 of 396) in, 1584
   // (400) not.
   CHECK(staged(choose_hopper(1168, 4096, 128)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(1536, 4096, 128)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(1560, 4096, 128)) == "1,4,1,4,1,3+xs");
-  CHECK(staged(choose_hopper(1584, 4096, 128)) == "2,4,2,2,1,3+xs");
-  CHECK(staged(choose_hopper(1600, 3584, 128)) == "2,4,2,2,1,3+xs");
-  CHECK(staged(choose_hopper(1792, 4096, 128)) == "2,4,2,2,1,3+xs");
+  CHECK(staged(choose_hopper(1584, 4096, 128)) != "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(1600, 3584, 128)) != "1,4,1,4,1,3+xs");
   CHECK(choose_hopper(1024, 16384, 64).wgmma);
   // 2/8-bit weights keep them.
   CHECK(staged(choose_hopper(640, 4096, 64, 2)) != "1,4,1,8,1,3+xs");
@@ -221,5 +221,36 @@ TEST_CASE("choose_config v72: 1-bit weights at 65-128 rows take 4 stages", "[con
     p.group_size = group;
     INFO(p.str());
     CHECK(staged(choose_hopper(p)) == (group == 256 ? "1,4,1,8,2,4+xs" : "1,4,1,8,2,3+xs"));
+  }
+}
+
+TEST_CASE("choose_config v79-v81: 64 rows over 1 tile a SM, 128 rows over 1.5", "[config][heuristic]") {
+  for (DType act : {DType::F16, DType::BF16}) {
+    INFO(static_cast<int>(act));
+    // v80: 4-bit at 64 rows, over 1 and up to 2 tiles a SM: 32-row warps, 4 stages (3-bit keeps the rules').
+    for (int64_t n : {1088, 1536, 2112})
+      CHECK(staged(choose_hopper(with_act(g128_problem(n, 4096, 64), act))) == "2,4,1,4,1,4+xs");
+    CHECK(staged(choose_hopper(with_act(g128_problem(2176, 3584, 64), act))) != "2,4,1,4,1,4+xs");
+    CHECK(staged(choose_hopper(with_act(g128_problem(1536, 4096, 64, 3), act))) == "1,4,1,4,1,3+xs");
+    // v81: 128 rows over 1.5 and up to 2 tiles a SM: (2,4,2,2,1,3) takes 4 warps along K.
+    for (int64_t n : {1600, 1920, 2112})
+      CHECK(staged(choose_hopper(with_act(g128_problem(n, 3584, 128), act))) == "2,4,2,4,1,3+xs");
+    // v79: 128 rows over 2 tiles a SM under 8 M weights, from 16 chunks, under 4 tiles a SM: the wgmma pair
+    // of 64-row blocks without the image (3-bit too); short K, 8 M weights (v24's stream K) and 4 tiles a
+    // SM not.
+    for (int bits : {3, 4})
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{2176, 3584}, {2560, 2048}, {3840, 2048}}) {
+        const lowbit::WqGemmConfig c = choose_hopper(with_act(g128_problem(n, k, 128, bits), act));
+        CHECK(wgmma_shape(c) == "4,2,8,1 sk2");
+        CHECK(!c.x_image);
+      }
+    CHECK(!choose_hopper(with_act(g128_problem(2304, 1536, 128), act)).wgmma);
+    CHECK(choose_hopper(with_act(g128_problem(2240, 3584, 128), act)).stream_k);
+    CHECK(wgmma_shape(choose_hopper(with_act(g128_problem(2560, 2048, 128, 2), act))) != "4,2,8,1 sk2");
+  }
+  // Every group and mode of v24's few-block rule (not fp16 accumulation or deterministic mode: no wgmma).
+  for (const WqGemmProblem& p : other_formats(g128_problem(2560, 2560, 128))) {
+    INFO(p.str());
+    CHECK((wgmma_shape(choose_hopper(p)) == "4,2,8,1 sk2") == (p.accum != DType::F16 && !p.deterministic));
   }
 }
