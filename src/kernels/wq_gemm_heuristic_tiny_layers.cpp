@@ -131,9 +131,12 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   // choice before: v80 0.922-0.958 on 12 layers of 1.09-1.94 tiles a SM, bf16 0.947-0.948, g64 0.898-0.905,
   // HQQ g64 0.815-0.821, but 3-bit 1.064-1.069 (so 4-bit only); v81 0.904-0.937 on 6 layers of 1.52-1.94
   // ((2,4,2,6) 0.881-0.986). Both blocks take 150-168 KB of shared memory (one a SM), and 2 tiles a SM make
-  // one wave of them (64 rows: 4 tiles × 2 row blocks; 128 rows: 8 tiles × 4).
-  const bool v80 =
-      h.bucket == 64 && p.bits == 4 && h.tiles > h.sms && h.tiles <= 2LL * h.sms && chosen == per_warp;
+  // one wave of them (64 rows: 4 tiles × 2 row blocks; 128 rows: 8 tiles × 4). Through the heuristic, out of
+  // sample and in other formats: v80 0.936-0.948 on 3 layers, GPTQ-symmetric, g256, g32, q·s + z and HQQ bf16
+  // 0.842-0.962, but per channel 1.080-1.086 (so not per channel); v81 0.901-0.909 on 3, bf16, 3-bit, g256,
+  // per channel, g64, HQQ and g32 0.877-0.925.
+  const bool v80 = h.bucket == 64 && p.bits == 4 && p.group_size != 0 && h.tiles > h.sms &&
+                   h.tiles <= 2LL * h.sms && chosen == per_warp;
   const bool v81 = h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms && block_shared;
   if (!v76 && !v77 && !v80 && !v81) return std::nullopt;
   WqGemmConfig c = per_warp;

@@ -232,6 +232,9 @@ TEST_CASE("choose_config v79-v81: 64 rows over 1 tile a SM, 128 rows over 1.5", 
       CHECK(staged(choose_hopper(with_act(g128_problem(n, 4096, 64), act))) == "2,4,1,4,1,4+xs");
     CHECK(staged(choose_hopper(with_act(g128_problem(2176, 3584, 64), act))) != "2,4,1,4,1,4+xs");
     CHECK(staged(choose_hopper(with_act(g128_problem(1536, 4096, 64, 3), act))) == "1,4,1,4,1,3+xs");
+    WqGemmProblem per_channel = with_act(g128_problem(1536, 4096, 64), act);
+    per_channel.group_size = 0;
+    CHECK(staged(choose_hopper(per_channel)) == "1,4,1,4,1,3+xs");
     // v81: 128 rows over 1.5 and up to 2 tiles a SM: (2,4,2,2,1,3) takes 4 warps along K.
     for (int64_t n : {1600, 1920, 2112})
       CHECK(staged(choose_hopper(with_act(g128_problem(n, 3584, 128), act))) == "2,4,2,4,1,3+xs");
@@ -248,9 +251,10 @@ TEST_CASE("choose_config v79-v81: 64 rows over 1 tile a SM, 128 rows over 1.5", 
     CHECK(choose_hopper(with_act(g128_problem(2240, 3584, 128), act)).stream_k);
     CHECK(wgmma_shape(choose_hopper(with_act(g128_problem(2560, 2048, 128, 2), act))) != "4,2,8,1 sk2");
   }
-  // Every group and mode of v24's few-block rule (not fp16 accumulation or deterministic mode: no wgmma).
+  // Every group and mode but per channel (not fp16 accumulation or deterministic mode: no wgmma).
   for (const WqGemmProblem& p : other_formats(g128_problem(2560, 2560, 128))) {
     INFO(p.str());
-    CHECK((wgmma_shape(choose_hopper(p)) == "4,2,8,1 sk2") == (p.accum != DType::F16 && !p.deterministic));
+    CHECK((wgmma_shape(choose_hopper(p)) == "4,2,8,1 sk2") ==
+          (p.group_size != 0 && p.accum != DType::F16 && !p.deterministic));
   }
 }
