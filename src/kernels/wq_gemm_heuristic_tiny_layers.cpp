@@ -112,16 +112,17 @@ std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& p, const Heur
 // SM measured.
 std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const HeuristicShape& h,
                                                 const WqGemmConfig& chosen, const Arch& arch) {
-  if (!tiny_layer_format(p, arch) || (p.bits != 3 && p.bits != 4) || 2 * h.tiles <= h.sms || h.chunks < 16)
+  const bool three_four = p.bits == 3 || p.bits == 4;  // v76, v77 and v81; v80 takes 8-bit weights too
+  if (!tiny_layer_format(p, arch) || (!three_four && p.bits != 8) || 2 * h.tiles <= h.sms || h.chunks < 16)
     return std::nullopt;
   WqGemmConfig per_warp = base_config(1, 4, 4, 3);
   per_warp.x_shared = true;
   const bool v24_wgmma = chosen.wgmma && chosen.stream_k && h.chunks <= 64;
-  const bool v76 = h.bucket == 64 && h.tiles <= h.sms && (chosen == per_warp || v24_wgmma);
+  const bool v76 = three_four && h.bucket == 64 && h.tiles <= h.sms && (chosen == per_warp || v24_wgmma);
   // One wave of v77's blocks (3 a SM by shared memory in 4-bit g128: 75 KB each).
   const bool block_shared = !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 && chosen.n_tiles == 4 &&
                             chosen.warps_n == 2 && chosen.warps_k == 2;  // (2,4,2,2)
-  const bool v77 = h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms &&
+  const bool v77 = three_four && h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms &&
                    smem_waves(p, per_warp, arch, h.sms) == 1 && !dequantizes_every_weight(p) && block_shared;
   // v80 (eighty-second session): 4-bit weights at 64 rows over 1 and up to 2 tiles a SM, where the rules
   // leave (1,4,1,4,1,3): 32-row warps, 4 stages. v81: 128 rows over 1.5 and up to 2 tiles a SM, block-shared
@@ -135,9 +136,13 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   // sample and in other formats: v80 0.936-0.948 on 3 layers, GPTQ-symmetric, g256, g32, q·s + z and HQQ bf16
   // 0.842-0.962, but per channel 1.080-1.086 (so not per channel); v81 0.901-0.909 on 3, bf16, 3-bit, g256,
   // per channel, g64, HQQ and g32 0.877-0.925.
-  const bool v80 = h.bucket == 64 && p.bits == 4 && p.group_size != 0 && h.tiles > h.sms &&
+  // A tune of narrow layers in W8 then had the rules 1.15× the best at 64 rows on 1280/1792×4096 (bests v80's
+  // block): v80 ran 0.857-0.870 the heuristic on 4 layers of 1.1-1.7 tiles a SM, bf16 0.896, per channel
+  // 0.966; so 8-bit weights too, per channel among them.
+  const bool v80 = h.bucket == 64 && ((p.bits == 4 && p.group_size != 0) || p.bits == 8) && h.tiles > h.sms &&
                    h.tiles <= 2LL * h.sms && chosen == per_warp;
-  const bool v81 = h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms && block_shared;
+  const bool v81 =
+      three_four && h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms && block_shared;
   if (!v76 && !v77 && !v80 && !v81) return std::nullopt;
   WqGemmConfig c = per_warp;
   if (v76) c.warps_k = 8;

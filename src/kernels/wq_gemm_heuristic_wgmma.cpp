@@ -277,9 +277,12 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // 11.42 → 9.84 µs), bf16 0.802-0.857, 3-bit 0.671-0.720, g64 0.767-0.823; stream K 0.79-0.99 on K ≥ 2560
   // but 1.03-1.10 on 16 chunks. Through the heuristic (same bench): 0.869-0.915 on 4 layers of 2.4-3.6 tiles
   // a SM out of sample; HQQ g64 0.727-0.820, GPTQ-symmetric 0.854-0.956, g256 0.818-0.886, g32 0.795-0.882,
-  // q·s + z 0.806-0.901, 3-bit bf16 0.708-0.776, but per channel 0.964-1.038. So 4-bit weights (3-bit
-  // follows) in every group but per channel, from 16 chunks, under 4 tiles a SM (pair_wave's band).
-  const bool small_pair_128 = bucket == 128 && bits == 4 && p.group_size != 0 && weights < 8e6 &&
+  // q·s + z 0.806-0.901, 3-bit bf16 0.708-0.776, but per channel 0.964-1.038. A tune of narrow layers in
+  // W2/W8 then had the rules 1.16-1.51× the best there (bests this pair), and the pair ran 0.640-0.734 (W2
+  // f16; bf16 0.656, g64 0.773) and 0.810-0.931 (W8 f16; bf16 0.830, per channel 0.894) the heuristic on 5
+  // layers of 2.1-3.2 tiles a SM. So every bit width (1-bit follows 2, 3 follows 4) and group but 3/4-bit per
+  // channel, from 16 chunks, under 4 tiles a SM (pair_wave's band).
+  const bool small_pair_128 = bucket == 128 && (bits != 4 || p.group_size != 0) && weights < 8e6 &&
                               tiles > 2LL * sms && tiles_per_sm < 4 && chunks >= 16;
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||
                           narrow_w8_64 || few_blocks_wgmma || wide_32 || narrow_32 || small_pair_128;

@@ -123,9 +123,10 @@ TEST_CASE("choose_config v32: 8-bit weights at 64 rows staged per warp with 4 wa
     CHECK(staged(choose_hopper(n, k, 64)) != "1,4,1,4,1,2+xs");  // 4-bit weights keep 3 stages
   }
   // Up to 2 blocks per SM: 3 stages (2048×1408: 64 column blocks × 4 row blocks, 256 on 132 SMs); 2304×2048
-  // is 288.
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 1408}, {1536, 2048}, {2048, 768}})
+  // is 288. (1536×2048, 16 chunks, takes v80's block since the eighty-second session.)
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 1408}, {2048, 768}})
     CHECK(staged(choose_hopper(n, k, 64, 8)) == "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(1536, 2048, 64, 8)) == "2,4,1,4,1,4+xs");
   // The bound: 2112 columns are 66 column blocks × 4 row blocks, 264 = 2 per SM (3 stages; at 16 chunks,
   // K = 2048, v62's one wave of 32-row blocks takes them, at 11 chunks, K = 1408, not); 2120 are 268.
   // 3144 columns make 396 blocks, 2 warps along K (v9), and keep 3 stages.

@@ -249,7 +249,17 @@ TEST_CASE("choose_config v79-v81: 64 rows over 1 tile a SM, 128 rows over 1.5", 
       }
     CHECK(!choose_hopper(with_act(g128_problem(2304, 1536, 128), act)).wgmma);
     CHECK(choose_hopper(with_act(g128_problem(2240, 3584, 128), act)).stream_k);
-    CHECK(wgmma_shape(choose_hopper(with_act(g128_problem(2560, 2048, 128, 2), act))) != "4,2,8,1 sk2");
+    // 1/2/8-bit too since call 6 (eighty-second session); 8-bit per channel too, not 4-bit per channel.
+    for (int bits : {1, 2, 8})
+      CHECK(wgmma_shape(choose_hopper(with_act(g128_problem(2560, 2048, 128, bits), act))) == "4,2,8,1 sk2");
+    WqGemmProblem w8_per_channel = with_act(g128_problem(2560, 2048, 128, 8), act);
+    w8_per_channel.group_size = 0;
+    CHECK(wgmma_shape(choose_hopper(w8_per_channel)) == "4,2,8,1 sk2");
+    // v80 for 8-bit weights (per channel too); 2-bit keeps the rules'.
+    CHECK(staged(choose_hopper(with_act(g128_problem(1536, 4096, 64, 8), act))) == "2,4,1,4,1,4+xs");
+    w8_per_channel.m = 64, w8_per_channel.n = 1536, w8_per_channel.k = 4096;
+    CHECK(staged(choose_hopper(w8_per_channel)) == "2,4,1,4,1,4+xs");
+    CHECK(staged(choose_hopper(with_act(g128_problem(1536, 4096, 64, 2), act))) != "2,4,1,4,1,4+xs");
   }
   // Every group and mode but per channel (not fp16 accumulation or deterministic mode: no wgmma).
   for (const WqGemmProblem& p : other_formats(g128_problem(2560, 2560, 128))) {
