@@ -624,7 +624,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     s.n_tiles = v66 ? c.n_tiles : 6, s.warps_k = 4, s.split_k = 4, s.stages = v66 && c.n_tiles == 2 ? 3 : 2;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }
-  // v76-v77: narrow layers at 64/128 rows (wq_gemm_heuristic_tiny_layers.cpp).
+  // v76-v77 and v80-v81: narrow layers at 64/128 rows (wq_gemm_heuristic_tiny_layers.cpp).
   if (auto n = wq::narrow_layer_config(p, h, c, arch)) c = *n;
   // v74 (eightieth session): 8-bit weights at 17-32 rows whose block-shared (2,4,2,2) blocks number 2-3 a SM
   // take 2 stages: 66 KB of shared memory a block instead of 100 let 3 share an SM (ptxas: 164 registers, 3 a
@@ -634,7 +634,9 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
   // three, bf16 0.885-0.917 on two. Groups of 128 with integer zeros or symmetric at first; every group and
   // mode since the eighty-second session: an H200 tune had 8-bit per channel 1.18× the best on 22016×2048
   // (3 stages against 2), and 2 stages ran 0.800-0.935× 3 (bench, forced) on 17408/19456/22016×2048 per
-  // channel (bf16 too), g64, g32 and HQQ g64. Not deterministic or fp16 accumulation (unmeasured).
+  // channel (bf16 too), g64, g32 and HQQ g64; through the heuristic on 18432×2048 and 20480×1536, q·s + z
+  // g64, g256, symmetric per channel and bf16 g64 0.767-0.905. Not deterministic or fp16 accumulation
+  // (unmeasured).
   const int64_t blocks_of_8_tiles = ceil_div(tiles, 8);  // (2,4,2,2)'s at 17-32 rows: one row block
   if (sm90a && bucket == 32 && p.bits == 8 && !p.deterministic && p.accum != DType::F16 && c.x_shared &&
       c.m_tiles == 2 && c.n_tiles == 4 && c.warps_n == 2 && c.warps_k == 2 && c.split_k == 1 &&

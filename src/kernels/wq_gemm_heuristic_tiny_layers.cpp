@@ -1,7 +1,7 @@
 // The heuristic's rules for tiny and narrow layers (v72, v78, v76-v77, v80-v81): at most half as many
 // 8-column tiles as SMs (choose_config's first step, 1-128 rows), and up to 2 tiles a SM at 64 and 128 rows
 // (a change to the mma.sync rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest
-// (docs/perf-notes.md, eightieth and eighty-first sessions).
+// (docs/perf-notes.md, eightieth to eighty-second sessions).
 #include <algorithm>
 #include <optional>
 
@@ -141,8 +141,8 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   // 0.966; so 8-bit weights too, per channel among them.
   const bool v80 = h.bucket == 64 && ((p.bits == 4 && p.group_size != 0) || p.bits == 8) && h.tiles > h.sms &&
                    h.tiles <= 2LL * h.sms && chosen == per_warp;
-  const bool v81 =
-      three_four && h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms && block_shared;
+  const bool v81 = three_four && h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms &&
+                   block_shared && chosen.split_k == 1 && chosen.stages == 3;  // (2,4,2,2,1,3), as benched
   if (!v76 && !v77 && !v80 && !v81) return std::nullopt;
   WqGemmConfig c = per_warp;
   if (v76) c.warps_k = 8;

@@ -270,7 +270,7 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
     return std::nullopt;
   }
   // Heuristic v79 (eighty-second session, out of sample): 128 rows under 8 M weights (which every rule above
-  // needs) over 2 tiles a SM, where the mma.sync rules' block-shared (2,4,2,2,1,3) makes 133-264 blocks of
+  // needs) over 2 tiles a SM, where the mma.sync rules' block-shared (2,4,2,2,1,3) makes 136-264 blocks of
   // 32 rows: the cluster pair of 64-row blocks, without the image. H200 tune of W4 f16, 2176×3584 (136
   // blocks on 132 SMs): (2,4,2,2,1,3) 1.255× the best, v24's stream K (4,2,8,1). Bench, file off, against
   // (2,4,2,2,1,3): (4,2,8,1,2,3) 0.812-0.906 on 11 layers of 2.06-2.91 tiles a SM, K 2048-3584 (2560×2560
@@ -281,7 +281,8 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // W2/W8 then had the rules 1.16-1.51× the best there (bests this pair), and the pair ran 0.640-0.734 (W2
   // f16; bf16 0.656, g64 0.773) and 0.810-0.931 (W8 f16; bf16 0.830, per channel 0.894) the heuristic on 5
   // layers of 2.1-3.2 tiles a SM. So every bit width (1-bit follows 2, 3 follows 4) and group but 3/4-bit per
-  // channel, from 16 chunks, under 4 tiles a SM (pair_wave's band).
+  // channel, from 16 chunks, under 4 tiles a SM (pair_wave's band; on 132 SMs 8 M weights end it first, on
+  // fewer SMs this bound can).
   const bool small_pair_128 = bucket == 128 && (bits != 4 || p.group_size != 0) && weights < 8e6 &&
                               tiles > 2LL * sms && tiles_per_sm < 4 && chunks >= 16;
   const bool wgmma_rows = (rows_64_128 && large) || one_wave_128 || k_heavy_128 || mid_wgmma || pair_wave ||

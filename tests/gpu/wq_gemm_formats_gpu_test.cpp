@@ -433,16 +433,19 @@ TEST_CASE("wq_gemm heuristic v76 and v77 outside g128: narrow layers' per-warp b
 TEST_CASE("wq_gemm heuristic v79-v81: narrow layers at 64 and 128 rows, over 1 and 1.5 tiles a SM", "[gpu]") {
   // v80's block at 33-64 rows: 32-row warps of 4 tiles, 4 warps along K, staged per warp, 4 stages. v81's at
   // 65-128: block-shared (2,4,2,4), 3 stages. 1032 columns (129 tiles) end in a block of one tile; K = 2432
-  // (19 chunks: the 4 warps along K take 4-5). 4-bit integer zeros in groups of 128 and 64, HQQ g64, 8-bit
-  // g128 (v80); 3- and 4-bit g128 and g256 symmetric (v81); both dtypes.
+  // (19 chunks: the 4 warps along K take 4-5; g256's 2560, 20 chunks, 5 each). 4-bit integer zeros in groups
+  // of 128 and 64, HQQ g64, 8-bit g128 and per channel (v80); 3-bit g128, 4-bit g256 symmetric and HQQ g64
+  // (v81); both dtypes.
   std::vector<WqGemmProblem> v80_problems, v81_problems;
   for (DType act : {DType::F16, DType::BF16}) {
     v80_problems.push_back(make_problem(1032, 2432, 4, 128, DequantMode::SubZeroThenScale, act, 64));
     v80_problems.push_back(make_problem(1032, 2432, 4, 64, DequantMode::SubZeroThenScale, act, 64));
     v80_problems.push_back(make_problem(1032, 2432, 4, 64, DequantMode::SubFloatZeroThenScale, act, 64));
     v80_problems.push_back(make_problem(1032, 2432, 8, 128, DequantMode::SubZeroThenScale, act, 64));
+    v80_problems.push_back(make_problem(1032, 2432, 8, 0, DequantMode::SubZeroThenScale, act, 64));
     v81_problems.push_back(make_problem(1032, 2432, 3, 128, DequantMode::SubZeroThenScale, act, 128));
     v81_problems.push_back(make_problem(1032, 2560, 4, 256, DequantMode::Symmetric, act, 128));
+    v81_problems.push_back(make_problem(1032, 2432, 4, 64, DequantMode::SubFloatZeroThenScale, act, 128));
   }
   WqGemmPlanOptions v80 = forced(2, 4, 1, 4, 1, true), v81 = forced(2, 4, 2, 4, 1, true);
   v80.config->stages = 4;

@@ -140,5 +140,5 @@ TEST_CASE("choose_config v29: 64 rows on narrow block-shared layers, 4 warps alo
   // Not on sm_80, nor at 128 rows (3584×2048 kept v7's block-shared config until v79's wgmma pair,
   // eighty-second session; 4096×2304 takes wgmma there).
   CHECK(lowbit::choose_config(g128_problem(4096, 2304, 64), kSm80, 132).warps_k == 2);
-  CHECK(!choose_hopper(3584, 2048, 128).x_shared);
+  CHECK(wgmma_shape(choose_hopper(3584, 2048, 128)) == "4,2,8,1 sk2");
 }

@@ -8,11 +8,13 @@
 #include "lowbit/lowbit.hpp"
 #include "support/catch.hpp"
 #include "unit/heuristic_helpers.hpp"
+#include "unit/unit_helpers.hpp"
 
 using lowbit::DType;
 using lowbit::WqGemmProblem;
 using lowbit::test::choose_hopper;
 using lowbit::test::g128_problem;
+using lowbit::test::kArch90;
 using lowbit::test::kSm80;
 using lowbit::test::other_formats;
 using lowbit::test::staged;
@@ -183,14 +185,14 @@ TEST_CASE("choose_config v76-v77: narrow layers (over half a tile a SM) at 64 an
     }
   // Over one tile a SM at 64 rows (two waves of 8-warp blocks), past 64 chunks for wgmma's layers: not v76
   // (v80 below).
-  CHECK(staged(choose_hopper(1088, 3584, 64)) != "1,4,1,8,1,3+xs");
+  CHECK(staged(choose_hopper(1088, 3584, 64)) == "2,4,1,4,1,4+xs");
   // At 128 rows since the eighty-first session: up to 1.5 tiles a SM while v77's blocks (3 a SM by shared
   // memory in 4-bit g128) make one wave: 1560 columns (49 column blocks × 8 row blocks = 392 of 396) in, 1584
   // (400) not.
   CHECK(staged(choose_hopper(1168, 4096, 128)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(1536, 4096, 128)) == "1,4,1,4,1,3+xs");
   CHECK(staged(choose_hopper(1560, 4096, 128)) == "1,4,1,4,1,3+xs");
-  CHECK(staged(choose_hopper(1584, 4096, 128)) != "1,4,1,4,1,3+xs");
+  CHECK(staged(choose_hopper(1584, 4096, 128)) == "2,4,2,2,1,3+xs");  // 1.5 tiles a SM: not v81 either
   CHECK(staged(choose_hopper(1600, 3584, 128)) != "1,4,1,4,1,3+xs");
   CHECK(choose_hopper(1024, 16384, 64).wgmma);
   // 2/8-bit weights keep them.
@@ -239,8 +241,8 @@ TEST_CASE("choose_config v79-v81: 64 rows over 1 tile a SM, 128 rows over 1.5", 
     for (int64_t n : {1600, 1920, 2112})
       CHECK(staged(choose_hopper(with_act(g128_problem(n, 3584, 128), act))) == "2,4,2,4,1,3+xs");
     // v79: 128 rows over 2 tiles a SM under 8 M weights, from 16 chunks, under 4 tiles a SM: the wgmma pair
-    // of 64-row blocks without the image (3-bit too); short K, 8 M weights (v24's stream K) and 4 tiles a
-    // SM not.
+    // of 64-row blocks without the image (3-bit too); short K and 8 M weights (v24's stream K) not; 4 tiles a
+    // SM not (on 132 SMs 8 M weights come first; on 114, 3648×2048 is 4 tiles a SM, 3600×2048 under).
     for (int bits : {3, 4})
       for (auto [n, k] : {std::pair<int64_t, int64_t>{2176, 3584}, {2560, 2048}, {3840, 2048}}) {
         const lowbit::WqGemmConfig c = choose_hopper(with_act(g128_problem(n, k, 128, bits), act));
@@ -249,6 +251,10 @@ TEST_CASE("choose_config v79-v81: 64 rows over 1 tile a SM, 128 rows over 1.5", 
       }
     CHECK(!choose_hopper(with_act(g128_problem(2304, 1536, 128), act)).wgmma);
     CHECK(choose_hopper(with_act(g128_problem(2240, 3584, 128), act)).stream_k);
+    CHECK(wgmma_shape(lowbit::choose_config(with_act(g128_problem(3600, 2048, 128), act), kArch90, 114)) ==
+          "4,2,8,1 sk2");
+    CHECK(wgmma_shape(lowbit::choose_config(with_act(g128_problem(3648, 2048, 128), act), kArch90, 114)) !=
+          "4,2,8,1 sk2");
     // 1/2/8-bit too since call 6 (eighty-second session); 8-bit per channel too, not 4-bit per channel.
     for (int bits : {1, 2, 8})
       CHECK(wgmma_shape(choose_hopper(with_act(g128_problem(2560, 2048, 128, bits), act))) == "4,2,8,1 sk2");
