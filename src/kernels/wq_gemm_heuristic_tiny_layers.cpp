@@ -124,21 +124,21 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
                             chosen.warps_n == 2 && chosen.warps_k == 2;  // (2,4,2,2)
   const bool v77 = three_four && h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms &&
                    smem_waves(p, per_warp, arch, h.sms) == 1 && !dequantizes_every_weight(p) && block_shared;
-  // v80 (eighty-second session): 4-bit weights at 64 rows over 1 and up to 2 tiles a SM, where the rules
-  // leave (1,4,1,4,1,3): 32-row warps, 4 stages. v81: 128 rows over 1.5 and up to 2 tiles a SM, block-shared
-  // (2,4,2,2,1,3) with 4 warps along K. H200 tune of W4 f16 on 1536-2176 columns: at 64 rows (2,4,1,4,1,4)
-  // the best of 7 of 8 (the heuristic 1.056-1.071× it; 2176×3584, 2.06 a SM, (1,4,1,4,1,2), 1.017×); at 128
-  // rows (2,4,2,4) or (2,4,2,6) on 1536-1920 columns (1.10-1.13×). Bench, file off, forced against the
-  // choice before: v80 0.922-0.958 on 12 layers of 1.09-1.94 tiles a SM, bf16 0.947-0.948, g64 0.898-0.905,
-  // HQQ g64 0.815-0.821, but 3-bit 1.064-1.069 (so 4-bit only); v81 0.904-0.937 on 6 layers of 1.52-1.94
-  // ((2,4,2,6) 0.881-0.986). Both blocks take 150-168 KB of shared memory (one a SM), and 2 tiles a SM make
-  // one wave of them (64 rows: 4 tiles × 2 row blocks; 128 rows: 8 tiles × 4). Through the heuristic, out of
-  // sample and in other formats: v80 0.936-0.948 on 3 layers, GPTQ-symmetric, g256, g32, q·s + z and HQQ bf16
-  // 0.842-0.962, but per channel 1.080-1.086 (so not per channel); v81 0.901-0.909 on 3, bf16, 3-bit, g256,
-  // per channel, g64, HQQ and g32 0.877-0.925.
-  // A tune of narrow layers in W8 then had the rules 1.15× the best at 64 rows on 1280/1792×4096 (bests v80's
-  // block): v80 ran 0.857-0.870 the heuristic on 4 layers of 1.1-1.7 tiles a SM, bf16 0.896, per channel
-  // 0.966; so 8-bit weights too, per channel among them.
+  // v80 (eighty-second session): 4-bit weights (8-bit too, below) at 64 rows over 1 and up to 2 tiles a SM,
+  // where the rules leave (1,4,1,4,1,3): 32-row warps, 4 stages. v81: 128 rows over 1.5 and up to 2 tiles a
+  // SM, block-shared (2,4,2,2,1,3) with 4 warps along K. H200 tune of W4 f16 on 1536-2176 columns: at 64 rows
+  // (2,4,1,4,1,4) the best of 7 of 8 (the heuristic 1.056-1.071× it; 2176×3584, 2.06 a SM,
+  // (1,4,1,4,1,2), 1.017×); at 128 rows (2,4,2,4) or (2,4,2,6) on 1536-1920 columns (1.10-1.13×). Bench, file
+  // off, forced against the choice before: v80 0.922-0.958 on 12 layers of 1.09-1.94 tiles a SM, bf16
+  // 0.947-0.948, g64 0.898-0.905, HQQ g64 0.815-0.821, but 3-bit 1.064-1.069 (so 4-bit only); v81 0.904-0.937
+  // on 6 layers of 1.52-1.94 ((2,4,2,6) 0.881-0.986). Both blocks take 150-168 KB of shared memory (one a
+  // SM), and 2 tiles a SM make one wave of them (64 rows: 4 tiles × 2 row blocks; 128 rows: 8 tiles × 4).
+  // Through the heuristic, out of sample and in other formats: v80 0.936-0.948 on 3 layers, GPTQ-symmetric,
+  // g256, g32, q·s + z and HQQ bf16 0.842-0.962, but per channel 1.080-1.086 (so not per channel); v81
+  // 0.901-0.909 on 3, bf16, 3-bit, g256, per channel, g64, HQQ and g32 0.877-0.925. A tune of narrow layers
+  // in W8 then had the rules 1.15× the best at 64 rows on 1280/1792×4096 (bests v80's block): v80 ran
+  // 0.857-0.870 the heuristic on 4 layers of 1.1-1.7 tiles a SM, bf16 0.896, per channel 0.966; so 8-bit
+  // weights too, per channel among them.
   const bool v80 = h.bucket == 64 && ((p.bits == 4 && p.group_size != 0) || p.bits == 8) && h.tiles > h.sms &&
                    h.tiles <= 2LL * h.sms && chosen == per_warp;
   const bool v81 = three_four && h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms &&
