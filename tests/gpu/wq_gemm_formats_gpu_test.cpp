@@ -470,6 +470,37 @@ TEST_CASE("wq_gemm heuristic v79-v81: narrow layers at 64 and 128 rows, over 1 a
   check_forced(v79_problems, {65, 100, 128}, v79);
 }
 
+TEST_CASE("wq_gemm heuristic v82-v83: narrow layers of 1/2/3-bit weights at 64 and 128 rows", "[gpu]") {
+  // v82's blocks at 65-128 rows: (1,8,1,4,1,3) and v77's (1,4,1,4,1,3), staged per warp. v83's at 33-64:
+  // (1,8,1,8), 3 stages or 4. 1032 columns (129 tiles) end in a block of one tile; K = 2432 (19 chunks: 4
+  // warps along K take 4-5, 8 take 2-3). 1/2-bit integer zeros in groups of 128, 2-bit per channel and
+  // symmetric g256 (v82's (1,8,1,4)); 1/2-bit HQQ g64 and 2-bit g32 (v82's (1,4,1,4), every weight
+  // dequantized first); 1/2/3-bit g128 and 2-bit symmetric (v83, 3 stages); 2-bit g64, HQQ g64 and 1-bit g32
+  // (4 stages); both dtypes.
+  std::vector<WqGemmProblem> wide, wave, v83_3, v83_4;
+  for (DType act : {DType::F16, DType::BF16}) {
+    for (int bits : {1, 2}) {
+      wide.push_back(make_problem(1032, 2432, bits, 128, DequantMode::SubZeroThenScale, act, 128));
+      wave.push_back(make_problem(1032, 2432, bits, 64, DequantMode::SubFloatZeroThenScale, act, 128));
+    }
+    for (int bits : {1, 2, 3})
+      v83_3.push_back(make_problem(1032, 2432, bits, 128, DequantMode::SubZeroThenScale, act, 64));
+    wide.push_back(make_problem(1032, 2432, 2, 0, DequantMode::SubZeroThenScale, act, 128));
+    wide.push_back(make_problem(1032, 2560, 2, 256, DequantMode::Symmetric, act, 128));
+    wave.push_back(make_problem(1032, 2432, 2, 32, DequantMode::SubZeroThenScale, act, 128));
+    v83_3.push_back(make_problem(1032, 2432, 2, 128, DequantMode::Symmetric, act, 64));
+    v83_4.push_back(make_problem(1032, 2432, 2, 64, DequantMode::SubZeroThenScale, act, 64));
+    v83_4.push_back(make_problem(1032, 2432, 2, 64, DequantMode::SubFloatZeroThenScale, act, 64));
+    v83_4.push_back(make_problem(1032, 2432, 1, 32, DequantMode::SubZeroThenScale, act, 64));
+  }
+  check_forced(wide, {65, 100, 128}, forced(1, 8, 1, 4, 1, true));
+  check_forced(wave, {65, 128}, forced(1, 4, 1, 4, 1, true));
+  check_forced(v83_3, {33, 50, 64}, forced(1, 8, 1, 8, 1, true));
+  WqGemmPlanOptions four_stages = forced(1, 8, 1, 8, 1, true);
+  four_stages.config->stages = 4;
+  check_forced(v83_4, {33, 64}, four_stages);
+}
+
 TEST_CASE("wq_gemm heuristic v73: 1/2-bit wgmma 32-row blocks on short K, no image", "[gpu]") {
   if (skipped_without_wgmma("v73")) return;
   // v73's block: two MMA warpgroups of 4 tiles a warp (256 columns, 32 rows), K unsplit (K = 1024: 8 chunks
