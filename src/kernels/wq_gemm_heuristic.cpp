@@ -429,7 +429,13 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // Qwen2.5-0.5B's down, 896×4864 (38 chunks): 4.31 µs against 5.77 for (1,4,1,8,1,2). (1280×8192, 160
     // such blocks, keeps its 4 tiles: both files' best.) Not from 64 chunks, where v26's 16 warps along K
     // apply (unmeasured together); 4-bit weights as measured (3 follows).
-    if (v26 && 2 * ceil_div(tiles, 2) < sms && chunks < 64) c.n_tiles = 2, c.stages = 3;
+    // v84 (eighty-third session): 1/2/8-bit weights at 32 rows too. H200 tune at 32 rows, 768×4096 (0.73
+    // tiles a SM): the rules' (1,4,1,8,1,2) 1.24× (W2) and 1.32× (W8) the best, (1,2,1,8,1,2) and
+    // (1,2,1,8,1,3). Bench, file off, forced against the rules': (1,2,1,8,1,3) W2 0.775-0.833 on 5 layers of
+    // 640-1024 columns, K 2560-4864 (896×4864 5.64 → 4.37 µs), W8 0.740-0.822, 1-bit 0.782-0.790, bf16 0.804
+    // (W2) and 0.770 (W8); 2 stages 0.77-0.87.
+    const bool v84 = sm90a && bucket == 32 && (p.bits <= 2 || p.bits == 8);
+    if ((v26 || v84) && 2 * ceil_div(tiles, 2) < sms && chunks < 64) c.n_tiles = 2, c.stages = 3;
     // v56 (seventieth session), as v32 at 64 rows: 8-bit weights over 4.2 (v70: past 8 × 8's one wave) up to
     // 6 tiles per SM (blocks of 4 tiles × 4 warps along K, two row blocks: over 2.1 blocks per SM) take 2
     // stages. Three stages of their 1 KiB tile-chunks per warp take 100 KB of shared memory, 2 blocks a SM,

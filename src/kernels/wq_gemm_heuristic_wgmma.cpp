@@ -164,10 +164,18 @@ std::optional<WqGemmConfig> choose_wgmma_config(const WqGemmProblem& p, const Ar
   // one of them a wgmma config. H200 bench, µs, against (1,4,1,2,1,3) staged: 5120×4096 17.40 → 13.60,
   // 5120×8192 32.56 → 18.72, 4608×3584 15.45 → 12.10.
   const bool few_blocks_w2_64 = bucket == 64 && bits == 2 && g128 && tiles_per_sm > 4;
-  const bool few_blocks_wgmma =
-      rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
-      !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
-      (bits == 4 || bucket == 128 || (four_way_64 && g128) || few_blocks_w8_64 || few_blocks_w2_64);
+  // v85 (eighty-third session): and over 1 and up to 2 tiles per SM (v83's band,
+  // wq_gemm_heuristic_tiny_layers.cpp) on over 64 chunks. H200 tune, 1-bit 1280×14336: v83's
+  // (1,8,1,8,1,3) 1.34× the best, this rule's stream K (4,2,8,1) without the image. Bench, file off, forced
+  // against v83's: W2 0.705-0.784 on 1280/1536×14336 and 1280×11008 (1280×14336 17.61 → 12.42 µs), bf16
+  // 0.707, g64 0.694, 1-bit 0.717-0.793 on 1280×14336 and 1792×18944; on 64 chunks 0.917-0.925 at 1.1-1.2
+  // tiles a SM but 1.040-1.052 at 1.7-1.9 (1792/2048×8192).
+  const bool few_blocks_low_bits_64 =
+      bucket == 64 && bits == 2 && tiles_per_sm > 1 && tiles_per_sm <= 2 && chunks > 64;
+  const bool few_blocks_wgmma = rows_64_128 && weights >= 8e6 && !large && tiles_per_sm < 5 && chunks >= 28 &&
+                                !(bucket == 64 && tiles_per_sm <= 4 && chunks < 64 && !four_way_64) &&
+                                (bits == 4 || bucket == 128 || (four_way_64 && g128) || few_blocks_w8_64 ||
+                                 few_blocks_w2_64 || few_blocks_low_bits_64);
   // Heuristic v24: 32 rows on large layers of 9 or more tiles per SM or 144 chunks or more (10240×8192 and
   // wider; 8192×28672, 3584×18944, and out of sample 5120×27648), one 32-row tile per block of two MMA
   // warpgroups: the tuned best of every such entry on both GPUs (3584×18944's on the H100 1.03×; 5120×27648

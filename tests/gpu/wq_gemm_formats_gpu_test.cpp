@@ -470,7 +470,7 @@ TEST_CASE("wq_gemm heuristic v79-v81: narrow layers at 64 and 128 rows, over 1 a
   check_forced(v79_problems, {65, 100, 128}, v79);
 }
 
-TEST_CASE("wq_gemm heuristic v82-v83: narrow layers of 1/2/3-bit weights at 64 and 128 rows", "[gpu]") {
+TEST_CASE("wq_gemm heuristic v82-v85: narrow layers of 1/2/3/8-bit weights at 32, 64 and 128 rows", "[gpu]") {
   // v82's blocks at 65-128 rows: (1,8,1,4,1,3) and v77's (1,4,1,4,1,3), staged per warp. v83's at 33-64:
   // (1,8,1,8), 3 stages or 4. 1032 columns (129 tiles) end in a block of one tile; K = 2432 (19 chunks: 4
   // warps along K take 4-5, 8 take 2-3). 1/2-bit integer zeros in groups of 128, 2-bit per channel and
@@ -499,6 +499,31 @@ TEST_CASE("wq_gemm heuristic v82-v83: narrow layers of 1/2/3-bit weights at 64 a
   WqGemmPlanOptions four_stages = forced(1, 8, 1, 8, 1, true);
   four_stages.config->stages = 4;
   check_forced(v83_4, {33, 64}, four_stages);
+  // v84's block at 17-32 rows: 2 tiles × 8 warps along K, staged per warp, 3 stages; 1/2/8-bit g128, 2-bit
+  // HQQ g64 and 8-bit per channel, K = 2432 (19 chunks: 8 warps take 2-3). 1032 columns end in a block of one
+  // tile.
+  std::vector<WqGemmProblem> v84_problems;
+  for (DType act : {DType::F16, DType::BF16}) {
+    for (int bits : {1, 2, 8})
+      v84_problems.push_back(make_problem(1032, 2432, bits, 128, DequantMode::SubZeroThenScale, act, 32));
+    v84_problems.push_back(make_problem(1032, 2432, 2, 64, DequantMode::SubFloatZeroThenScale, act, 32));
+    v84_problems.push_back(make_problem(1032, 2432, 8, 0, DequantMode::SubZeroThenScale, act, 32));
+  }
+  check_forced(v84_problems, {17, 24, 32}, forced(1, 2, 1, 8, 1, true));
+  if (skipped_without_wgmma("v85")) return;
+  // v85's block at 33-64 rows: two MMA warpgroups of one m64 tile and 2 tiles a warp (128 columns), stream K
+  // over K = 4480 (35 chunks), 3 stages, no image; 1032 columns end in a block of one tile. 1/2-bit g128,
+  // 2-bit g64 and per channel, both dtypes.
+  std::vector<WqGemmProblem> v85_problems;
+  for (DType act : {DType::F16, DType::BF16}) {
+    for (int bits : {1, 2})
+      v85_problems.push_back(make_problem(1032, 4480, bits, 128, DequantMode::SubZeroThenScale, act, 64));
+    v85_problems.push_back(make_problem(1032, 4480, 2, 64, DequantMode::SubZeroThenScale, act, 64));
+    v85_problems.push_back(make_problem(1032, 4480, 2, 0, DequantMode::SubZeroThenScale, act, 64));
+  }
+  WqGemmPlanOptions v85 = forced(4, 2, 8, 1, 1, false, true, true);
+  v85.config->stages = 3;
+  check_forced(v85_problems, {33, 50, 64}, v85);
 }
 
 TEST_CASE("wq_gemm heuristic v73: 1/2-bit wgmma 32-row blocks on short K, no image", "[gpu]") {

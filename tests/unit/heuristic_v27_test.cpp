@@ -41,7 +41,7 @@ TEST_CASE("choose_config v27: 64/128 rows take wgmma from over 8 tiles per SM an
 TEST_CASE("choose_config v27: 2-bit weights at 64 rows on small layers stage per warp",
           "[config][heuristic]") {
   // (2048×2048, 1.94 tiles a SM, takes v83's block since the eighty-third session:
-  // heuristic_v82_v83_test.cpp.)
+  // heuristic_v82_v85_test.cpp.)
   for (int64_t n : {2560, 3072}) {
     const WqGemmConfig c = choose_hopper(n, 2048, 64, 2);
     CHECK(c.x_shared);
@@ -156,10 +156,11 @@ TEST_CASE("choose_config v27: a fourth layer set (H100 tune), short K and tiny l
   CHECK(choose_hopper(1024, 4096, 32).n_tiles == 2);  // 128 blocks of 2 tiles
   CHECK(choose_hopper(1088, 4096, 32).n_tiles == 4);  // 136: over a wave
   CHECK(choose_hopper(1280, 8192, 32).n_tiles == 4);
-  // From 64 chunks v26's 16 warps along K keep their 4 tiles; 8-bit weights keep theirs.
+  // From 64 chunks v26's 16 warps along K keep their 4 tiles. (8-bit weights kept theirs until v84,
+  // eighty-third session: heuristic_v82_v85_test.cpp.)
   const WqGemmConfig long_k = choose_hopper(1024, 8192, 32);
   CHECK(long_k.n_tiles == 4);
   CHECK(long_k.warps_k == 16);
-  CHECK(choose_hopper(896, 4864, 32, 8).n_tiles == 4);
+  CHECK(choose_hopper(896, 4864, 32, 8).n_tiles == 2);
   CHECK(lowbit::choose_config(g128_problem(896, 4864, 32), kSm80, 132).n_tiles == 4);
 }

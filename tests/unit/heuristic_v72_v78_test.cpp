@@ -230,7 +230,7 @@ TEST_CASE("choose_config v79-v81: 64 rows over 1 tile a SM, 128 rows over 1.5", 
   for (DType act : {DType::F16, DType::BF16}) {
     INFO(static_cast<int>(act));
     // v80: 4-bit at 64 rows, over 1 and up to 2 tiles a SM: 32-row warps, 4 stages (3-bit takes v83's
-    // block, heuristic_v82_v83_test.cpp).
+    // block, heuristic_v82_v85_test.cpp).
     for (int64_t n : {1088, 1536, 2112})
       CHECK(staged(choose_hopper(with_act(g128_problem(n, 4096, 64), act))) == "2,4,1,4,1,4+xs");
     CHECK(staged(choose_hopper(with_act(g128_problem(2176, 3584, 64), act))) != "2,4,1,4,1,4+xs");

@@ -1,5 +1,7 @@
-// Heuristics v82-v83 (docs/perf-notes.md, eighty-third session): narrow layers of 1/2-bit weights at 128 rows
-// over half and up to 2 tiles a SM (v82), and of 1/2/3-bit weights at 64 rows over 1 and up to 2 (v83).
+// Heuristics v82-v85 (docs/perf-notes.md, eighty-third session): narrow layers of 1/2-bit weights at 128 rows
+// over half and up to 2 tiles a SM (v82), of 1/2/3-bit weights at 64 rows over 1 and up to 2 (v83; v85 sends
+// 1/2-bit ones on over 64 chunks to wgmma), and of 1/2/8-bit weights at 32 rows under one wave of 2-tile
+// blocks (v84).
 #include <cstdint>
 #include <utility>
 
@@ -104,4 +106,51 @@ TEST_CASE("choose_config v83: 1/2/3-bit weights at 64 rows over 1 and up to 2 ti
       else
         CHECK(staged(choose_hopper(p)).rfind("1,8,1,8", 0) != 0);
     }
+}
+
+TEST_CASE("choose_config v84: 1/2/8-bit weights at 32 rows under one wave of 2-tile blocks",
+          "[config][heuristic]") {
+  for (DType act : {DType::F16, DType::BF16})
+    for (int bits : {1, 2, 8}) {
+      INFO(static_cast<int>(act) << " w" << bits);
+      auto choice = [&](int64_t n, int64_t k) {
+        return choose_hopper(with_act(g128_problem(n, k, 32, bits), act));
+      };
+      // Up to 1048 columns (2 row blocks × 65 blocks of 2 tiles = 130 under 132 SMs), under 64 chunks.
+      for (auto [n, k] : {Layer{640, 4096}, {896, 4864}, {1024, 2560}, {1040, 7936}})
+        CHECK(staged(choice(n, k)) == "1,2,1,8,1,3+xs");
+      CHECK(choice(1048, 4096).n_tiles == 4);  // 2 × 66 blocks: one wave
+      CHECK(choice(768, 8192).n_tiles == 4);   // 64 chunks
+      CHECK(choice(512, 4096).split_k == 2);   // v72's tiny layers
+    }
+  // Every group and mode (as v27 in 3/4-bit); not fp16 accumulation or deterministic mode (rules of their
+  // own).
+  for (int bits : {2, 8})
+    for (const WqGemmProblem& p : other_formats(g128_problem(768, 4096, 32, bits))) {
+      INFO(p.str());
+      if (p.accum != DType::F16 && !p.deterministic) CHECK(staged(choose_hopper(p)) == "1,2,1,8,1,3+xs");
+    }
+}
+
+TEST_CASE("choose_config v85: 1/2-bit weights at 64 rows over 1 and up to 2 tiles a SM on over 64 chunks",
+          "[config][heuristic]") {
+  for (DType act : {DType::F16, DType::BF16})
+    for (int bits : {1, 2}) {
+      INFO(static_cast<int>(act) << " w" << bits);
+      auto choice = [&](int64_t n, int64_t k) {
+        return choose_hopper(with_act(g128_problem(n, k, 64, bits), act));
+      };
+      // v24's few-block stream K over 128-column blocks, without the image.
+      for (auto [n, k] : {Layer{1064, 8320}, {1280, 11008}, {1280, 14336}, {1792, 18944}, {2112, 11008}})
+        CHECK(wgmma_shape(choice(n, k)) == "4,2,8,1 sK");
+      // 64 chunks stay v83's; one tile a SM and under, and over 2, are not this rule's.
+      CHECK(staged(choice(2048, 8192)) == "1,8,1,8,1,3+xs");
+      CHECK(staged(choice(1024, 14336)) == "1,4,1,4,1,3+xs");
+      CHECK(wgmma_shape(choice(2120, 11008)) != "4,2,8,1 sK");
+    }
+  // Every group and mode; not fp16 accumulation or deterministic mode (no wgmma).
+  for (const WqGemmProblem& p : other_formats(g128_problem(1280, 14336, 64, 2))) {
+    INFO(p.str());
+    CHECK((wgmma_shape(choose_hopper(p)) == "4,2,8,1 sK") == (p.accum != DType::F16 && !p.deterministic));
+  }
 }
