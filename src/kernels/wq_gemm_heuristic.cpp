@@ -425,7 +425,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
         c.warps_k = 4;
     }
     // v27, out of sample again (H100 tune): under one wave of 2-tile blocks (2 row blocks × ⌈tiles / 2⌉
-    // under the SM count: under 1056 columns on 132 SMs), 2 tiles a warp and 3 stages, twice the blocks.
+    // under the SM count: up to 1040 columns on 132 SMs), 2 tiles a warp and 3 stages, twice the blocks.
     // Qwen2.5-0.5B's down, 896×4864 (38 chunks): 4.31 µs against 5.77 for (1,4,1,8,1,2). (1280×8192, 160
     // such blocks, keeps its 4 tiles: both files' best.) Not from 64 chunks, where v26's 16 warps along K
     // apply (unmeasured together); 4-bit weights as measured (3 follows).
@@ -434,7 +434,8 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     // (1,2,1,8,1,3). Bench, file off, forced against the rules': (1,2,1,8,1,3) W2 0.775-0.833 on 5 layers of
     // 640-1024 columns, K 2560-4864 (896×4864 5.64 → 4.37 µs), W8 0.740-0.822, 1-bit 0.782-0.790, bf16 0.804
     // (W2) and 0.770 (W8); 2 stages 0.77-0.87.
-    const bool v84 = sm90a && bucket == 32 && (p.bits <= 2 || p.bits == 8);
+    // Not fp16 accumulation (unmeasured).
+    const bool v84 = sm90a && bucket == 32 && (p.bits <= 2 || p.bits == 8) && p.accum != DType::F16;
     if ((v26 || v84) && 2 * ceil_div(tiles, 2) < sms && chunks < 64) c.n_tiles = 2, c.stages = 3;
     // v56 (seventieth session), as v32 at 64 rows: 8-bit weights over 4.2 (v70: past 8 × 8's one wave) up to
     // 6 tiles per SM (blocks of 4 tiles × 4 warps along K, two row blocks: over 2.1 blocks per SM) take 2
@@ -630,7 +631,7 @@ WqGemmConfig choose_config(const WqGemmProblem& p, const Arch& arch, int sm_coun
     s.n_tiles = v66 ? c.n_tiles : 6, s.warps_k = 4, s.split_k = 4, s.stages = v66 && c.n_tiles == 2 ? 3 : 2;
     if (wq::mma_cluster_split(s, arch)) c = s;
   }
-  // v76-v77 and v80-v81: narrow layers at 64/128 rows (wq_gemm_heuristic_tiny_layers.cpp).
+  // v76-v77 and v80-v83: narrow layers at 64/128 rows (wq_gemm_heuristic_tiny_layers.cpp).
   if (auto n = wq::narrow_layer_config(p, h, c, arch)) c = *n;
   // v74 (eightieth session): 8-bit weights at 17-32 rows whose block-shared (2,4,2,2) blocks number 2-3 a SM
   // take 2 stages: 66 KB of shared memory a block instead of 100 let 3 share an SM (ptxas: 164 registers, 3 a

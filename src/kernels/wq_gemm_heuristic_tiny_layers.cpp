@@ -1,7 +1,7 @@
-// The heuristic's rules for tiny and narrow layers (v72, v78, v76-v77, v80-v81): at most half as many
+// The heuristic's rules for tiny and narrow layers (v72, v78, v76-v77, v80-v83): at most half as many
 // 8-column tiles as SMs (choose_config's first step, 1-128 rows), and up to 2 tiles a SM at 64 and 128 rows
 // (a change to the mma.sync rules' choice), on sm_90a. Fitted to `lowbit tune` runs like the rest
-// (docs/perf-notes.md, eightieth to eighty-second sessions).
+// (docs/perf-notes.md, eightieth to eighty-third sessions).
 #include <algorithm>
 #include <optional>
 
@@ -19,9 +19,9 @@ int64_t clusters_at_once(int64_t size, int per_sm, int sms) {
   return int64_t{per_sm >= 2 ? kTwo[size - 1] : kOne[size - 1]} * sms / 132;
 }
 
-// Where v72 and v76-v78 apply: sm_90a with activations staged per warp allowed (not deterministic), every
-// group and dequantization mode but fp16 accumulation (its own rules, wq_gemm_heuristic_fp16_accum.cpp); v77
-// and the formats each rule was benched in are at the rules.
+// Where v72, v76-v78 and v80-v83 apply: sm_90a with activations staged per warp allowed (not deterministic),
+// every group and dequantization mode but fp16 accumulation (its own rules,
+// wq_gemm_heuristic_fp16_accum.cpp); v77 and the formats each rule was benched in are at the rules.
 bool tiny_layer_format(const WqGemmProblem& p, const Arch& arch) {
   return has_wgmma(arch) && may_stage_per_warp(p, arch) && p.accum != DType::F16;
 }
@@ -146,34 +146,37 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   const bool v81 = three_four && h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms &&
                    block_shared && chosen.split_k == 1 && chosen.stages == 3;  // (2,4,2,2,1,3), as benched
   // v82 (eighty-third session): 1/2-bit weights at 128 rows over half and up to 2 tiles a SM, where the rules
-  // leave block-shared (2,4,2,2,1-2,3): over 1 and up to 1.5 tiles a SM (one wave of its blocks) v77's
-  // (1,4,1,4,1,3), in every format; elsewhere (1,8,1,4,1,3), not where every weight is dequantized first.
-  // H200 tune of W2 and 1-bit on 1280/1792×4096 and 1920×3072: the heuristic 1.19-1.48× the best (f16, bf16,
-  // g64, per channel; tuner times). Bench, file off, forced against the choice before: (1,8,1,4,1,3)
-  // 0.79-0.84 on 7 W2 layers of 0.73-1.82 tiles a SM (1280×4096 13.12 → 10.38 µs), bf16, symmetric and g256
-  // 0.80-0.86, 1-bit 0.78-0.82 on 4, per channel 0.95-0.98, but g32/g64/HQQ g64 1.02-1.15; (1,4,1,4,1,3)
+  // leave block-shared (2,4,2,2,1-2,3): over 1 and up to 1.5 tiles a SM, while its blocks make one wave,
+  // v77's (1,4,1,4,1,3), in every format; elsewhere (1,8,1,4,1,3), not where every weight is dequantized
+  // first. H200 tune of W2 and 1-bit on 1280/1792×4096 and 1920×3072: the heuristic 1.10-1.48× the best (f16,
+  // bf16, g64, per channel; tuner times). Bench, file off, forced against the choice before: (1,8,1,4,1,3)
+  // 0.79-0.84 on 8 W2 layers of 0.73-1.82 tiles a SM (1280×4096 13.12 → 10.38 µs), bf16, symmetric and g256
+  // 0.81-0.86, 1-bit 0.78-0.82 on 4, per channel 0.95-0.98, but g32/g64/HQQ g64 1.02-1.15; (1,4,1,4,1,3)
   // faster still at 1.03-1.45 tiles a SM (0.74-0.79 in g128, 0.79 per channel, 0.88-0.93 in g32/g64/HQQ on
   // 1280×4096) but 0.98-1.21 at 1.7-1.8 and 0.82-0.87 under 1. (Wgmma stream K (2,2,8,1,1,3): 0.69-0.73
-  // at 1.0-1.2 tiles a SM, 0.89-1.13 elsewhere.) v83: 1/2/3-bit weights at 64 rows over 1 and up to 2 tiles a
-  // SM where the rules leave (1,4,1,4,1,3): (1,8,1,8,1,3), 4 stages where every weight is dequantized first;
-  // not per channel. Tune: (1,8,1,8,1,3/4) the best of W2 f16/bf16 and 3-bit on 1792×4096 (the
-  // heuristic 1.09-1.16×). Bench, forced: W2 0.85-0.96 on 6 layers of 1.03-1.82 tiles a SM, bf16 0.87-0.91,
-  // symmetric 0.89-0.91, g64/g32 with 4 stages 0.89-0.93 (3: 0.92-0.96), HQQ g64 0.93-0.96, 1-bit 0.89-0.93,
-  // 3-bit 0.86-0.98 (bf16 0.88-0.92, g64 0.97-1.01); per channel 1.04-1.12, and under one tile a
-  // SM 1.19-1.23.
+  // at 1.0-1.2 tiles a SM, 0.88-1.13 elsewhere.)
   const bool v82 = low_bits && h.bucket == 128 && h.tiles <= 2LL * h.sms && block_shared &&
                    chosen.split_k <= 2 && chosen.stages == 3;
   const bool v82_wave =
       v82 && h.tiles > h.sms && 10 * h.tiles <= 15LL * h.sms && smem_waves(p, per_warp, arch, h.sms) == 1;
-  const bool v82_wide = v82 && !v82_wave && !dequantizes_every_weight(p);
-  const bool v83 = p.bits <= 3 && h.bucket == 64 && p.group_size != 0 && h.tiles > h.sms &&
+  const bool v82_eight_tiles = v82 && !v82_wave && !dequantizes_every_weight(p);
+  // v83: 1/2/3-bit weights at 64 rows over 1 and up to 2 tiles a SM where the rules leave (1,4,1,4,1,3):
+  // (1,8,1,8,1,3), 4 stages where every weight is dequantized first; not per channel, nor 3-bit weights
+  // dequantized first (their 4 stages take 240 KB of shared memory; 3 ran 0.97-1.01). Tunes: (1,8,1,8,1,3/4)
+  // the best of W2 f16 on 1280/1792×4096, W2 bf16 on 1280×4096 and 1920×3072 and 3-bit on 1792×4096 (the
+  // heuristic 1.09-1.16×). Bench, forced: W2 0.85-0.96 on 6 layers of 1.03-1.82 tiles a SM, bf16 0.87-0.91,
+  // symmetric 0.89-0.91, g64/g32 with 4 stages 0.89-0.93 (3: 0.92-0.96), HQQ g64 0.93-0.96, 1-bit 0.89-0.93,
+  // 3-bit 0.86-0.98 (bf16 0.88-0.92); per channel 1.04-1.12, and under one tile a SM 1.19-1.23. On over 64
+  // chunks 1/2-bit weights take v85's wgmma instead (wq_gemm_heuristic_wgmma.cpp).
+  const bool v83 = p.bits <= 3 && h.bucket == 64 && p.group_size != 0 &&
+                   !(p.bits == 3 && dequantizes_every_weight(p)) && h.tiles > h.sms &&
                    h.tiles <= 2LL * h.sms && chosen == per_warp;
-  if (!v76 && !v77 && !v80 && !v81 && !v82_wave && !v82_wide && !v83) return std::nullopt;
+  if (!v76 && !v77 && !v80 && !v81 && !v82_wave && !v82_eight_tiles && !v83) return std::nullopt;
   WqGemmConfig c = per_warp;
   if (v76) c.warps_k = 8;
   if (v80) c.m_tiles = 2, c.stages = 4;
   if (v81) c = chosen, c.warps_k = 4;
-  if (v82_wide) c.n_tiles = 8;
+  if (v82_eight_tiles) c.n_tiles = 8;
   if (v83) c.n_tiles = 8, c.warps_k = 8, c.stages = dequantizes_every_weight(p) ? 4 : 3;
   if (!can_implement(p, c, arch)) return std::nullopt;
   return c;

@@ -287,8 +287,8 @@ WqGemmConfig sixteen_rows_staged_config(const WqGemmProblem& problem, const Heur
 // many tiles as SMs, 1-128 rows; none elsewhere.
 std::optional<WqGemmConfig> tiny_layer_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                               const Arch& arch);
-// Narrow layers' config at 64/128 rows (heuristics v76-v77 and v80-v81, the same file) in place of `chosen`,
-// the rules' choice: sm_90a, 0.5-2 tiles a SM (one wave of the config's blocks); none elsewhere.
+// Narrow layers' config at 64/128 rows (heuristics v76-v77 and v80-v83, the same file) in place of `chosen`,
+// the rules' choice: sm_90a, 0.5-2 tiles a SM; none elsewhere.
 std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& problem, const HeuristicShape& shape,
                                                 const WqGemmConfig& chosen, const Arch& arch);
 

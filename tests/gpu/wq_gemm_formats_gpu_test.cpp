@@ -512,14 +512,15 @@ TEST_CASE("wq_gemm heuristic v82-v85: narrow layers of 1/2/3/8-bit weights at 32
   check_forced(v84_problems, {17, 24, 32}, forced(1, 2, 1, 8, 1, true));
   if (skipped_without_wgmma("v85")) return;
   // v85's block at 33-64 rows: two MMA warpgroups of one m64 tile and 2 tiles a warp (128 columns), stream K
-  // over K = 4480 (35 chunks), 3 stages, no image; 1032 columns end in a block of one tile. 1/2-bit g128,
-  // 2-bit g64 and per channel, both dtypes.
+  // over K = 8320 (65 chunks, v85's least), 3 stages, no image; 1032 columns end in a block of one tile.
+  // 1/2-bit g128, 2-bit g64, HQQ g64 and per channel, both dtypes.
   std::vector<WqGemmProblem> v85_problems;
   for (DType act : {DType::F16, DType::BF16}) {
     for (int bits : {1, 2})
-      v85_problems.push_back(make_problem(1032, 4480, bits, 128, DequantMode::SubZeroThenScale, act, 64));
-    v85_problems.push_back(make_problem(1032, 4480, 2, 64, DequantMode::SubZeroThenScale, act, 64));
-    v85_problems.push_back(make_problem(1032, 4480, 2, 0, DequantMode::SubZeroThenScale, act, 64));
+      v85_problems.push_back(make_problem(1032, 8320, bits, 128, DequantMode::SubZeroThenScale, act, 64));
+    v85_problems.push_back(make_problem(1032, 8320, 2, 64, DequantMode::SubZeroThenScale, act, 64));
+    v85_problems.push_back(make_problem(1032, 8320, 2, 64, DequantMode::SubFloatZeroThenScale, act, 64));
+    v85_problems.push_back(make_problem(1032, 8320, 2, 0, DequantMode::SubZeroThenScale, act, 64));
   }
   WqGemmPlanOptions v85 = forced(4, 2, 8, 1, 1, false, true, true);
   v85.config->stages = 3;

@@ -79,20 +79,21 @@ TEST_CASE("choose_config v83: 1/2/3-bit weights at 64 rows over 1 and up to 2 ti
       auto choice = [&](int64_t n, int64_t k) {
         return choose_hopper(with_act(g128_problem(n, k, 64, bits), act));
       };
-      // 133-264 tiles (1064-2112 columns).
-      for (auto [n, k] : {Layer{1064, 4096}, {1280, 4096}, {1536, 2048}, {1920, 3072}, {2112, 2048}})
+      // 133-264 tiles (1064-2112 columns); 2048×2048 was v27's (1,4,1,4,1,3) until v83.
+      for (auto [n, k] :
+           {Layer{1064, 4096}, {1280, 4096}, {1536, 2048}, {1920, 3072}, {2048, 2048}, {2112, 2048}})
         CHECK(staged(choice(n, k)) == "1,8,1,8,1,3+xs");
       CHECK(staged(choice(1056, 4096)) != "1,8,1,8,1,3+xs");
       CHECK(staged(choice(2120, 2048)) != "1,8,1,8,1,3+xs");
     }
-  // 2-bit where the rules gave v24's wgmma's layers (1152×8192) the per-warp block: v83; 3-bit keeps wgmma.
+  // 1152×8192 (64 chunks): the rules gave 2-bit weights the per-warp block, now v83's; 3-bit keeps v24's
+  // wgmma.
   CHECK(staged(choose_hopper(1152, 8192, 64, 2)) == "1,8,1,8,1,3+xs");
   CHECK(choose_hopper(1152, 8192, 64, 3).wgmma);
   // 4-bit weights keep v80's block.
   CHECK(staged(choose_hopper(1280, 4096, 64)) == "2,4,1,4,1,4+xs");
-  // 4 stages where every weight is dequantized before the MMA (g64, float zeros): in 2-bit; 3-bit's do not
-  // fit in shared memory (240 KB), so it keeps the rules'. Not per channel, fp16 accumulation or
-  // deterministic mode.
+  // 4 stages where every weight is dequantized before the MMA (g64, float zeros): in 2-bit; not 3-bit (its 4
+  // stages would take 240 KB of shared memory). Not per channel, fp16 accumulation or deterministic mode.
   for (int bits : {2, 3})
     for (const WqGemmProblem& p : other_formats(g128_problem(1280, 4096, 64, bits))) {
       INFO(p.str());
@@ -116,20 +117,23 @@ TEST_CASE("choose_config v84: 1/2/8-bit weights at 32 rows under one wave of 2-t
       auto choice = [&](int64_t n, int64_t k) {
         return choose_hopper(with_act(g128_problem(n, k, 32, bits), act));
       };
-      // Up to 1048 columns (2 row blocks × 65 blocks of 2 tiles = 130 under 132 SMs), under 64 chunks.
+      // Up to 1040 columns (2 row blocks × 65 blocks of 2 tiles = 130 under 132 SMs), under 64 chunks.
       for (auto [n, k] : {Layer{640, 4096}, {896, 4864}, {1024, 2560}, {1040, 7936}})
         CHECK(staged(choice(n, k)) == "1,2,1,8,1,3+xs");
-      CHECK(choice(1048, 4096).n_tiles == 4);  // 2 × 66 blocks: one wave
+      CHECK(choice(1048, 4096).n_tiles == 4);  // 2 × 66 blocks: not under the SMs
       CHECK(choice(768, 8192).n_tiles == 4);   // 64 chunks
       CHECK(choice(512, 4096).split_k == 2);   // v72's tiny layers
     }
-  // Every group and mode (as v27 in 3/4-bit); not fp16 accumulation or deterministic mode (rules of their
-  // own).
-  for (int bits : {2, 8})
+  // Every group and mode (as v27 in 3/4-bit); not fp16 accumulation (unmeasured) or deterministic mode,
+  // which keep (1,4,1,8,1,2) and registers; not on sm_80.
+  for (int bits : {1, 2, 8}) {
     for (const WqGemmProblem& p : other_formats(g128_problem(768, 4096, 32, bits))) {
       INFO(p.str());
-      if (p.accum != DType::F16 && !p.deterministic) CHECK(staged(choose_hopper(p)) == "1,2,1,8,1,3+xs");
+      if (p.deterministic) continue;
+      CHECK(staged(choose_hopper(p)) == (p.accum == DType::F16 ? "1,4,1,8,1,2+xs" : "1,2,1,8,1,3+xs"));
     }
+    CHECK(lowbit::choose_config(g128_problem(768, 4096, 32, bits), lowbit::test::kSm80, 132).n_tiles == 4);
+  }
 }
 
 TEST_CASE("choose_config v85: 1/2-bit weights at 64 rows over 1 and up to 2 tiles a SM on over 64 chunks",
@@ -146,6 +150,8 @@ TEST_CASE("choose_config v85: 1/2-bit weights at 64 rows over 1 and up to 2 tile
       // 64 chunks stay v83's; one tile a SM and under, and over 2, are not this rule's.
       CHECK(staged(choice(2048, 8192)) == "1,8,1,8,1,3+xs");
       CHECK(staged(choice(1024, 14336)) == "1,4,1,4,1,3+xs");
+      CHECK(wgmma_shape(choice(1056, 14336)) != "4,2,8,1 sK");  // 132 tiles: one a SM
+      CHECK(wgmma_shape(choice(1064, 14336)) == "4,2,8,1 sK");
       CHECK(wgmma_shape(choice(2120, 11008)) != "4,2,8,1 sK");
     }
   // Every group and mode; not fp16 accumulation or deterministic mode (no wgmma).
