@@ -121,11 +121,15 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   per_warp.x_shared = true;
   const bool v24_wgmma = chosen.wgmma && chosen.stream_k && h.chunks <= 64;
   const bool v76 = three_four && h.bucket == 64 && h.tiles <= h.sms && (chosen == per_warp || v24_wgmma);
-  // One wave of v77's blocks (3 a SM by shared memory in 4-bit g128: 75 KB each).
   const bool block_shared = !chosen.wgmma && chosen.x_shared && chosen.m_tiles == 2 && chosen.n_tiles == 4 &&
                             chosen.warps_n == 2 && chosen.warps_k == 2;  // (2,4,2,2)
-  const bool v77 = three_four && h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms &&
-                   smem_waves(p, per_warp, arch, h.sms) == 1 && !dequantizes_every_weight(p) && block_shared;
+  // v77's band at 128 rows (v82's too): up to 1.5 tiles a SM while its blocks make one wave (3 a SM by shared
+  // memory in 4-bit g128: 75 KB each).
+  const bool v77_band =
+      h.bucket == 128 && 10 * h.tiles <= 15LL * h.sms && smem_waves(p, per_warp, arch, h.sms) == 1;
+  const bool v77 = three_four && v77_band && !dequantizes_every_weight(p) && block_shared;
+  // 64 rows over 1 and up to 2 tiles a SM where the rules leave (1,4,1,4,1,3): v80's and v83's band.
+  const bool band_64 = h.bucket == 64 && h.tiles > h.sms && h.tiles <= 2LL * h.sms && chosen == per_warp;
   // v80 (eighty-second session): 4-bit weights (8-bit too, below) at 64 rows over 1 and up to 2 tiles a SM,
   // where the rules leave (1,4,1,4,1,3): 32-row warps, 4 stages. v81: 128 rows over 1.5 and up to 2 tiles a
   // SM, block-shared (2,4,2,2,1,3) with 4 warps along K. H200 tune of W4 f16 on 1536-2176 columns: at 64 rows
@@ -141,8 +145,7 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   // in W8 then had the rules 1.15× the best at 64 rows on 1280/1792×4096 (bests v80's block): v80 ran
   // 0.857-0.870 the heuristic on 4 layers of 1.1-1.7 tiles a SM, bf16 0.896, per channel 0.966; so 8-bit
   // weights too, per channel among them.
-  const bool v80 = h.bucket == 64 && ((p.bits == 4 && p.group_size != 0) || p.bits == 8) && h.tiles > h.sms &&
-                   h.tiles <= 2LL * h.sms && chosen == per_warp;
+  const bool v80 = band_64 && ((p.bits == 4 && p.group_size != 0) || p.bits == 8);
   const bool v81 = three_four && h.bucket == 128 && 10 * h.tiles > 15LL * h.sms && h.tiles <= 2LL * h.sms &&
                    block_shared && chosen.split_k == 1 && chosen.stages == 3;  // (2,4,2,2,1,3), as benched
   // v82 (eighty-third session): 1/2-bit weights at 128 rows over half and up to 2 tiles a SM, where the rules
@@ -157,8 +160,7 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   // at 1.0-1.2 tiles a SM, 0.88-1.13 elsewhere.)
   const bool v82 = low_bits && h.bucket == 128 && h.tiles <= 2LL * h.sms && block_shared &&
                    chosen.split_k <= 2 && chosen.stages == 3;
-  const bool v82_wave =
-      v82 && h.tiles > h.sms && 10 * h.tiles <= 15LL * h.sms && smem_waves(p, per_warp, arch, h.sms) == 1;
+  const bool v82_wave = v82 && h.tiles > h.sms && v77_band;
   const bool v82_eight_tiles = v82 && !v82_wave && !dequantizes_every_weight(p);
   // v83: 1/2/3-bit weights at 64 rows over 1 and up to 2 tiles a SM where the rules leave (1,4,1,4,1,3):
   // (1,8,1,8,1,3), 4 stages where every weight is dequantized first; not per channel, nor 3-bit weights
@@ -168,9 +170,8 @@ std::optional<WqGemmConfig> narrow_layer_config(const WqGemmProblem& p, const He
   // symmetric 0.89-0.91, g64/g32 with 4 stages 0.89-0.93 (3: 0.92-0.96), HQQ g64 0.93-0.96, 1-bit 0.89-0.93,
   // 3-bit 0.86-0.98 (bf16 0.88-0.92); per channel 1.04-1.12, and under one tile a SM 1.19-1.23. On over 64
   // chunks 1/2-bit weights take v85's wgmma instead (wq_gemm_heuristic_wgmma.cpp).
-  const bool v83 = p.bits <= 3 && h.bucket == 64 && p.group_size != 0 &&
-                   !(p.bits == 3 && dequantizes_every_weight(p)) && h.tiles > h.sms &&
-                   h.tiles <= 2LL * h.sms && chosen == per_warp;
+  const bool v83 =
+      band_64 && p.bits <= 3 && p.group_size != 0 && !(p.bits == 3 && dequantizes_every_weight(p));
   if (!v76 && !v77 && !v80 && !v81 && !v82_wave && !v82_eight_tiles && !v83) return std::nullopt;
   WqGemmConfig c = per_warp;
   if (v76) c.warps_k = 8;
